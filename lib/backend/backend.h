@@ -1,0 +1,66 @@
+// The op interface every compute backend implements (DESIGN.md §9). Tensors passed in belong to this backend;
+// nothing here assumes host memory: host data crosses only through copy_from_host / copy_to_host.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace kvf {
+
+// Rotary embedding parameters. Pairing: adjacent rotates (x[2i], x[2i+1]) (GGUF llama, whose converter permutes
+// Q/K); half_split rotates (x[i], x[i+d/2]) (HF layout, qwen2 / NeoX).
+enum class RopePairing : uint8_t { Adjacent, HalfSplit };
+
+struct RopeSpec {
+  int rotary_dim = 0;      // leading dims of each head that rotate (the rest pass through)
+  RopePairing pairing = RopePairing::Adjacent;
+  std::shared_ptr<const std::vector<float>> inv_freq;  // rotary_dim / 2 frequencies, scaling already applied
+};
+
+// One sequence's attention over already gathered keys: causality by position, scores scaled, softmax, P·V.
+struct AttentionArgs {
+  Tensor q;       // f32 [n, n_heads, head_dim], RoPE applied
+  Tensor q_pos;   // i32 [n]
+  Tensor k;       // f32 [m, n_kv_heads, head_dim], RoPE applied
+  Tensor v;       // f32 [m, n_kv_heads, head_dim]
+  Tensor k_pos;   // i32 [m]; query at p reads keys with position <= p
+  Tensor out;     // f32 [n, n_heads, head_dim]
+  float scale = 1.0f;
+  // Optional probe: probe_colsum[j] += sum over probe_rows r and heads h of softmax weight P[r, h, j].
+  Tensor probe_rows;    // i32 [r] indices into q rows (undefined: no probe)
+  Tensor probe_colsum;  // f32 [m]
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual Device device() const = 0;
+
+  virtual Tensor empty(DType dtype, const Shape& shape) = 0;
+  virtual void copy_from_host(Tensor& dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(const Tensor& src, void* dst, size_t bytes) = 0;
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+
+  // y[n, m] = x[n, k] · w[m, k]^T
+  virtual void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) = 0;
+  // y = x / rms(x) * weight, per row
+  virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) = 0;
+  // y += x
+  virtual void add_inplace(Tensor& y, const Tensor& x) = 0;
+  // out = silu(gate) * up
+  virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
+  // out[i] = table[ids[i]]
+  virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
+  // dst[i] = src[rows[i]] along dimension 0
+  virtual void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) = 0;
+  // x [n, heads, head_dim] rotated in place to positions pos [n]; inverse rotates back (removes RoPE).
+  virtual void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse = false) = 0;
+  virtual void attention(AttentionArgs& args) = 0;
+};
+
+// The CPU backend (BLAS sgemm + TBB), always available.
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace kvf

@@ -1,0 +1,26 @@
+// ggml tensor types as stored in GGUF files, their block layouts, and conversion of rows to f32.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace kvf {
+
+enum class GgmlType : uint32_t {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
+  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, I8 = 24, I16 = 25, I32 = 26, I64 = 27,
+  F64 = 28, BF16 = 30,
+};
+
+const char* ggml_type_name(GgmlType t);           // "Q4_1", or "type 17" for unknown values
+bool ggml_type_supported(GgmlType t);             // can be dequantized to f32 by this build
+int64_t ggml_block_elems(GgmlType t);             // elements per block (1 for plain types); 0 if unknown
+size_t ggml_block_bytes(GgmlType t);              // bytes per block; 0 if unknown
+// Bytes of a row of n elements; throws kvf::Error if n is not a multiple of the block size or type unknown.
+size_t ggml_row_bytes(GgmlType t, int64_t n);
+
+// Converts n elements (a multiple of the block size) starting at src to f32.
+void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
+// Reference quantizers (round-to-nearest as ggml's reference code), for writing test models.
+void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
+
+}  // namespace kvf

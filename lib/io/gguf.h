@@ -1,0 +1,95 @@
+// GGUF reader (versions 2 and 3): metadata of every value type, tensor infos, alignment. The file is memory-mapped;
+// every offset and length is bounds-checked at open, so a malformed file raises kvf::Error naming the file and
+// the field, never a crash or a read past the end.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/ggml_types.h"
+
+namespace kvf::gguf {
+
+enum class ValueType : uint32_t {
+  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
+  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+};
+const char* value_type_name(ValueType t);
+
+// One metadata value. Scalars fill exactly one of the scalar fields; arrays fill the vector for their element
+// type (integers and bools in ints, floats in floats, strings in strings; nested arrays in array).
+struct Value {
+  ValueType type = ValueType::U8;
+  ValueType elem_type = ValueType::U8;  // for ARRAY
+  int64_t i = 0;        // all integer types and BOOL (u64 above INT64_MAX is rejected)
+  double f = 0.0;       // F32, F64
+  std::string s;        // STRING
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::vector<std::string> strings;
+  std::vector<Value> array;  // arrays of arrays
+  size_t array_size() const;
+};
+
+struct TensorInfo {
+  std::string name;
+  GgmlType type = GgmlType::F32;
+  std::vector<int64_t> ne;  // ggml order: ne[0] is the fastest-varying (row length)
+  uint64_t offset = 0;      // from the start of the data section
+  uint64_t n_elements = 0;
+  uint64_t n_bytes = 0;
+  int64_t rows() const;     // product of ne[1..]
+};
+
+class File {
+ public:
+  // Maps and parses the file; throws kvf::Error("<path>: ...") on any problem.
+  static std::shared_ptr<const File> open(const std::string& path);
+  ~File();
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+
+  bool has(const std::string& key) const { return kv_.count(key) != 0; }
+  const Value& get(const std::string& key) const;  // throws "<path>: missing metadata key '<key>'"
+  const std::map<std::string, Value>& metadata() const { return kv_; }
+  // Typed accessors: throw naming the key and the actual type when it does not fit.
+  std::string get_string(const std::string& key) const;
+  int64_t get_int(const std::string& key) const;  // any integer type or BOOL
+  double get_float(const std::string& key) const; // F32/F64 or any integer type
+  bool get_bool(const std::string& key) const;
+  std::vector<std::string> get_string_array(const std::string& key) const;
+  std::vector<int64_t> get_int_array(const std::string& key) const;
+  std::vector<double> get_float_array(const std::string& key) const;
+  // With defaults when the key is absent (still throw on a wrong type).
+  std::string get_string(const std::string& key, const std::string& dflt) const;
+  int64_t get_int(const std::string& key, int64_t dflt) const;
+  double get_float(const std::string& key, double dflt) const;
+  bool get_bool(const std::string& key, bool dflt) const;
+
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* find_tensor(const std::string& name) const;  // nullptr if absent
+  const TensorInfo& tensor(const std::string& name) const;       // throws naming the tensor
+  // Pointer to the tensor's bytes (n_bytes long, checked to lie inside the file at open).
+  const uint8_t* tensor_data(const TensorInfo& info) const;
+
+ private:
+  File() = default;
+  std::string path_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  std::map<std::string, Value> kv_;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t> tensor_index_;
+  const uint8_t* map_ = nullptr;
+  size_t map_size_ = 0;
+  uint64_t data_offset_ = 0;
+  friend class Parser;
+};
+
+}  // namespace kvf::gguf
