@@ -49,6 +49,8 @@ class Backend {
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) = 0;
   // y += x
   virtual void add_inplace(Tensor& y, const Tensor& x) = 0;
+  // y[r, :] += bias for every row r
+  virtual void add_bias(Tensor& y, const Tensor& bias) = 0;
   // out = silu(gate) * up
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out[i] = table[ids[i]]

@@ -1,0 +1,45 @@
+# kvfuse: `make demo` and `make test` do everything on a fresh machine (setup, build, run).
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+ifeq ($(CI),true)
+  CMAKE_FLAGS += -DKVF_WERROR=ON
+endif
+
+.PHONY: all setup build test test-unit demo bench reference clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD_DIR)/CMakeCache.txt:
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: $(BUILD_DIR)/CMakeCache.txt
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Unit tests (tiny random models) and model tests (real weights against committed llama.cpp fixtures).
+test: setup build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+test-unit: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit -j $(JOBS)
+
+demo: setup build
+	$(BUILD_DIR)/bin/kvrun generate --model smollm2 --chat --max-tokens 64 \
+	  --prompt "In two sentences, what is a key-value cache in a transformer?"
+
+# Prefill speed against llama.cpp on the same GGUF, side by side (needs the reference venv).
+bench: setup build
+	@scripts/setup-reference.sh
+	$(HOME)/.cache/kvfuse/venv-ref/bin/python bench/prefill_vs_llamacpp.py
+
+# Regenerates the golden fixtures under tests/fixtures from llama.cpp (see tests/reference/README.md).
+reference: setup
+	@scripts/setup-reference.sh
+	$(HOME)/.cache/kvfuse/venv-ref/bin/python tests/reference/make_token_fixtures.py
+	$(HOME)/.cache/kvfuse/venv-ref/bin/python tests/reference/make_llama_fixtures.py
+
+clean:
+	rm -rf $(BUILD_DIR)

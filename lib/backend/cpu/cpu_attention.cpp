@@ -1,0 +1,102 @@
+// Attention on the CPU following the forward-pass rule (DESIGN.md §3): a query at position p reads the keys whose
+// position is <= p. Work is split by (head, block of query rows); scores and P·V are sgemm calls.
+#include <cblas.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/vec_math.h"
+
+namespace kvf::cpu {
+
+void CpuBackend::attention(AttentionArgs& a) {
+  KVF_CHECK(a.q.shape.size() == 3 && a.k.shape.size() == 3 && a.v.shape == a.k.shape && a.out.shape == a.q.shape,
+            "attention: q ", shape_str(a.q.shape), " k ", shape_str(a.k.shape), " v ", shape_str(a.v.shape),
+            " out ", shape_str(a.out.shape));
+  const int64_t n = a.q.dim(0), n_heads = a.q.dim(1), hd = a.q.dim(2);
+  const int64_t m = a.k.dim(0), n_kv = a.k.dim(1);
+  KVF_CHECK(a.k.dim(2) == hd && n_kv > 0 && n_heads % n_kv == 0, "attention: ", n_heads, " query heads over ",
+            n_kv, " kv heads of dim ", a.k.dim(2), " vs ", hd);
+  KVF_CHECK(a.q_pos.numel() == n && a.k_pos.numel() == m, "attention: position counts do not match rows");
+  const int32_t* qp = a.q_pos.data<int32_t>();
+  const int32_t* kp = a.k_pos.data<int32_t>();
+  const float* q = a.q.data<float>();
+  const float* k = a.k.data<float>();
+  const float* v = a.v.data<float>();
+  float* out = a.out.data<float>();
+  const int64_t group = n_heads / n_kv;
+  // Keys in position order (the usual layout) let each row stop at its last visible key.
+  const bool sorted = std::is_sorted(kp, kp + m);
+
+  std::vector<uint8_t> is_probe(n, 0);
+  const bool probing = a.probe_rows.defined() && a.probe_rows.numel() > 0;
+  if (probing) {
+    KVF_CHECK(a.probe_colsum.numel() == m, "attention: probe_colsum has ", a.probe_colsum.numel(), " for ", m,
+              " keys");
+    const int32_t* pr = a.probe_rows.data<int32_t>();
+    for (int64_t i = 0; i < a.probe_rows.numel(); ++i) {
+      KVF_CHECK(pr[i] >= 0 && pr[i] < n, "attention: probe row ", pr[i], " outside [0, ", n, ")");
+      is_probe[pr[i]] = 1;
+    }
+  }
+  // Per-task partial column sums, added in task order afterwards so the result does not depend on scheduling.
+  std::vector<std::vector<float>> probe_partial;
+
+  constexpr int64_t kBlock = 64;
+  const int64_t n_blocks = (n + kBlock - 1) / kBlock;
+  if (probing) probe_partial.resize(n_heads * n_blocks);
+  tbb::parallel_for(int64_t{0}, n_heads * n_blocks, [&](int64_t task) {
+    const int64_t h = task / n_blocks, r0 = (task % n_blocks) * kBlock, r1 = std::min(n, r0 + kBlock);
+    const int64_t rows = r1 - r0, g = h / group;
+    const int32_t q_max = *std::max_element(qp + r0, qp + r1);
+    const int64_t mk = sorted ? std::upper_bound(kp, kp + m, q_max) - kp : m;
+    float* o = out + r0 * n_heads * hd + h * hd;
+    if (mk == 0) {
+      for (int64_t r = 0; r < rows; ++r) std::fill(o + r * n_heads * hd, o + r * n_heads * hd + hd, 0.0f);
+      return;
+    }
+    std::vector<float> s((size_t)(rows * mk));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)mk, (int)hd, a.scale,
+                q + r0 * n_heads * hd + h * hd, (int)(n_heads * hd), k + g * hd, (int)(n_kv * hd), 0.0f, s.data(),
+                (int)mk);
+    std::vector<float>* probe_acc = probing ? &probe_partial[task] : nullptr;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = s.data() + r * mk;
+      const int32_t p = qp[r0 + r];
+      int64_t len = mk;
+      if (sorted) {
+        len = std::upper_bound(kp, kp + mk, p) - kp;
+      } else {
+        for (int64_t j = 0; j < mk; ++j)
+          if (kp[j] > p) row[j] = -INFINITY;
+      }
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, row[j]);
+      if (mx == -INFINITY) {  // nothing visible: an all-zero output row
+        std::fill(row, row + mk, 0.0f);
+        continue;
+      }
+      const float sum = exp_shift_sum(row, len, mx);
+      const float inv = 1.0f / sum;
+      for (int64_t j = 0; j < len; ++j) row[j] *= inv;
+      std::fill(row + len, row + mk, 0.0f);
+      if (!sorted)
+        for (int64_t j = 0; j < mk; ++j)
+          if (kp[j] > p) row[j] = 0.0f;
+      if (probe_acc && is_probe[r0 + r]) {
+        if (probe_acc->empty()) probe_acc->assign(mk, 0.0f);
+        for (int64_t j = 0; j < mk; ++j) (*probe_acc)[j] += row[j];
+      }
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)hd, (int)mk, 1.0f, s.data(), (int)mk,
+                v + g * hd, (int)(n_kv * hd), 0.0f, o, (int)(n_heads * hd));
+  });
+  float* colsum = probing ? a.probe_colsum.data<float>() : nullptr;
+  for (const auto& part : probe_partial)
+    for (size_t j = 0; j < part.size(); ++j) colsum[j] += part[j];
+}
+
+}  // namespace kvf::cpu

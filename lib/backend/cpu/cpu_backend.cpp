@@ -1,0 +1,208 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <cblas.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cpu/vec_math.h"
+
+namespace kvf::cpu {
+namespace {
+
+class HostStorage final : public Storage {
+ public:
+  explicit HostStorage(size_t bytes) {
+    bytes_ = bytes;
+    // 64-byte alignment for AVX-512 loads; at least one cache line so empty tensors still get an address.
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    data_ = std::aligned_alloc(64, rounded ? rounded : 64);
+    KVF_CHECK(data_ != nullptr, "out of host memory allocating ", bytes, " bytes");
+  }
+  ~HostStorage() override { std::free(data_); }
+  Device device() const override { return Device::Host; }
+};
+
+void check_f32(const Tensor& t, const char* what) {
+  KVF_CHECK(t.defined() && t.dtype == DType::F32, "cpu backend: ", what, " must be a defined f32 tensor");
+}
+
+void check_same_numel(const Tensor& a, const Tensor& b, const char* op) {
+  KVF_CHECK(a.numel() == b.numel(), "cpu backend ", op, ": shapes ", shape_str(a.shape), " and ",
+            shape_str(b.shape), " differ");
+}
+
+// Splits [0, n) into about `parts` ranges whose lengths are multiples of `granule`.
+template <typename F>
+void parallel_ranges(int64_t n, int64_t granule, F&& body) {
+  const int64_t parts = std::max<int64_t>(1, tbb::this_task_arena::max_concurrency());
+  int64_t step = (n + parts - 1) / parts;
+  step = std::max<int64_t>(granule, (step + granule - 1) / granule * granule);
+  const int64_t count = (n + step - 1) / step;
+  tbb::parallel_for(int64_t{0}, count, [&](int64_t i) {
+    const int64_t begin = i * step;
+    body(begin, std::min(n, begin + step));
+  });
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend() {
+  // All parallelism comes from TBB; OpenBLAS's own threads would fight it for the same cores.
+  openblas_set_num_threads(1);
+}
+
+Tensor CpuBackend::empty(DType dtype, const Shape& shape) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  for (int64_t d : shape) KVF_CHECK(d >= 0, "cpu backend: negative dimension in shape ", shape_str(shape));
+  t.storage = std::make_shared<HostStorage>(t.nbytes());
+  return t;
+}
+
+void CpuBackend::copy_from_host(Tensor& dst, const void* src, size_t bytes) {
+  KVF_CHECK(bytes == dst.nbytes(), "copy_from_host: ", bytes, " bytes into a tensor of ", dst.nbytes());
+  if (bytes) std::memcpy(dst.data<char>(), src, bytes);
+}
+
+void CpuBackend::copy_to_host(const Tensor& src, void* dst, size_t bytes) {
+  KVF_CHECK(bytes == src.nbytes(), "copy_to_host: ", bytes, " bytes from a tensor of ", src.nbytes());
+  if (bytes) std::memcpy(dst, src.data<char>(), bytes);
+}
+
+void CpuBackend::copy(const Tensor& src, Tensor& dst) {
+  KVF_CHECK(src.nbytes() == dst.nbytes(), "copy: ", src.nbytes(), " bytes into ", dst.nbytes());
+  if (src.nbytes()) std::memcpy(dst.data<char>(), src.data<char>(), src.nbytes());
+}
+
+void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
+  check_f32(x, "matmul x");
+  check_f32(w, "matmul w");
+  check_f32(y, "matmul y");
+  const int64_t n = x.dim(0), k = x.row_elems(), m = w.dim(0);
+  KVF_CHECK(w.row_elems() == k && y.dim(0) == n && y.row_elems() == m, "matmul_nt: x ", shape_str(x.shape),
+            " w ", shape_str(w.shape), " y ", shape_str(y.shape));
+  if (n == 0 || m == 0) return;
+  const float* xp = x.data<float>();
+  const float* wp = w.data<float>();
+  float* yp = y.data<float>();
+  // Each task owns a slice of the weight rows: it streams only its share of the weights.
+  parallel_ranges(m, 64, [&](int64_t m0, int64_t m1) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)(m1 - m0), (int)k, 1.0f, xp, (int)k,
+                wp + m0 * k, (int)k, 0.0f, yp + m0, (int)m);
+  });
+}
+
+void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
+  check_f32(x, "rms_norm x");
+  const int64_t n = x.dim(0), d = x.row_elems();
+  KVF_CHECK(weight.numel() == d, "rms_norm: weight of ", weight.numel(), " for rows of ", d);
+  check_same_numel(x, y, "rms_norm");
+  const float* xp = x.data<float>();
+  const float* wp = weight.data<float>();
+  float* yp = y.data<float>();
+  tbb::parallel_for(int64_t{0}, n, [&](int64_t r) {
+    const float* xr = xp + r * d;
+    float* yr = yp + r * d;
+    double ss = 0.0;
+    for (int64_t i = 0; i < d; ++i) ss += (double)xr[i] * xr[i];
+    const float scale = (float)(1.0 / std::sqrt(ss / (double)d + (double)eps));
+    for (int64_t i = 0; i < d; ++i) yr[i] = xr[i] * scale * wp[i];
+  });
+}
+
+void CpuBackend::add_inplace(Tensor& y, const Tensor& x) {
+  check_same_numel(x, y, "add_inplace");
+  float* yp = y.data<float>();
+  const float* xp = x.data<float>();
+  parallel_ranges(y.numel(), 4096, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) yp[i] += xp[i];
+  });
+}
+
+void CpuBackend::add_bias(Tensor& y, const Tensor& bias) {
+  const int64_t d = y.row_elems();
+  KVF_CHECK(bias.numel() == d, "add_bias: bias of ", bias.numel(), " for rows of ", d);
+  const float* bp = bias.data<float>();
+  tbb::parallel_for(int64_t{0}, y.dim(0), [&](int64_t r) {
+    float* yr = y.data<float>() + r * d;
+    for (int64_t i = 0; i < d; ++i) yr[i] += bp[i];
+  });
+}
+
+void CpuBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+  check_same_numel(gate, up, "swiglu");
+  check_same_numel(gate, out, "swiglu");
+  parallel_ranges(gate.numel(), 4096, [&](int64_t b, int64_t e) {
+    swiglu_row(gate.data<float>() + b, up.data<float>() + b, out.data<float>() + b, e - b);
+  });
+}
+
+void CpuBackend::embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
+  KVF_CHECK(ids.dtype == DType::I32, "embedding: ids must be i32");
+  const int64_t vocab = table.dim(0), d = table.row_elems(), n = ids.numel();
+  KVF_CHECK(out.dim(0) == n && out.row_elems() == d, "embedding: out ", shape_str(out.shape));
+  const int32_t* ip = ids.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    KVF_CHECK(ip[i] >= 0 && ip[i] < vocab, "token id ", ip[i], " at index ", i, " is outside the vocabulary of ",
+              vocab);
+    std::memcpy(out.data<float>() + i * d, table.data<float>() + ip[i] * d, d * sizeof(float));
+  }
+}
+
+void CpuBackend::gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) {
+  KVF_CHECK(rows.dtype == DType::I32 && src.dtype == dst.dtype, "gather_rows: bad dtypes");
+  const int64_t n = rows.numel();
+  const size_t row_bytes = (size_t)src.row_elems() * dtype_size(src.dtype);
+  KVF_CHECK(dst.dim(0) == n && (size_t)dst.row_elems() * dtype_size(dst.dtype) == row_bytes,
+            "gather_rows: dst ", shape_str(dst.shape), " for ", n, " rows of ", shape_str(src.shape));
+  const int32_t* rp = rows.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    KVF_CHECK(rp[i] >= 0 && rp[i] < src.dim(0), "gather_rows: row ", rp[i], " outside [0, ", src.dim(0), ")");
+    std::memcpy(dst.data<char>() + i * row_bytes, src.data<char>() + rp[i] * row_bytes, row_bytes);
+  }
+}
+
+void CpuBackend::rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) {
+  check_f32(x, "rope x");
+  KVF_CHECK(x.shape.size() == 3 && pos.numel() == x.dim(0), "rope: x ", shape_str(x.shape), " with ",
+            pos.numel(), " positions");
+  const int64_t n = x.dim(0), heads = x.dim(1), hd = x.dim(2);
+  const int64_t half = spec.rotary_dim / 2;
+  KVF_CHECK(spec.inv_freq && (int64_t)spec.inv_freq->size() == half && spec.rotary_dim <= hd,
+            "rope: rotary_dim ", spec.rotary_dim, " does not fit head_dim ", hd);
+  const int32_t* pp = pos.data<int32_t>();
+  const float* inv_freq = spec.inv_freq->data();
+  KVF_CHECK(half <= 256, "rope: rotary_dim ", spec.rotary_dim, " above the supported 512");
+  const bool adjacent = spec.pairing == RopePairing::Adjacent;
+  tbb::parallel_for(int64_t{0}, n, [&](int64_t r) {
+    // Angles in double: positions reach 1e5 and float products would lose the low bits of the phase.
+    float cs[256], sn[256];
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = (double)pp[r] * (double)inv_freq[i];
+      cs[i] = (float)std::cos(angle);
+      sn[i] = inverse ? (float)-std::sin(angle) : (float)std::sin(angle);
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x.data<float>() + (r * heads + h) * hd;
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t a = adjacent ? 2 * i : i, b = adjacent ? 2 * i + 1 : i + half;
+        const float x0 = v[a], x1 = v[b];
+        v[a] = x0 * cs[i] - x1 * sn[i];
+        v[b] = x0 * sn[i] + x1 * cs[i];
+      }
+    }
+  });
+}
+
+std::unique_ptr<Backend> make_cpu_backend_impl() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace kvf::cpu
+
+namespace kvf {
+std::unique_ptr<Backend> make_cpu_backend() { return cpu::make_cpu_backend_impl(); }
+}  // namespace kvf

@@ -1,0 +1,78 @@
+// Vectorised float kernels for the CPU backend's hot loops (softmax exp, silu). AVX-512 when the build targets
+// it, portable scalar code otherwise; both accurate to a few ulp of float.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#if defined(__AVX512F__)
+// GCC 12 reports its own _mm512_undefined_ps() placeholders as maybe-uninitialized (GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
+namespace kvf::cpu {
+
+#if defined(__AVX512F__)
+// exp(x) for 16 lanes: 2^(x log2 e) split into 2^n * 2^f with a degree-6 polynomial for 2^f, f in [-0.5, 0.5].
+inline __m512 exp_ps(__m512 x) {
+  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.3762626647949f)), _mm512_set1_ps(-87.3365447504f));
+  const __m512 y = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+  const __m512 n = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // f = x - n ln2 in two steps (Cody-Waite) keeps the reduction exact enough.
+  __m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  f = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), f);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(f, f), _mm512_add_ps(f, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+#endif
+
+// x[i] = exp(x[i] - shift); returns the sum of the results.
+inline float exp_shift_sum(float* x, int64_t n, float shift) {
+  int64_t i = 0;
+  float sum = 0.0f;
+#if defined(__AVX512F__)
+  __m512 acc = _mm512_setzero_ps();
+  const __m512 s = _mm512_set1_ps(shift);
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), s));
+    _mm512_storeu_ps(x + i, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  if (i < n) {
+    const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s));
+    _mm512_mask_storeu_ps(x + i, m, e);
+    acc = _mm512_add_ps(acc, _mm512_maskz_mov_ps(m, e));
+    i = n;
+  }
+  sum = _mm512_reduce_add_ps(acc);
+#endif
+  for (; i < n; ++i) {
+    x[i] = std::exp(x[i] - shift);
+    sum += x[i];
+  }
+  return sum;
+}
+
+// out[i] = silu(gate[i]) * up[i]
+inline void swiglu_row(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (; i + 16 <= n; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 sig = _mm512_div_ps(one, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(g, sig), _mm512_loadu_ps(up + i)));
+  }
+#endif
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+}  // namespace kvf::cpu

@@ -1,0 +1,54 @@
+// A Llama-family decoder and its one forward call (DESIGN.md §3): computed tokens with explicit positions
+// against a KV view. A computed token at position p attends to every view row and every computed token whose
+// position is <= p; a view row whose position equals a computed token's position is superseded by that token.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/kv_segment.h"
+#include "model/llama_config.h"
+#include "model/llama_weights.h"
+
+namespace kvf {
+
+struct ForwardRequest {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> positions;          // one per token, distinct
+  std::vector<const KvSegment*> view;      // read in order; rows hold K without RoPE
+  std::vector<int32_t> logit_rows;         // indices into tokens whose logits are returned
+  bool return_kv = false;                  // return each layer's K (pre-RoPE) and V of the computed tokens
+  std::vector<int> probe_layers;           // layers whose attention column sums are returned ...
+  std::vector<int32_t> probe_rows;         // ... summed over these query rows (indices into tokens) and heads
+};
+
+struct ForwardResult {
+  std::vector<float> logits;  // [logit_rows.size(), vocab], row-major
+  KvSegment kv;               // when return_kv: rows = computed tokens, in request order
+  // Per probe layer: one value per key, view rows first (segment order, superseded rows 0), then computed tokens.
+  std::vector<std::vector<float>> attn_colsum;
+};
+
+class Decoder {
+ public:
+  // Loads a GGUF decoder onto the backend; throws kvf::Error naming the file and the cause.
+  static std::unique_ptr<Decoder> load_gguf(const std::string& path, Backend& backend);
+
+  const LlamaConfig& config() const { return config_; }
+  Backend& backend() const { return backend_; }
+  const RopeSpec& rope() const { return rope_; }
+
+  // A ragged batch of independent sequences, each with its own view.
+  std::vector<ForwardResult> forward(const std::vector<ForwardRequest>& batch) const;
+  ForwardResult forward(const ForwardRequest& request) const { return std::move(forward(std::vector{request})[0]); }
+
+ private:
+  Decoder(LlamaConfig config, LlamaWeights weights, Backend& backend);
+  LlamaConfig config_;
+  LlamaWeights weights_;
+  Backend& backend_;
+  RopeSpec rope_;
+};
+
+}  // namespace kvf

@@ -1,0 +1,31 @@
+// Greedy decoding with the query's own growing KV buffer, timed by phase.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "model/decoder.h"
+
+namespace kvf {
+
+struct GreedyOptions {
+  int max_new_tokens = 256;
+  std::function<bool(int32_t)> is_end_token;                          // e.g. the tokenizer's end-of-generation set
+  std::function<bool(const std::vector<int32_t>&)> should_stop;       // e.g. a stop string seen in the text so far
+};
+
+struct GreedyResult {
+  std::vector<int32_t> tokens;  // generated ids, the end token excluded
+  bool ended = false;           // stopped by an end token or should_stop, not by the length limit
+  double prefill_ms = 0;        // prompt forward pass up to its last logits (= time to first token)
+  double decode_ms = 0;         // every later step
+};
+
+// Argmax with ties to the lowest id.
+int32_t argmax(const float* logits, int64_t n);
+
+// Prefills `prompt` at positions 0..n-1, then decodes greedily. Throws if the prompt does not fit the context;
+// generation stops at the context's end.
+GreedyResult generate_greedy(const Decoder& decoder, const std::vector<int32_t>& prompt, const GreedyOptions& options);
+
+}  // namespace kvf

@@ -1,0 +1,36 @@
+#include "model/kv_segment.h"
+
+namespace kvf {
+
+KvBuffer::KvBuffer(Backend& backend, int n_layers, int n_kv_heads, int head_dim, int64_t capacity)
+    : backend_(backend), capacity_(capacity) {
+  for (int l = 0; l < n_layers; ++l) {
+    k_.push_back(backend.empty(DType::F32, {capacity, n_kv_heads, head_dim}));
+    v_.push_back(backend.empty(DType::F32, {capacity, n_kv_heads, head_dim}));
+  }
+}
+
+void KvBuffer::append(const KvSegment& seg) {
+  KVF_CHECK(seg.k.size() == k_.size() && seg.v.size() == v_.size(), "KvBuffer: segment has ", seg.k.size(),
+            " layers, buffer ", k_.size());
+  KVF_CHECK(rows() + seg.rows() <= capacity_, "KvBuffer: ", rows(), " + ", seg.rows(), " rows exceed capacity ",
+            capacity_);
+  for (size_t l = 0; l < k_.size(); ++l) {
+    Tensor kd = k_[l].rows(rows(), seg.rows()), vd = v_[l].rows(rows(), seg.rows());
+    backend_.copy(seg.k[l], kd);
+    backend_.copy(seg.v[l], vd);
+  }
+  positions_.insert(positions_.end(), seg.positions.begin(), seg.positions.end());
+}
+
+KvSegment KvBuffer::view() const {
+  KvSegment s;
+  s.positions = positions_;
+  for (size_t l = 0; l < k_.size(); ++l) {
+    s.k.push_back(k_[l].rows(0, rows()));
+    s.v.push_back(v_[l].rows(0, rows()));
+  }
+  return s;
+}
+
+}  // namespace kvf

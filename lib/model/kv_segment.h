@@ -1,0 +1,34 @@
+// KV rows as the forward pass reads and returns them (DESIGN.md §3): per layer K (without RoPE) and V, one
+// position per row. Tensors live in backend memory; positions are host metadata.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace kvf {
+
+struct KvSegment {
+  std::vector<int32_t> positions;  // one per row
+  std::vector<Tensor> k, v;        // per layer: [rows, n_kv_heads, head_dim]
+  int64_t rows() const { return (int64_t)positions.size(); }
+};
+
+// A growable KV segment (a query's own buffer): rows are appended, view() exposes the filled part.
+class KvBuffer {
+ public:
+  KvBuffer(Backend& backend, int n_layers, int n_kv_heads, int head_dim, int64_t capacity);
+  // Appends all rows of `seg` (same layer count and row shape).
+  void append(const KvSegment& seg);
+  KvSegment view() const;
+  int64_t rows() const { return (int64_t)positions_.size(); }
+  int64_t capacity() const { return capacity_; }
+
+ private:
+  Backend& backend_;
+  int64_t capacity_;
+  std::vector<int32_t> positions_;
+  std::vector<Tensor> k_, v_;
+};
+
+}  // namespace kvf

@@ -1,0 +1,61 @@
+#include "model/llama_config.h"
+
+#include "io/gguf.h"
+
+namespace kvf {
+namespace {
+
+int positive(const gguf::File& f, const std::string& key, int64_t value) {
+  KVF_CHECK(value > 0 && value < (1LL << 31), f.path(), ": metadata '", key, "' = ", value,
+            " is not a positive 32-bit count");
+  return (int)value;
+}
+
+}  // namespace
+
+LlamaConfig llama_config_from_gguf(const gguf::File& f) {
+  LlamaConfig c;
+  c.arch = f.get_string("general.architecture");
+  // The GGUF converter permutes llama Q/K rows so RoPE pairs adjacent dims; qwen2 keeps the HF half-split layout.
+  if (c.arch == "llama") {
+    c.rope_pairing = RopePairing::Adjacent;
+  } else if (c.arch == "qwen2") {
+    c.rope_pairing = RopePairing::HalfSplit;
+  } else {
+    fail(f.path(), ": unknown architecture '", c.arch, "' (supported: llama, qwen2)");
+  }
+  const std::string a = c.arch + ".";
+  c.n_layers = positive(f, a + "block_count", f.get_int(a + "block_count"));
+  c.hidden = positive(f, a + "embedding_length", f.get_int(a + "embedding_length"));
+  c.n_heads = positive(f, a + "attention.head_count", f.get_int(a + "attention.head_count"));
+  c.n_kv_heads = positive(f, a + "attention.head_count_kv", f.get_int(a + "attention.head_count_kv", c.n_heads));
+  c.ffn = positive(f, a + "feed_forward_length", f.get_int(a + "feed_forward_length"));
+  c.context_length = positive(f, a + "context_length", f.get_int(a + "context_length"));
+  c.norm_eps = (float)f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5);
+  c.rope_theta = f.get_float(a + "rope.freq_base", 10000.0);
+  KVF_CHECK(c.hidden % c.n_heads == 0, f.path(), ": embedding_length ", c.hidden, " is not a multiple of ",
+            c.n_heads, " heads");
+  c.head_dim = c.hidden / c.n_heads;
+  if (f.has(a + "attention.key_length"))
+    c.head_dim = positive(f, a + "attention.key_length", f.get_int(a + "attention.key_length"));
+  KVF_CHECK(c.n_heads % c.n_kv_heads == 0, f.path(), ": ", c.n_heads, " heads are not a multiple of ",
+            c.n_kv_heads, " kv heads");
+  c.rotary_dim = positive(f, a + "rope.dimension_count", f.get_int(a + "rope.dimension_count", c.head_dim));
+  KVF_CHECK(c.rotary_dim <= c.head_dim && c.rotary_dim % 2 == 0, f.path(), ": rope.dimension_count ",
+            c.rotary_dim, " does not fit head dim ", c.head_dim);
+  c.rope_scaling = f.get_string(a + "rope.scaling.type", "none");
+  if (c.rope_scaling == "linear") {
+    c.rope_scaling_factor = f.get_float(a + "rope.scaling.factor", 1.0);
+    KVF_CHECK(c.rope_scaling_factor > 0, f.path(), ": rope.scaling.factor ", c.rope_scaling_factor,
+              " must be positive");
+  } else {
+    KVF_CHECK(c.rope_scaling == "none", f.path(), ": rope.scaling.type '", c.rope_scaling,
+              "' is not supported (none, linear; llama3 comes as a rope_freqs tensor)");
+  }
+  const int64_t vocab = f.has(a + "vocab_size") ? f.get_int(a + "vocab_size")
+                                                 : (int64_t)f.get("tokenizer.ggml.tokens").array_size();
+  c.vocab = positive(f, a + "vocab_size", vocab);
+  return c;
+}
+
+}  // namespace kvf

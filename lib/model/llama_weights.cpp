@@ -1,0 +1,81 @@
+#include "model/llama_weights.h"
+
+#include <tbb/parallel_for.h>
+
+#include "io/gguf.h"
+
+namespace kvf {
+namespace {
+
+// Dequantizes a GGUF tensor to f32 host memory, rows in parallel. ne is in ggml order: ne[0] = row length.
+std::vector<float> dequantize_tensor(const gguf::File& f, const gguf::TensorInfo& info) {
+  KVF_CHECK(ggml_type_supported(info.type), f.path(), ": tensor '", info.name, "' has type ",
+            ggml_type_name(info.type), ", which this build cannot dequantize");
+  const int64_t row = info.ne.at(0), rows = info.rows();
+  const size_t row_bytes = ggml_row_bytes(info.type, row);
+  const uint8_t* src = f.tensor_data(info);
+  std::vector<float> out((size_t)(row * rows));
+  tbb::parallel_for(int64_t{0}, rows, [&](int64_t r) {
+    dequantize_row(info.type, src + r * row_bytes, out.data() + r * row, row);
+  });
+  return out;
+}
+
+class Loader {
+ public:
+  Loader(const gguf::File& f, Backend& b) : f_(f), b_(b) {}
+
+  // shape is [rows, row_length] (row-major) or [n] for vectors.
+  Tensor load(const std::string& name, const Shape& shape) const {
+    const gguf::TensorInfo& info = f_.tensor(name);
+    Shape ggml_shape(shape.rbegin(), shape.rend());
+    std::vector<int64_t> ne = info.ne;
+    while (ne.size() > ggml_shape.size() && ne.back() == 1) ne.pop_back();
+    KVF_CHECK(ne == ggml_shape, f_.path(), ": tensor '", name, "' has shape ", shape_str(info.ne),
+              " (ggml order), expected ", shape_str(ggml_shape));
+    const std::vector<float> host = dequantize_tensor(f_, info);
+    Tensor t = b_.empty(DType::F32, shape);
+    b_.copy_from_host(t, host.data(), host.size() * sizeof(float));
+    return t;
+  }
+
+  Tensor load_optional(const std::string& name, const Shape& shape) const {
+    return f_.find_tensor(name) ? load(name, shape) : Tensor{};
+  }
+
+ private:
+  const gguf::File& f_;
+  Backend& b_;
+};
+
+}  // namespace
+
+LlamaWeights load_llama_weights(const gguf::File& f, const LlamaConfig& c, Backend& backend) {
+  const Loader ld(f, backend);
+  const int64_t q_dim = (int64_t)c.n_heads * c.head_dim, kv_dim = (int64_t)c.n_kv_heads * c.head_dim;
+  LlamaWeights w;
+  w.token_embd = ld.load("token_embd.weight", {c.vocab, c.hidden});
+  w.output_norm = ld.load("output_norm.weight", {c.hidden});
+  w.output = f.find_tensor("output.weight") ? ld.load("output.weight", {c.vocab, c.hidden}) : w.token_embd;
+  if (const gguf::TensorInfo* rf = f.find_tensor("rope_freqs.weight")) w.rope_freq_factors = dequantize_tensor(f, *rf);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LlamaLayerWeights L;
+    L.attn_norm = ld.load(p + "attn_norm.weight", {c.hidden});
+    L.wq = ld.load(p + "attn_q.weight", {q_dim, c.hidden});
+    L.wk = ld.load(p + "attn_k.weight", {kv_dim, c.hidden});
+    L.wv = ld.load(p + "attn_v.weight", {kv_dim, c.hidden});
+    L.wo = ld.load(p + "attn_output.weight", {c.hidden, q_dim});
+    L.bq = ld.load_optional(p + "attn_q.bias", {q_dim});
+    L.bk = ld.load_optional(p + "attn_k.bias", {kv_dim});
+    L.bv = ld.load_optional(p + "attn_v.bias", {kv_dim});
+    L.ffn_norm = ld.load(p + "ffn_norm.weight", {c.hidden});
+    L.w_gate = ld.load(p + "ffn_gate.weight", {c.ffn, c.hidden});
+    L.w_up = ld.load(p + "ffn_up.weight", {c.ffn, c.hidden});
+    L.w_down = ld.load(p + "ffn_down.weight", {c.hidden, c.ffn});
+    w.layers.push_back(std::move(L));
+  }
+  return w;
+}
+
+}  // namespace kvf
