@@ -42,7 +42,11 @@ struct Tensor {
     return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
   }
   size_t nbytes() const { return (size_t)numel() * dtype_size(dtype); }
-  int64_t row_elems() const { return shape.empty() ? 0 : numel() / shape[0]; }
+  // Elements per row along dimension 0 (well defined for zero rows too).
+  int64_t row_elems() const {
+    return shape.empty() ? 0
+                         : std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<int64_t>());
+  }
   Device device() const { return storage->device(); }
 
   // Raw pointer into the storage; a device pointer when the storage is on a device.

@@ -4,12 +4,13 @@
 #include <cmath>
 #include <cstdint>
 #if defined(__AVX512F__)
-// GCC 12 reports its own _mm512_undefined_ps() placeholders as maybe-uninitialized (GCC PR 105593).
+#include <immintrin.h>
+#endif
+
+// GCC 12 reports the _mm512_undefined_ps() placeholders inside its own intrinsics as maybe-uninitialized once
+// they are inlined here (GCC PR 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
 
 namespace kvf::cpu {
 
@@ -76,3 +77,5 @@ inline void swiglu_row(const float* gate, const float* up, float* out, int64_t n
 }
 
 }  // namespace kvf::cpu
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,28 @@
+// Tiny random-weight Llama-family models written as GGUF files with a fixed seed, so engine tests need no
+// download and run in milliseconds.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "io/ggml_types.h"
+
+namespace kvf::test {
+
+struct TinyModelSpec {
+  std::string arch = "llama";  // "qwen2" adds Q/K/V biases and half-split RoPE
+  int n_layers = 2;
+  int hidden = 64;
+  int n_heads = 4;
+  int n_kv_heads = 2;
+  int ffn = 128;
+  int vocab = 97;
+  int context = 512;
+  float rope_theta = 10000.0f;
+  GgmlType matrix_type = GgmlType::F32;  // storage type of the 2-D weights
+  uint32_t seed = 42;
+};
+
+// Writes the model to a unique file under the test temp dir and returns its path.
+std::string write_tiny_model(const TinyModelSpec& spec);
+
+}  // namespace kvf::test

@@ -1,0 +1,260 @@
+// The forward-pass rule (DESIGN.md §3) on tiny random models: against a naive double-precision reference, and
+// the invariants every kvprep/kvrun method relies on.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "model/decoder.h"
+#include "model/generate.h"
+#include "support/reference_decoder.h"
+#include "support/tiny_model.h"
+
+namespace kvf {
+namespace {
+
+std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, vocab - 1);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = d(rng);
+  return t;
+}
+
+std::vector<int32_t> iota_positions(int n, int start = 0) {
+  std::vector<int32_t> p(n);
+  for (int i = 0; i < n; ++i) p[i] = start + i;
+  return p;
+}
+
+std::vector<int32_t> all_rows(int n) { return iota_positions(n, 0); }
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+std::vector<float> host(Backend& b, const Tensor& t) {
+  std::vector<float> v(t.numel());
+  b.copy_to_host(t, v.data(), v.size() * sizeof(float));
+  return v;
+}
+
+class DecoderForward : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    spec.arch = GetParam();
+    path = test::write_tiny_model(spec);
+    backend = make_cpu_backend();
+    decoder = Decoder::load_gguf(path, *backend);
+    vocab = decoder->config().vocab;
+  }
+  ForwardResult prefill(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                        std::vector<const KvSegment*> view = {}) {
+    ForwardRequest r;
+    r.tokens = tokens;
+    r.positions = positions;
+    r.view = std::move(view);
+    r.logit_rows = all_rows((int)tokens.size());
+    r.return_kv = true;
+    return decoder->forward(r);
+  }
+
+  test::TinyModelSpec spec;
+  std::string path;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Decoder> decoder;
+  int vocab = 0;
+};
+
+TEST_P(DecoderForward, MatchesNaiveDoublePrecisionReference) {
+  const auto tokens = random_tokens(37, vocab, 1);
+  const ForwardResult out = prefill(tokens, iota_positions(37));
+  const auto ref = test::reference_logits(path, tokens);
+  double worst = 0;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    for (int v = 0; v < vocab; ++v) worst = std::max(worst, std::abs(out.logits[i * vocab + v] - ref[i][v]));
+  EXPECT_LT(worst, 2e-4) << "largest |logit difference| against the double-precision reference";
+}
+
+TEST_P(DecoderForward, PrefillInPiecesOverViewsEqualsOneCall) {
+  const auto tokens = random_tokens(50, vocab, 2);
+  const ForwardResult whole = prefill(tokens, iota_positions(50));
+  const auto piece = [&](int b, int e) {
+    return std::vector<int32_t>(tokens.begin() + b, tokens.begin() + e);
+  };
+  const ForwardResult a = prefill(piece(0, 17), iota_positions(17, 0));
+  const ForwardResult b = prefill(piece(17, 30), iota_positions(13, 17), {&a.kv});
+  const ForwardResult c = prefill(piece(30, 50), iota_positions(20, 30), {&a.kv, &b.kv});
+  std::vector<float> pieces = a.logits;
+  pieces.insert(pieces.end(), b.logits.begin(), b.logits.end());
+  pieces.insert(pieces.end(), c.logits.begin(), c.logits.end());
+  EXPECT_LT(max_abs_diff(pieces, whole.logits), 1e-4);  // f32 sums in another order, logits of size ~10
+  // The returned K (pre-RoPE) and V of each piece are the whole prefill's rows.
+  for (int l = 0; l < decoder->config().n_layers; ++l) {
+    const auto wk = host(*backend, whole.kv.k[l]), ck = host(*backend, c.kv.k[l]);
+    const std::vector<float> tail(wk.end() - (long)ck.size(), wk.end());
+    EXPECT_LT(max_abs_diff(tail, ck), 1e-5) << "layer " << l;
+  }
+}
+
+TEST_P(DecoderForward, RopeRemovedThenReappliedEqualsRopeAtTheNewPosition) {
+  const auto& c = decoder->config();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d;
+  const int n = 9;
+  std::vector<float> x((size_t)n * c.n_kv_heads * c.head_dim);
+  for (float& v : x) v = d(rng);
+  auto rotate = [&](std::vector<float> data, const std::vector<int32_t>& pos, bool inverse) {
+    Tensor t = backend->empty(DType::F32, {n, c.n_kv_heads, c.head_dim});
+    backend->copy_from_host(t, data.data(), data.size() * 4);
+    Tensor p = backend->empty(DType::I32, {n});
+    backend->copy_from_host(p, pos.data(), pos.size() * 4);
+    backend->rope_inplace(t, p, decoder->rope(), inverse);
+    return host(*backend, t);
+  };
+  const std::vector<int32_t> p1{0, 1, 5, 17, 100, 255, 300, 411, 511}, p2{3, 9, 2, 0, 460, 77, 12, 500, 1};
+  const auto moved = rotate(rotate(rotate(x, p1, false), p1, true), p2, false);
+  EXPECT_LT(max_abs_diff(moved, rotate(x, p2, false)), 2e-5);
+  EXPECT_LT(max_abs_diff(rotate(rotate(x, p1, false), p1, true), x), 2e-5);
+}
+
+TEST_P(DecoderForward, ViewMovedToNewPositionsEqualsRecomputingThere) {
+  const auto ctx = random_tokens(24, vocab, 4), question = random_tokens(6, vocab, 5);
+  std::vector<int32_t> both = ctx;
+  both.insert(both.end(), question.begin(), question.end());
+  // Context KV computed at 0..23, then placed at 200..223 without recomputing: stored K carries no RoPE.
+  ForwardResult stored = prefill(ctx, iota_positions(24, 0));
+  stored.kv.positions = iota_positions(24, 200);
+  const ForwardResult moved = prefill(question, iota_positions(6, 224), {&stored.kv});
+  const ForwardResult direct = prefill(both, iota_positions(30, 200));
+  const std::vector<float> direct_q(direct.logits.end() - 6L * vocab, direct.logits.end());
+  EXPECT_LT(max_abs_diff(moved.logits, direct_q), 5e-5);
+}
+
+TEST_P(DecoderForward, SupersededViewRowsAreReplacedByTheComputedTokens) {
+  const auto ctx = random_tokens(20, vocab, 6), question = random_tokens(5, vocab, 7);
+  const ForwardResult stored = prefill(ctx, iota_positions(20));
+  // Recompute context tokens 3, 8 and 15 with the question: their stored rows must not be read.
+  const std::vector<int32_t> picked{3, 8, 15};
+  ForwardRequest r;
+  for (int32_t p : picked) {
+    r.tokens.push_back(ctx[p]);
+    r.positions.push_back(p);
+  }
+  for (int i = 0; i < 5; ++i) {
+    r.tokens.push_back(question[i]);
+    r.positions.push_back(20 + i);
+  }
+  r.logit_rows = all_rows((int)r.tokens.size());
+  r.probe_layers = {0, 1};
+  r.probe_rows = {3, 4, 5, 6, 7};
+  r.view = {&stored.kv};
+  const ForwardResult with_supersede = decoder->forward(r);
+
+  // The same request over a view from which those rows were cut by hand.
+  KvSegment cut;
+  std::vector<int32_t> keep;
+  for (int i = 0; i < 20; ++i)
+    if (std::find(picked.begin(), picked.end(), i) == picked.end()) keep.push_back(i);
+  Tensor rows = backend->empty(DType::I32, {(int64_t)keep.size()});
+  backend->copy_from_host(rows, keep.data(), keep.size() * 4);
+  for (size_t l = 0; l < stored.kv.k.size(); ++l) {
+    Tensor k = backend->empty(DType::F32, {(int64_t)keep.size(), stored.kv.k[l].dim(1), stored.kv.k[l].dim(2)});
+    Tensor v = backend->empty(DType::F32, k.shape);
+    backend->gather_rows(stored.kv.k[l], rows, k);
+    backend->gather_rows(stored.kv.v[l], rows, v);
+    cut.k.push_back(k);
+    cut.v.push_back(v);
+  }
+  for (int32_t i : keep) cut.positions.push_back(i);
+  r.view = {&cut};
+  const ForwardResult by_hand = decoder->forward(r);
+  EXPECT_EQ(with_supersede.logits, by_hand.logits);
+
+  // Probes: superseded rows get nothing; every probed query row's weights sum to one per head.
+  for (size_t i = 0; i < r.probe_layers.size(); ++i) {
+    const auto& colsum = with_supersede.attn_colsum[i];
+    ASSERT_EQ(colsum.size(), 20u + r.tokens.size());
+    for (int32_t p : picked) EXPECT_EQ(colsum[p], 0.0f);
+    double total = 0;
+    for (float v : colsum) total += v;
+    EXPECT_NEAR(total, r.probe_rows.size() * decoder->config().n_heads, 1e-3);
+  }
+}
+
+TEST_P(DecoderForward, RecomputingEveryContextRowEqualsFullPrefill) {
+  const auto ctx = random_tokens(30, vocab, 8), question = random_tokens(4, vocab, 9);
+  std::vector<int32_t> both = ctx;
+  both.insert(both.end(), question.begin(), question.end());
+  // Stored KV from another context (the chunk alone at other positions) is fully superseded.
+  const ForwardResult stored = prefill(ctx, iota_positions(30));
+  const ForwardResult full = prefill(both, iota_positions(34));
+  const ForwardResult recomputed = prefill(both, iota_positions(34), {&stored.kv});
+  EXPECT_EQ(recomputed.logits, full.logits);
+}
+
+TEST_P(DecoderForward, RaggedBatchEqualsSeparateCalls) {
+  const auto t1 = random_tokens(11, vocab, 10), t2 = random_tokens(23, vocab, 11);
+  const ForwardResult base = prefill(t1, iota_positions(11));
+  ForwardRequest r1, r2;
+  r1.tokens = t2;
+  r1.positions = iota_positions(23, 11);
+  r1.view = {&base.kv};
+  r1.logit_rows = {0, 22};
+  r2.tokens = t1;
+  r2.positions = iota_positions(11);
+  r2.logit_rows = all_rows(11);
+  const auto batched = decoder->forward(std::vector<ForwardRequest>{r1, r2});
+  EXPECT_LT(max_abs_diff(batched[0].logits, decoder->forward(r1).logits), 1e-4);  // GEMM shapes differ
+  EXPECT_LT(max_abs_diff(batched[1].logits, decoder->forward(r2).logits), 1e-4);
+}
+
+TEST_P(DecoderForward, GreedyGenerationEqualsArgmaxOfFullRecompute) {
+  std::vector<int32_t> seq = random_tokens(8, vocab, 12);
+  const std::vector<int32_t> prompt = seq;
+  GreedyOptions opts;
+  opts.max_new_tokens = 10;
+  const GreedyResult g = generate_greedy(*decoder, prompt, opts);
+  ASSERT_EQ(g.tokens.size(), 10u);
+  for (int step = 0; step < 10; ++step) {
+    ForwardRequest r;
+    r.tokens = seq;
+    r.positions = iota_positions((int)seq.size());
+    r.logit_rows = {(int32_t)seq.size() - 1};
+    const auto out = decoder->forward(r);
+    const int32_t next = argmax(out.logits.data(), vocab);
+    EXPECT_EQ(next, g.tokens[step]) << "step " << step;
+    seq.push_back(next);
+  }
+}
+
+TEST_P(DecoderForward, RejectsBadRequestsWithAMessage) {
+  ForwardRequest r;
+  r.tokens = {1, 2};
+  r.positions = {0, 0};
+  EXPECT_THROW(
+      {
+        try {
+          decoder->forward(r);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("position 0 is given to two"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+  r.positions = {0, 1};
+  r.tokens = {1, vocab};
+  EXPECT_THROW(decoder->forward(r), Error);
+  r.tokens = {1, 2};
+  r.positions = {0, spec.context};
+  EXPECT_THROW(decoder->forward(r), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, DecoderForward, ::testing::Values("llama", "qwen2"));
+
+}  // namespace
+}  // namespace kvf
