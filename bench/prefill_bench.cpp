@@ -11,6 +11,7 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/profiling_backend.h"
 #include "io/model_paths.h"
 #include "model/decoder.h"
 
@@ -18,17 +19,20 @@ int main(int argc, char** argv) {
   CLI::App app{"kvf_prefill_bench: time one prefill of N tokens"};
   std::string model = "smollm2";
   int tokens = 512, threads = 2, runs = 5;
-  bool json = false;
+  bool json = false, profile = false;
   app.add_option("--model", model, "smollm2 or a GGUF path")->capture_default_str();
   app.add_option("--tokens", tokens, "prompt length")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "worker threads")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--runs", runs, "timed runs (after one warm-up)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_flag("--json", json, "print one JSON object");
+  app.add_flag("--profile", profile, "also time every backend op (adds per-call overhead) and report the split");
   CLI11_PARSE(app, argc, argv);
   try {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
-    auto backend = kvf::make_cpu_backend();
-    auto decoder = kvf::Decoder::load_gguf(kvf::resolve_model(model), *backend);
+    auto cpu = kvf::make_cpu_backend();
+    kvf::ProfilingBackend profiler(*cpu);
+    kvf::Backend& backend = profile ? static_cast<kvf::Backend&>(profiler) : *cpu;
+    auto decoder = kvf::Decoder::load_gguf(kvf::resolve_model(model), backend);
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> id(0, decoder->config().vocab - 1);
     kvf::ForwardRequest req;
@@ -40,6 +44,7 @@ int main(int argc, char** argv) {
     req.return_kv = true;
     std::vector<double> secs;
     for (int r = 0; r <= runs; ++r) {
+      if (r == 1) profiler.reset();  // the split covers the timed runs only
       const auto t0 = std::chrono::steady_clock::now();
       decoder->forward(req);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -49,12 +54,19 @@ int main(int argc, char** argv) {
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
                                             : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    nlohmann::json ops = nlohmann::json::object();
+    for (const auto& [op, st] : profiler.stats())
+      ops[op] = {{"seconds_per_run", st.seconds / runs}, {"calls_per_run", st.calls / runs}};
     if (json) {
-      std::printf("%s\n", nlohmann::json{{"tokens", tokens}, {"threads", threads}, {"median_s", median},
-                                         {"runs_s", secs}}.dump().c_str());
+      nlohmann::json out{{"tokens", tokens}, {"threads", threads}, {"median_s", median}, {"runs_s", secs}};
+      if (profile) out["ops"] = ops;
+      std::printf("%s\n", out.dump().c_str());
     } else {
       std::printf("%d tokens, %d threads: median %.4f s, %.1f tokens/s\n", tokens, threads, median,
                   tokens / median);
+      for (const auto& [op, st] : profiler.stats())
+        std::printf("  %-16s %8.4f s/run  %6.1f%%  %lld calls/run\n", op.c_str(), st.seconds / runs,
+                    100.0 * st.seconds / runs / median, (long long)(st.calls / runs));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -16,6 +16,10 @@ struct RopeSpec {
   int rotary_dim = 0;      // leading dims of each head that rotate (the rest pass through)
   RopePairing pairing = RopePairing::Adjacent;
   std::shared_ptr<const std::vector<float>> inv_freq;  // rotary_dim / 2 frequencies, scaling already applied
+  // cos and sin of every position below table_positions: [position][rotary_dim / 2][2], so hot loops skip the
+  // trigonometry; positions past it are computed from inv_freq.
+  std::shared_ptr<const std::vector<float>> cos_sin;
+  int32_t table_positions = 0;
 };
 
 // One sequence's attention over already gathered keys: causality by position, scores scaled, softmax, P·V.

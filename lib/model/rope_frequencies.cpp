@@ -20,4 +20,16 @@ std::vector<float> rope_inv_frequencies(int rotary_dim, double theta, double lin
   return inv;
 }
 
+std::vector<float> rope_cos_sin_table(const std::vector<float>& inv_freq, int n_positions) {
+  const size_t half = inv_freq.size();
+  std::vector<float> table((size_t)n_positions * half * 2);
+  for (int p = 0; p < n_positions; ++p)
+    for (size_t i = 0; i < half; ++i) {
+      const double angle = (double)p * (double)inv_freq[i];
+      table[(p * half + i) * 2] = (float)std::cos(angle);
+      table[(p * half + i) * 2 + 1] = (float)std::sin(angle);
+    }
+  return table;
+}
+
 }  // namespace kvf

@@ -8,4 +8,7 @@ namespace kvf {
 std::vector<float> rope_inv_frequencies(int rotary_dim, double theta, double linear_factor,
                                         const std::vector<float>& per_frequency_factors);
 
+// cos/sin of position * inv_freq[i] for positions [0, n_positions): [position][i][2], computed in double.
+std::vector<float> rope_cos_sin_table(const std::vector<float>& inv_freq, int n_positions);
+
 }  // namespace kvf

@@ -1,6 +1,7 @@
 // Attention on the CPU following the forward-pass rule (DESIGN.md §3): a query at position p reads the keys whose
-// position is <= p. Work is split by (head, block of query rows); scores and P·V are sgemm calls.
+// position is <= p. Scores and P·V are sgemm calls.
 #include <cblas.h>
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -45,27 +46,34 @@ void CpuBackend::attention(AttentionArgs& a) {
   // Per-task partial column sums, added in task order afterwards so the result does not depend on scheduling.
   std::vector<std::vector<float>> probe_partial;
 
-  constexpr int64_t kBlock = 64;
+  // One task per (kv head, block of query rows): the query heads sharing that kv head are stacked into one
+  // matrix, so each key block is packed once for all of them.
+  constexpr int64_t kBlock = 128;
   const int64_t n_blocks = (n + kBlock - 1) / kBlock;
-  if (probing) probe_partial.resize(n_heads * n_blocks);
-  tbb::parallel_for(int64_t{0}, n_heads * n_blocks, [&](int64_t task) {
-    const int64_t h = task / n_blocks, r0 = (task % n_blocks) * kBlock, r1 = std::min(n, r0 + kBlock);
-    const int64_t rows = r1 - r0, g = h / group;
+  if (probing) probe_partial.resize(n_kv * n_blocks);
+  tbb::enumerable_thread_specific<std::vector<float>> scratch;
+  tbb::parallel_for(int64_t{0}, n_kv * n_blocks, [&](int64_t task) {
+    const int64_t g = task / n_blocks, r0 = (task % n_blocks) * kBlock, r1 = std::min(n, r0 + kBlock);
+    const int64_t rows = r1 - r0, stacked = rows * group;
     const int32_t q_max = *std::max_element(qp + r0, qp + r1);
     const int64_t mk = sorted ? std::upper_bound(kp, kp + m, q_max) - kp : m;
-    float* o = out + r0 * n_heads * hd + h * hd;
-    if (mk == 0) {
-      for (int64_t r = 0; r < rows; ++r) std::fill(o + r * n_heads * hd, o + r * n_heads * hd + hd, 0.0f);
-      return;
-    }
-    std::vector<float> s((size_t)(rows * mk));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)mk, (int)hd, a.scale,
-                q + r0 * n_heads * hd + h * hd, (int)(n_heads * hd), k + g * hd, (int)(n_kv * hd), 0.0f, s.data(),
-                (int)mk);
+    // Scratch: stacked queries [group*rows, hd], scores [group*rows, mk], outputs [group*rows, hd].
+    std::vector<float>& buf = scratch.local();
+    buf.resize((size_t)(stacked * (2 * hd + mk)));
+    float* qs = buf.data();
+    float* s = qs + stacked * hd;
+    float* os = s + stacked * mk;
+    for (int64_t h = 0; h < group; ++h)
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(q + ((r0 + r) * n_heads + g * group + h) * hd, hd, qs + (h * rows + r) * hd);
+    if (mk > 0)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)stacked, (int)mk, (int)hd, a.scale, qs, (int)hd,
+                  k + g * hd, (int)(n_kv * hd), 0.0f, s, (int)mk);
     std::vector<float>* probe_acc = probing ? &probe_partial[task] : nullptr;
-    for (int64_t r = 0; r < rows; ++r) {
-      float* row = s.data() + r * mk;
-      const int32_t p = qp[r0 + r];
+    for (int64_t i = 0; i < stacked; ++i) {
+      float* row = s + i * mk;
+      const int64_t qi = r0 + i % rows;
+      const int32_t p = qp[qi];
       int64_t len = mk;
       if (sorted) {
         len = std::upper_bound(kp, kp + mk, p) - kp;
@@ -79,20 +87,25 @@ void CpuBackend::attention(AttentionArgs& a) {
         std::fill(row, row + mk, 0.0f);
         continue;
       }
-      const float sum = exp_shift_sum(row, len, mx);
-      const float inv = 1.0f / sum;
+      const float inv = 1.0f / exp_shift_sum(row, len, mx);
       for (int64_t j = 0; j < len; ++j) row[j] *= inv;
       std::fill(row + len, row + mk, 0.0f);
       if (!sorted)
         for (int64_t j = 0; j < mk; ++j)
           if (kp[j] > p) row[j] = 0.0f;
-      if (probe_acc && is_probe[r0 + r]) {
+      if (probe_acc && is_probe[qi]) {
         if (probe_acc->empty()) probe_acc->assign(mk, 0.0f);
         for (int64_t j = 0; j < mk; ++j) (*probe_acc)[j] += row[j];
       }
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)hd, (int)mk, 1.0f, s.data(), (int)mk,
-                v + g * hd, (int)(n_kv * hd), 0.0f, o, (int)(n_heads * hd));
+    if (mk > 0)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)stacked, (int)hd, (int)mk, 1.0f, s, (int)mk,
+                  v + g * hd, (int)(n_kv * hd), 0.0f, os, (int)hd);
+    else
+      std::fill(os, os + stacked * hd, 0.0f);
+    for (int64_t h = 0; h < group; ++h)
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(os + (h * rows + r) * hd, hd, out + ((r0 + r) * n_heads + g * group + h) * hd);
   });
   float* colsum = probing ? a.probe_colsum.data<float>() : nullptr;
   for (const auto& part : probe_partial)

@@ -35,16 +35,15 @@ void check_same_numel(const Tensor& a, const Tensor& b, const char* op) {
             shape_str(b.shape), " differ");
 }
 
-// Splits [0, n) into about `parts` ranges whose lengths are multiples of `granule`.
+// Splits [0, n) into one range per worker, each a multiple of `granule` long (the last one takes the rest).
 template <typename F>
 void parallel_ranges(int64_t n, int64_t granule, F&& body) {
-  const int64_t parts = std::max<int64_t>(1, tbb::this_task_arena::max_concurrency());
-  int64_t step = (n + parts - 1) / parts;
-  step = std::max<int64_t>(granule, (step + granule - 1) / granule * granule);
-  const int64_t count = (n + step - 1) / step;
-  tbb::parallel_for(int64_t{0}, count, [&](int64_t i) {
-    const int64_t begin = i * step;
-    body(begin, std::min(n, begin + step));
+  const int64_t granules = (n + granule - 1) / granule;
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(tbb::this_task_arena::max_concurrency(), granules));
+  tbb::parallel_for(int64_t{0}, parts, [&](int64_t i) {
+    const int64_t begin = std::min(n, granules * i / parts * granule);
+    const int64_t end = std::min(n, granules * (i + 1) / parts * granule);
+    if (begin < end) body(begin, end);
   });
 }
 
@@ -91,7 +90,7 @@ void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
   const float* wp = w.data<float>();
   float* yp = y.data<float>();
   // Each task owns a slice of the weight rows: it streams only its share of the weights.
-  parallel_ranges(m, 64, [&](int64_t m0, int64_t m1) {
+  parallel_ranges(m, 16, [&](int64_t m0, int64_t m1) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)(m1 - m0), (int)k, 1.0f, xp, (int)k,
                 wp + m0 * k, (int)k, 0.0f, yp + m0, (int)m);
   });
@@ -108,9 +107,7 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tens
   tbb::parallel_for(int64_t{0}, n, [&](int64_t r) {
     const float* xr = xp + r * d;
     float* yr = yp + r * d;
-    double ss = 0.0;
-    for (int64_t i = 0; i < d; ++i) ss += (double)xr[i] * xr[i];
-    const float scale = (float)(1.0 / std::sqrt(ss / (double)d + (double)eps));
+    const float scale = (float)(1.0 / std::sqrt(sum_squares(xr, d) / (double)d + (double)eps));
     for (int64_t i = 0; i < d; ++i) yr[i] = xr[i] * scale * wp[i];
   });
 }
@@ -179,13 +176,21 @@ void CpuBackend::rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec
   const float* inv_freq = spec.inv_freq->data();
   KVF_CHECK(half <= 256, "rope: rotary_dim ", spec.rotary_dim, " above the supported 512");
   const bool adjacent = spec.pairing == RopePairing::Adjacent;
+  const float* table = spec.cos_sin ? spec.cos_sin->data() : nullptr;
   tbb::parallel_for(int64_t{0}, n, [&](int64_t r) {
-    // Angles in double: positions reach 1e5 and float products would lose the low bits of the phase.
     float cs[256], sn[256];
+    const int32_t p = pp[r];
+    KVF_CHECK(p >= 0, "rope: negative position ", p, " at row ", r);
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = (double)pp[r] * (double)inv_freq[i];
-      cs[i] = (float)std::cos(angle);
-      sn[i] = inverse ? (float)-std::sin(angle) : (float)std::sin(angle);
+      if (table && p < spec.table_positions) {
+        cs[i] = table[(p * half + i) * 2];
+        sn[i] = table[(p * half + i) * 2 + 1];
+      } else {  // angles in double: positions reach 1e5 and a float product would lose the phase's low bits
+        const double angle = (double)p * (double)inv_freq[i];
+        cs[i] = (float)std::cos(angle);
+        sn[i] = (float)std::sin(angle);
+      }
+      if (inverse) sn[i] = -sn[i];
     }
     for (int64_t h = 0; h < heads; ++h) {
       float* v = x.data<float>() + (r * heads + h) * hd;

@@ -62,6 +62,25 @@ inline float exp_shift_sum(float* x, int64_t n, float shift) {
   return sum;
 }
 
+// Sum of x[i]^2 accumulated in double (a row norm must not depend on the row's length or order of magnitude).
+inline double sum_squares(const float* x, int64_t n) {
+  int64_t i = 0;
+  double sum = 0.0;
+#if defined(__AVX512F__)
+  __m512d acc_lo = _mm512_setzero_pd(), acc_hi = _mm512_setzero_pd();
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    acc_lo = _mm512_fmadd_pd(lo, lo, acc_lo);
+    acc_hi = _mm512_fmadd_pd(hi, hi, acc_hi);
+  }
+  sum = _mm512_reduce_add_pd(_mm512_add_pd(acc_lo, acc_hi));
+#endif
+  for (; i < n; ++i) sum += (double)x[i] * x[i];
+  return sum;
+}
+
 // out[i] = silu(gate[i]) * up[i]
 inline void swiglu_row(const float* gate, const float* up, float* out, int64_t n) {
   int64_t i = 0;

@@ -1,0 +1,61 @@
+#include "backend/profiling_backend.h"
+
+#include <chrono>
+
+namespace kvf {
+
+template <typename F>
+auto ProfilingBackend::timed(const char* op, F&& call) {
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Record {  // records on every exit path, exceptions included
+    OpStats& s;
+    std::chrono::steady_clock::time_point t0;
+    ~Record() {
+      s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++s.calls;
+    }
+  } record{stats_[op], t0};
+  return call();
+}
+
+Tensor ProfilingBackend::empty(DType dtype, const Shape& shape) {
+  return timed("empty", [&] { return inner_.empty(dtype, shape); });
+}
+void ProfilingBackend::copy_from_host(Tensor& dst, const void* src, size_t bytes) {
+  timed("copy_from_host", [&] { inner_.copy_from_host(dst, src, bytes); });
+}
+void ProfilingBackend::copy_to_host(const Tensor& src, void* dst, size_t bytes) {
+  timed("copy_to_host", [&] { inner_.copy_to_host(src, dst, bytes); });
+}
+void ProfilingBackend::copy(const Tensor& src, Tensor& dst) {
+  timed("copy", [&] { inner_.copy(src, dst); });
+}
+void ProfilingBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
+  timed("matmul_nt", [&] { inner_.matmul_nt(x, w, y); });
+}
+void ProfilingBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
+  timed("rms_norm", [&] { inner_.rms_norm(x, weight, eps, y); });
+}
+void ProfilingBackend::add_inplace(Tensor& y, const Tensor& x) {
+  timed("add_inplace", [&] { inner_.add_inplace(y, x); });
+}
+void ProfilingBackend::add_bias(Tensor& y, const Tensor& bias) {
+  timed("add_bias", [&] { inner_.add_bias(y, bias); });
+}
+void ProfilingBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+  timed("swiglu", [&] { inner_.swiglu(gate, up, out); });
+}
+void ProfilingBackend::embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
+  timed("embedding", [&] { inner_.embedding(table, ids, out); });
+}
+void ProfilingBackend::gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) {
+  timed("gather_rows", [&] { inner_.gather_rows(src, rows, dst); });
+}
+void ProfilingBackend::rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) {
+  timed("rope", [&] { inner_.rope_inplace(x, pos, spec, inverse); });
+}
+void ProfilingBackend::attention(AttentionArgs& args) {
+  timed("attention", [&] { inner_.attention(args); });
+}
+
+}  // namespace kvf

@@ -1,0 +1,46 @@
+// A Backend decorator that times every op it forwards, to show where a forward pass spends its time.
+// Times are wall-clock around each call, so they are exact only for synchronous backends (the CPU one).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace kvf {
+
+struct OpStats {
+  double seconds = 0;
+  int64_t calls = 0;
+};
+
+class ProfilingBackend final : public Backend {
+ public:
+  explicit ProfilingBackend(Backend& inner) : inner_(inner) {}
+  const std::map<std::string, OpStats>& stats() const { return stats_; }
+  void reset() { stats_.clear(); }
+
+  std::string name() const override { return inner_.name() + "+profile"; }
+  Device device() const override { return inner_.device(); }
+  Tensor empty(DType dtype, const Shape& shape) override;
+  void copy_from_host(Tensor& dst, const void* src, size_t bytes) override;
+  void copy_to_host(const Tensor& src, void* dst, size_t bytes) override;
+  void copy(const Tensor& src, Tensor& dst) override;
+  void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override;
+  void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override;
+  void add_inplace(Tensor& y, const Tensor& x) override;
+  void add_bias(Tensor& y, const Tensor& bias) override;
+  void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override;
+  void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override;
+  void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) override;
+  void attention(AttentionArgs& args) override;
+
+ private:
+  template <typename F>
+  auto timed(const char* op, F&& call);
+  Backend& inner_;
+  std::map<std::string, OpStats> stats_;
+};
+
+}  // namespace kvf

@@ -1,0 +1,138 @@
+// CPU backend ops against naive double-precision loops written from their definitions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backend/backend.h"
+#include "backend/cpu/vec_math.h"
+#include "model/rope_frequencies.h"
+
+namespace kvf {
+namespace {
+
+class CpuOps : public ::testing::Test {
+ protected:
+  Tensor make(const Shape& shape, std::mt19937& rng, float scale = 1.0f) {
+    Tensor t = b->empty(DType::F32, shape);
+    std::normal_distribution<float> d(0.0f, scale);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+    return t;
+  }
+  Tensor make_i32(const std::vector<int32_t>& v) {
+    Tensor t = b->empty(DType::I32, {(int64_t)v.size()});
+    b->copy_from_host(t, v.data(), v.size() * 4);
+    return t;
+  }
+  std::unique_ptr<Backend> b = make_cpu_backend();
+};
+
+TEST_F(CpuOps, MatmulMatchesNaive) {
+  std::mt19937 rng(1);
+  for (auto [n, m, k] : {std::tuple{1, 7, 5}, {33, 100, 64}, {130, 48, 200}}) {
+    Tensor x = make({n, k}, rng), w = make({m, k}, rng), y = b->empty(DType::F32, {n, m});
+    b->matmul_nt(x, w, y);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < m; ++j) {
+        double ref = 0;
+        for (int t = 0; t < k; ++t) ref += (double)x.data<float>()[i * k + t] * w.data<float>()[j * k + t];
+        ASSERT_NEAR(y.data<float>()[i * m + j], ref, 1e-4 * std::sqrt((double)k)) << n << "x" << m << "x" << k;
+      }
+  }
+}
+
+TEST_F(CpuOps, ExpAndSwigluAreAccurateToAFewUlp) {
+  std::vector<float> xs;
+  for (float x = -90.0f; x < 88.0f; x += 0.0137f) xs.push_back(x);  // exp(88.7) is past float range
+  std::vector<float> e = xs;
+  cpu::exp_shift_sum(e.data(), (int64_t)e.size(), 0.0f);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double ref = std::exp((double)xs[i]);
+    if (ref < 1e-37) continue;  // below float's normal range the result may flush
+    ASSERT_NEAR(e[i], ref, 4e-7 * ref) << "x = " << xs[i];
+  }
+  std::vector<float> up(xs.size(), 1.5f), out(xs.size());
+  cpu::swiglu_row(xs.data(), up.data(), out.data(), (int64_t)xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double ref = xs[i] / (1.0 + std::exp(-(double)xs[i])) * 1.5;
+    ASSERT_NEAR(out[i], ref, 1e-6 * std::max(1.0, std::abs(ref))) << "x = " << xs[i];
+  }
+}
+
+TEST_F(CpuOps, RopeTableAgreesWithDirectComputationAndBeyondIt) {
+  std::mt19937 rng(2);
+  RopeSpec spec;
+  spec.rotary_dim = 16;
+  spec.inv_freq = std::make_shared<const std::vector<float>>(rope_inv_frequencies(16, 10000.0, 1.0, {}));
+  const std::vector<int32_t> pos{0, 3, 63, 64, 1000};
+  Tensor x = make({5, 2, 16}, rng), direct = b->empty(DType::F32, x.shape);
+  b->copy(x, direct);
+  b->rope_inplace(direct, make_i32(pos), spec, false);  // no table: computed from inv_freq
+  spec.cos_sin = std::make_shared<const std::vector<float>>(rope_cos_sin_table(*spec.inv_freq, 64));
+  spec.table_positions = 64;
+  b->rope_inplace(x, make_i32(pos), spec, false);  // rows 0-2 from the table, 3-4 computed
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.data<float>()[i], direct.data<float>()[i]) << i;
+}
+
+// Naive attention by the forward rule: query at p reads keys with position <= p; GQA maps head h to h / group.
+void naive_attention(const AttentionArgs& a, std::vector<double>& out, std::vector<double>& colsum,
+                     const std::vector<int32_t>& probe_rows) {
+  const int64_t n = a.q.dim(0), H = a.q.dim(1), D = a.q.dim(2), m = a.k.dim(0), KV = a.k.dim(1);
+  out.assign(n * H * D, 0.0);
+  colsum.assign(m, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / KV);
+      std::vector<double> w(m, 0.0);
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j < m; ++j) {
+        if (a.k_pos.data<int32_t>()[j] > a.q_pos.data<int32_t>()[i]) continue;
+        double s = 0;
+        for (int64_t d = 0; d < D; ++d) s += (double)a.q.data<float>()[(i * H + h) * D + d] * a.k.data<float>()[(j * KV + g) * D + d];
+        w[j] = s * a.scale;
+        mx = std::max(mx, w[j]);
+      }
+      for (int64_t j = 0; j < m; ++j)
+        if (a.k_pos.data<int32_t>()[j] <= a.q_pos.data<int32_t>()[i]) sum += (w[j] = std::exp(w[j] - mx));
+        else w[j] = 0;
+      for (int64_t j = 0; j < m; ++j) {
+        const double p = sum > 0 ? w[j] / sum : 0;
+        for (int64_t d = 0; d < D; ++d) out[(i * H + h) * D + d] += p * a.v.data<float>()[(j * KV + g) * D + d];
+        if (std::find(probe_rows.begin(), probe_rows.end(), i) != probe_rows.end()) colsum[j] += p;
+      }
+    }
+}
+
+TEST_F(CpuOps, AttentionFollowsTheForwardRuleWithGqaAndProbes) {
+  std::mt19937 rng(3);
+  struct Case {
+    int n, m, heads, kv;
+    bool sorted;
+  };
+  for (const Case c : {Case{1, 1, 2, 1, true}, {5, 40, 6, 2, true}, {150, 300, 6, 3, true}, {37, 80, 4, 4, false},
+                       {200, 130, 9, 3, false}}) {
+    AttentionArgs a;
+    a.q = make({c.n, c.heads, 16}, rng);
+    a.k = make({c.m, c.kv, 16}, rng);
+    a.v = make({c.m, c.kv, 16}, rng);
+    a.out = b->empty(DType::F32, {c.n, c.heads, 16});
+    a.scale = 0.25f;
+    std::vector<int32_t> qpos(c.n), kpos(c.m), probe{0, c.n - 1};
+    std::uniform_int_distribution<int32_t> any(0, c.m + c.n);
+    for (int j = 0; j < c.m; ++j) kpos[j] = c.sorted ? j : any(rng);
+    for (int i = 0; i < c.n; ++i) qpos[i] = c.sorted ? c.m - c.n / 2 + i : any(rng);
+    a.q_pos = make_i32(qpos);
+    a.k_pos = make_i32(kpos);
+    a.probe_rows = make_i32(probe);
+    a.probe_colsum = b->empty(DType::F32, {c.m});
+    std::fill_n(a.probe_colsum.data<float>(), c.m, 0.0f);
+    b->attention(a);
+    std::vector<double> ref, colsum;
+    naive_attention(a, ref, colsum, probe);
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(a.out.data<float>()[i], ref[i], 2e-5) << "n=" << c.n;
+    for (int j = 0; j < c.m; ++j) ASSERT_NEAR(a.probe_colsum.data<float>()[j], colsum[j], 2e-5) << "key " << j;
+  }
+}
+
+}  // namespace
+}  // namespace kvf
