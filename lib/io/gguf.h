@@ -16,7 +16,13 @@ enum class ValueType : uint32_t {
   U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
   STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
 };
-const char* value_type_name(ValueType t);
+const char* value_type_name(ValueType t);  // "UINT32", "STRING", ... as the GGUF spec names them
+bool is_integer_type(ValueType t);         // the integer types and BOOL
+bool is_float_type(ValueType t);           // F32, F64
+
+// Shared by the reader and the writer.
+inline constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as a little-endian u32
+inline constexpr int kMaxArrayDepth = 8;            // arrays of arrays nest at most this deep
 
 // One metadata value. Scalars fill exactly one of the scalar fields; arrays fill the vector for their element
 // type (integers and bools in ints, floats in floats, strings in strings; nested arrays in array).
@@ -75,8 +81,12 @@ class File {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(const std::string& name) const;  // nullptr if absent
   const TensorInfo& tensor(const std::string& name) const;       // throws naming the tensor
-  // Pointer to the tensor's bytes (n_bytes long, checked to lie inside the file at open).
+  // Pointer to the tensor's bytes (n_bytes long, checked to lie inside the file at open; nullptr for an empty
+  // tensor placed at the very end).
   const uint8_t* tensor_data(const TensorInfo& info) const;
+  // Converts rows [first_row, first_row + n_rows) to f32 into dst (n_rows * ne[0] floats); throws naming the
+  // tensor and its type when the type cannot be converted, or when the rows are out of range.
+  void dequantize_rows(const TensorInfo& info, int64_t first_row, int64_t n_rows, float* dst) const;
 
  private:
   File() = default;

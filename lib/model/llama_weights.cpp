@@ -2,21 +2,21 @@
 
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
+
 #include "io/gguf.h"
 
 namespace kvf {
 namespace {
 
-// Dequantizes a GGUF tensor to f32 host memory, rows in parallel. ne is in ggml order: ne[0] = row length.
+// Dequantizes a GGUF tensor to f32 host memory, blocks of rows in parallel.
 std::vector<float> dequantize_tensor(const gguf::File& f, const gguf::TensorInfo& info) {
-  KVF_CHECK(ggml_type_supported(info.type), f.path(), ": tensor '", info.name, "' has type ",
-            ggml_type_name(info.type), ", which this build cannot dequantize");
   const int64_t row = info.ne.at(0), rows = info.rows();
-  const size_t row_bytes = ggml_row_bytes(info.type, row);
-  const uint8_t* src = f.tensor_data(info);
   std::vector<float> out((size_t)(row * rows));
-  tbb::parallel_for(int64_t{0}, rows, [&](int64_t r) {
-    dequantize_row(info.type, src + r * row_bytes, out.data() + r * row, row);
+  constexpr int64_t kRowsPerTask = 64;
+  tbb::parallel_for(int64_t{0}, (rows + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t b) {
+    const int64_t first = b * kRowsPerTask;
+    f.dequantize_rows(info, first, std::min(kRowsPerTask, rows - first), out.data() + first * row);
   });
   return out;
 }

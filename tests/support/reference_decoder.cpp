@@ -15,10 +15,9 @@ Mat read_matrix(const gguf::File& f, const std::string& name) {
   const int64_t cols = info.ne[0], rows = info.rows();
   std::vector<float> row(cols);
   Mat m(rows, Vec(cols));
-  const size_t row_bytes = ggml_row_bytes(info.type, cols);
   for (int64_t r = 0; r < rows; ++r) {
-    dequantize_row(info.type, f.tensor_data(info) + r * row_bytes, row.data(), cols);
-    for (int64_t c = 0; c < cols; ++c) m[r][c] = row[c];
+    f.dequantize_rows(info, r, 1, row.data());
+    m[r].assign(row.begin(), row.end());
   }
   return m;
 }

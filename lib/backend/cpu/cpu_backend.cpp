@@ -89,10 +89,18 @@ void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
   const float* xp = x.data<float>();
   const float* wp = w.data<float>();
   float* yp = y.data<float>();
-  // Each task owns a slice of the weight rows: it streams only its share of the weights.
+  // Each task owns a slice of the weight rows: it streams only its share of the weights. A few rows (decoding)
+  // go through sgemv, which reads the weights in place; sgemm would first repack all of them.
+  constexpr int64_t kGemvRows = 4;
   parallel_ranges(m, 16, [&](int64_t m0, int64_t m1) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)(m1 - m0), (int)k, 1.0f, xp, (int)k,
-                wp + m0 * k, (int)k, 0.0f, yp + m0, (int)m);
+    if (n <= kGemvRows) {
+      for (int64_t i = 0; i < n; ++i)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(m1 - m0), (int)k, 1.0f, wp + m0 * k, (int)k, xp + i * k, 1,
+                    0.0f, yp + i * m + m0, 1);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)(m1 - m0), (int)k, 1.0f, xp, (int)k,
+                  wp + m0 * k, (int)k, 0.0f, yp + m0, (int)m);
+    }
   });
 }
 

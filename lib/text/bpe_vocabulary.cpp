@@ -1,0 +1,68 @@
+#include "text/bpe_vocabulary.h"
+
+#include "core/error.h"
+#include "io/gguf.h"
+#include "text/pretokenizer.h"
+
+namespace kvf {
+
+BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
+  const std::string& path = file.path();
+  const std::string model = file.get_string("tokenizer.ggml.model");
+  KVF_CHECK(model == "gpt2", path, ": tokenizer.ggml.model is '", model,
+            "'; only 'gpt2' (byte-level BPE) is supported");
+
+  BpeVocabulary vocab;
+  vocab.tokens = file.get_string_array("tokenizer.ggml.tokens");
+  const int64_t n = (int64_t)vocab.tokens.size();
+  for (int64_t i = 0; i < n; ++i) {
+    // llama.cpp's stand-in, so that an empty entry can neither match text nor collide with another token.
+    if (vocab.tokens[i].empty()) vocab.tokens[i] = "[EMPTY_" + std::to_string(i) + "]";
+  }
+
+  vocab.token_types.assign(n, TokenType::Normal);
+  if (file.has("tokenizer.ggml.token_type")) {
+    const std::vector<int64_t> types = file.get_int_array("tokenizer.ggml.token_type");
+    KVF_CHECK((int64_t)types.size() == n, path, ": tokenizer.ggml.token_type has ", types.size(), " entries for ", n,
+              " tokens");
+    for (int64_t i = 0; i < n; ++i) {
+      const bool known = types[i] >= 0 && types[i] <= (int64_t)TokenType::Byte;
+      vocab.token_types[i] = known ? (TokenType)types[i] : TokenType::Undefined;
+    }
+  }
+  vocab.merges = file.get_string_array("tokenizer.ggml.merges");
+
+  vocab.pre = file.get_string("tokenizer.ggml.pre", "default");
+  const PreTokenizerConfig* pre = nullptr;
+  try {
+    pre = &pre_tokenizer_config(vocab.pre);
+  } catch (const Error& e) {
+    fail(path, ": ", e.what());
+  }
+
+  const auto special_id = [&](const std::string& key) -> int32_t {
+    if (!file.has(key)) return -1;
+    const int64_t id = file.get_int(key);
+    KVF_CHECK(id >= 0 && id < n, path, ": ", key, " = ", id, " is outside the vocabulary of ", n, " tokens");
+    return (int32_t)id;
+  };
+  vocab.bos_id = special_id("tokenizer.ggml.bos_token_id");
+  vocab.eos_id = special_id("tokenizer.ggml.eos_token_id");
+  vocab.unk_id = special_id("tokenizer.ggml.unknown_token_id");
+  vocab.pad_id = special_id("tokenizer.ggml.padding_token_id");
+  vocab.eot_id = special_id("tokenizer.ggml.eot_token_id");
+  vocab.eom_id = special_id("tokenizer.ggml.eom_token_id");
+  vocab.fim_pad_id = special_id("tokenizer.ggml.fim_pad_token_id");
+  vocab.fim_rep_id = special_id("tokenizer.ggml.fim_rep_token_id");
+  vocab.fim_sep_id = special_id("tokenizer.ggml.fim_sep_token_id");
+
+  vocab.add_bos = file.get_bool("tokenizer.ggml.add_bos_token", pre->add_bos);
+  vocab.add_eos = file.get_bool("tokenizer.ggml.add_eos_token", false);
+  KVF_CHECK(!vocab.add_bos || vocab.bos_id >= 0, path,
+            ": tokenizer.ggml.add_bos_token is set but there is no bos_token_id");
+  KVF_CHECK(!vocab.add_eos || vocab.eos_id >= 0, path,
+            ": tokenizer.ggml.add_eos_token is set but there is no eos_token_id");
+  return vocab;
+}
+
+}  // namespace kvf

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Idempotent setup of the reference virtual environment ($KVFUSE_HOME/venv-ref): llama.cpp (through pinned
+# llama-cpp-python, built from source for this CPU) and the Python packages the reference and benchmark scripts
+# use. Needed by `make reference` and `make bench` only; `make test` reads the committed fixtures.
+# A second run finds the packages importable at the pinned version and returns in seconds.
+set -euo pipefail
+KVFUSE_HOME=${KVFUSE_HOME:-$HOME/.cache/kvfuse}
+venv="$KVFUSE_HOME/venv-ref"
+llama_version=0.3.16
+packages=(
+  "llama-cpp-python==$llama_version"  # the independent decoder reference and the prefill peer in bench/
+  "numpy==2.4.6"                      # logits arithmetic, dequantization
+  "gguf==0.19.0"                      # reading the Q4_1 file, writing its dequantized F32 copy
+  "tokenizers==0.23.3"                # tokenizer cross-checks
+  "jinja2==3.1.6"                     # rendering the model's own chat template
+)
+
+log() { echo "setup-reference: $*"; }
+
+installed() {
+  [ -x "$venv/bin/python" ] && "$venv/bin/python" - "$llama_version" <<'PY' 2>/dev/null
+import sys
+import gguf, jinja2, numpy, tokenizers  # noqa: F401
+import llama_cpp
+sys.exit(0 if llama_cpp.__version__ == sys.argv[1] else 1)
+PY
+}
+
+if installed; then
+  log "ok ($venv, llama-cpp-python $llama_version)"
+  exit 0
+fi
+[ -x "$venv/bin/python" ] || { log "creating $venv"; python3 -m venv "$venv"; }
+log "installing ${packages[*]} (llama-cpp-python builds from source: a few minutes)"
+# GGML_NATIVE: llama.cpp compiled for this machine's vector units, as a user building it here would run it.
+CMAKE_ARGS="-DGGML_NATIVE=ON" "$venv/bin/python" -m pip install -q --no-binary llama-cpp-python "${packages[@]}"
+installed || { echo "setup-reference: error: packages still not importable from $venv" >&2; exit 1; }
+log "ok ($venv, llama-cpp-python $llama_version)"
