@@ -142,8 +142,13 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def markdown(args, rows):
-    command = shlex.join([Path(sys.executable).name, *sys.argv])
+def load_average():
+    with open("/proc/loadavg", encoding="utf-8") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def markdown(args, rows, loads):
+    command = shlex.join([sys.executable, *sys.argv])
     extra = "on (AMX / repacked weights where the CPU has them)" if args.llama_extra_bufts else \
         "off (in 0.3.16 its AMX kernels give wrong logits for batches of 32+ tokens, ggml-org/llama.cpp#16315)"
     lines = [
@@ -157,6 +162,8 @@ def markdown(args, rows):
         f"- Workload: prefill of {', '.join(map(str, args.tokens))} random token ids (seed {args.seed}) into an "
         f"empty cache; median of {args.runs} timed runs after one warm-up; each measurement in its own process, "
         "one at a time",
+        f"- Load average (1, 5, 15 min) before / after: {loads[0]} / {loads[1]} (other work on the cores skews "
+        "the numbers)",
         f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
         f"- Command: `{command}`",
         "",
@@ -180,9 +187,10 @@ def main():
         sys.exit(f"error: model {args.model} not found (scripts/setup.sh fetches it)")
     if not os.access(args.kvfuse_bin, os.X_OK):
         sys.exit(f"error: kvfuse benchmark {args.kvfuse_bin} not found; build it first (make)")
+    load_before = load_average()
     rows = measure_all(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(markdown(args, rows), encoding="utf-8")
+    args.out.write_text(markdown(args, rows, (load_before, load_average())), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

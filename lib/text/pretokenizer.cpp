@@ -41,6 +41,7 @@ const std::map<std::string, PreTokenizerConfig>& configs() {
       t[name] = config(starcoder, false, true, false);
     }
     for (const char* name : {"smollm", "command-r"}) t[name] = config(starcoder, false, false, false);
+    // "gpt2" is not a llama.cpp name: an alias of "gpt-2".
     for (const char* name : {"gpt-2", "gpt2", "phi-2", "mpt", "olmo", "jais", "roberta-bpe"}) {
       t[name] = config({kGpt2}, false, true, false);
     }
