@@ -2,7 +2,6 @@
 // written by tests/reference/make_token_fixtures.py).
 #include <gtest/gtest.h>
 
-#include <time.h>
 
 #include <cstdio>
 #include <fstream>
@@ -102,32 +101,6 @@ TEST(TokenizerSmolLM2, ChatTemplateRendersLikeJinja) {
     EXPECT_EQ(rendered, c.at("rendered").get<std::string>());
     EXPECT_EQ(tokenizer().encode(rendered, false, true), ids_of(c.at("ids")));
   }
-}
-
-// CPU time of the calling thread: encode is single-threaded, and other tests running beside it do not count.
-double thread_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-// About 4 MB of the fixture's texts: the tokenizer must keep well above 1 MB/s.
-TEST(TokenizerSmolLM2, EncodesFasterThanOneMegabytePerSecond) {
-#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "throughput is measured in optimised builds only";
-#endif
-  std::string corpus;
-  while (corpus.size() < (4u << 20)) {
-    for (const json& c : fixture().at("cases")) corpus += bytes_of(c, "text") + "\n";
-  }
-  const BpeTokenizer& tok = tokenizer();
-  const double start = thread_seconds();
-  const std::vector<int32_t> ids = tok.encode(corpus, false, false);
-  const double seconds = thread_seconds() - start;
-  const double mb_per_s = corpus.size() / 1e6 / seconds;
-  std::printf("encoded %.1f MB into %zu tokens in %.3f s of CPU: %.1f MB/s\n", corpus.size() / 1e6, ids.size(),
-              seconds, mb_per_s);
-  EXPECT_GT(mb_per_s, 1.0);
 }
 
 }  // namespace
