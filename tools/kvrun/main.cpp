@@ -11,8 +11,13 @@ int main(int argc, char** argv) {
   kvf::cli::add_generate_command(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {  // usage errors: one line, status 2, as shells expect
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    return 2;
   } catch (const kvf::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

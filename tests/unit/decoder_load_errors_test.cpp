@@ -1,0 +1,79 @@
+// Bad model files and prompts get one kvf::Error naming the cause, never a crash.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "io/gguf_writer.h"
+#include "model/decoder.h"
+#include "model/generate.h"
+#include "support/tiny_model.h"
+
+namespace kvf {
+namespace {
+
+std::string load_error(const std::string& path) {
+  auto backend = make_cpu_backend();
+  try {
+    Decoder::load_gguf(path, *backend);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DecoderLoadErrors, UnknownArchitectureIsNamed) {
+  gguf::Writer w;
+  w.add_string("general.architecture", "mamba");
+  const std::string path = (std::filesystem::temp_directory_path() / "kvf-mamba.gguf").string();
+  w.write(path);
+  EXPECT_NE(load_error(path).find("unknown architecture 'mamba'"), std::string::npos) << load_error(path);
+}
+
+TEST(DecoderLoadErrors, UnsupportedTensorTypeNamesTensorAndType) {
+  test::TinyModelSpec spec;
+  spec.hidden = 256;  // rows of 256: one Q2_K super-block
+  const std::string good = test::write_tiny_model(spec);
+  // Store one tensor as Q2_K, which this build cannot convert, with the right shape and byte count.
+  const auto file = gguf::File::open(good);
+  gguf::Writer w;
+  for (const auto& [key, value] : file->metadata()) w.add_value(key, value);
+  for (const auto& t : file->tensors()) {
+    const bool victim = t.name == "blk.1.attn_k.weight";
+    std::vector<uint8_t> bytes(file->tensor_data(t), file->tensor_data(t) + t.n_bytes);
+    if (victim) bytes.assign(ggml_row_bytes(GgmlType::Q2_K, t.ne[0]) * t.rows(), 0);
+    w.add_tensor(t.name, victim ? GgmlType::Q2_K : t.type, t.ne, bytes.data(), bytes.size());
+  }
+  const std::string bad = good + ".q2k.gguf";
+  w.write(bad);
+  const std::string msg = load_error(bad);
+  EXPECT_NE(msg.find("blk.1.attn_k.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Q2_K"), std::string::npos) << msg;
+}
+
+TEST(DecoderLoadErrors, TruncatedFileIsNamed) {
+  const std::string good = test::write_tiny_model({});
+  const std::string cut = good + ".cut.gguf";
+  std::filesystem::copy_file(good, cut, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(good) / 2);
+  const std::string msg = load_error(cut);
+  EXPECT_EQ(msg.rfind(cut, 0), 0u) << msg;  // starts with the path
+}
+
+TEST(DecoderLoadErrors, PromptLongerThanTheContextIsRefused) {
+  test::TinyModelSpec spec;
+  spec.context = 64;
+  auto backend = make_cpu_backend();
+  const auto decoder = Decoder::load_gguf(test::write_tiny_model(spec), *backend);
+  const std::vector<int32_t> prompt(65, 3);
+  try {
+    generate_greedy(*decoder, prompt, {});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("65 tokens, more than the model context of 64"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvf
