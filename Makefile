@@ -6,6 +6,9 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DKVF_WERROR=ON
 endif
 
+KVFUSE_HOME ?= $(HOME)/.cache/kvfuse
+REF_PYTHON := $(KVFUSE_HOME)/venv-ref/bin/python
+
 .PHONY: all setup build test test-unit demo bench reference clean
 
 all: build
@@ -33,13 +36,14 @@ demo: setup build
 # Prefill speed against llama.cpp on the same GGUF, side by side (needs the reference venv).
 bench: setup build
 	@scripts/setup-reference.sh
-	$(HOME)/.cache/kvfuse/venv-ref/bin/python bench/prefill_vs_llamacpp.py
+	$(REF_PYTHON) bench/prefill_vs_llamacpp.py
 
 # Regenerates the golden fixtures under tests/fixtures from llama.cpp (see tests/reference/README.md).
 reference: setup
 	@scripts/setup-reference.sh
-	$(HOME)/.cache/kvfuse/venv-ref/bin/python tests/reference/make_token_fixtures.py
-	$(HOME)/.cache/kvfuse/venv-ref/bin/python tests/reference/make_llama_fixtures.py
+	$(REF_PYTHON) tests/reference/make_quant_fixtures.py
+	$(REF_PYTHON) tests/reference/make_token_fixtures.py
+	$(REF_PYTHON) tests/reference/make_llama_fixtures.py
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import gguf
-import jinja2
+import jinja2.sandbox
 import llama_cpp
 import numpy as np
 
@@ -295,8 +295,9 @@ def ensure_f32_copy(src, dst):
 # --- prompts -----------------------------------------------------------------------------------------------------
 
 def chat_template(model_path):
-    reader = gguf.GGUFReader(model_path)
-    return jinja2.Template(reader.fields["tokenizer.chat_template"].contents())
+    """The model's own template, in the Jinja environment transformers renders chat templates with."""
+    source = gguf.GGUFReader(model_path).fields["tokenizer.chat_template"].contents()
+    return jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(source)
 
 
 def render_chat(template, messages):

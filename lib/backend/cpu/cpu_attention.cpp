@@ -48,7 +48,7 @@ void CpuBackend::attention(AttentionArgs& a) {
 
   // One task per (kv head, block of query rows): the query heads sharing that kv head are stacked into one
   // matrix, so each key block is packed once for all of them.
-  constexpr int64_t kBlock = 128;
+  constexpr int64_t kBlock = 64;
   const int64_t n_blocks = (n + kBlock - 1) / kBlock;
   if (probing) probe_partial.resize(n_kv * n_blocks);
   tbb::enumerable_thread_specific<std::vector<float>> scratch;

@@ -1,0 +1,103 @@
+#include "retrieval/vector_index.h"
+
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexHNSW.h>
+#include <faiss/IndexIVFFlat.h>
+#include <faiss/impl/FaissException.h>
+#include <faiss/index_io.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace kvf {
+namespace {
+
+// Search-time knobs live on the index object; applied after build and after load.
+void apply_search_params(faiss::Index& index, const IndexSpec& spec) {
+  if (auto* ivf = dynamic_cast<faiss::IndexIVF*>(&index)) ivf->nprobe = (size_t)spec.ivf_nprobe;
+  if (auto* hnsw = dynamic_cast<faiss::IndexHNSW*>(&index)) hnsw->hnsw.efSearch = spec.hnsw_ef_search;
+}
+
+}  // namespace
+
+VectorIndex::VectorIndex(std::unique_ptr<faiss::Index> index) : index_(std::move(index)) {}
+VectorIndex::VectorIndex(VectorIndex&&) noexcept = default;
+VectorIndex& VectorIndex::operator=(VectorIndex&&) noexcept = default;
+VectorIndex::~VectorIndex() = default;
+
+VectorIndex VectorIndex::build(const float* vectors, int64_t n, int dim, const IndexSpec& spec) {
+  KVF_CHECK(dim > 0 && n >= 0, "index: bad shape ", n, " x ", dim);
+  KVF_CHECK(spec.ivf_nprobe > 0 && spec.hnsw_m > 1 && spec.hnsw_ef_construction > 0 && spec.hnsw_ef_search > 0,
+            "index: nprobe, M, efConstruction and efSearch must be positive");
+  std::unique_ptr<faiss::Index> index;
+  try {
+    if (spec.kind == "flat") {
+      index = std::make_unique<faiss::IndexFlatIP>(dim);
+    } else if (spec.kind == "hnsw") {
+      auto hnsw = std::make_unique<faiss::IndexHNSWFlat>(dim, spec.hnsw_m, faiss::METRIC_INNER_PRODUCT);
+      hnsw->hnsw.efConstruction = spec.hnsw_ef_construction;
+      index = std::move(hnsw);
+    } else if (spec.kind == "ivf") {
+      // Default: about 4 sqrt(n) lists, but at least 39 training points per list, which k-means needs.
+      const int64_t nlist =
+          spec.ivf_nlist > 0 ? spec.ivf_nlist
+                             : std::max<int64_t>(1, std::min<int64_t>((int64_t)(4 * std::sqrt((double)n)), n / 39));
+      KVF_CHECK(n >= nlist, "index: ivf needs at least nlist = ", nlist, " vectors to train, got ", n);
+      auto quantizer = new faiss::IndexFlatIP(dim);
+      auto ivf = std::make_unique<faiss::IndexIVFFlat>(quantizer, dim, (size_t)nlist, faiss::METRIC_INNER_PRODUCT);
+      ivf->own_fields = true;  // the IVF index deletes its quantizer
+      ivf->train(n, vectors);
+      index = std::move(ivf);
+    } else {
+      fail("index: unknown kind '", spec.kind, "' (flat, ivf, hnsw)");
+    }
+    index->add(n, vectors);
+  } catch (const faiss::FaissException& e) {
+    fail("index: faiss: ", e.what());
+  }
+  apply_search_params(*index, spec);
+  return VectorIndex(std::move(index));
+}
+
+VectorIndex VectorIndex::load(const std::string& path, const IndexSpec& spec) {
+  std::unique_ptr<faiss::Index> index;
+  try {
+    index.reset(faiss::read_index(path.c_str()));
+  } catch (const faiss::FaissException& e) {
+    fail(path, ": not a readable FAISS index (", e.what(), ")");
+  }
+  apply_search_params(*index, spec);
+  return VectorIndex(std::move(index));
+}
+
+void VectorIndex::save(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  try {
+    faiss::write_index(index_.get(), tmp.c_str());
+  } catch (const faiss::FaissException& e) {
+    std::remove(tmp.c_str());
+    fail(path, ": cannot write the index (", e.what(), ")");
+  }
+  KVF_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot rename ", tmp, " into place");
+}
+
+SearchHits VectorIndex::search(const float* queries, int64_t n_queries, int64_t k) const {
+  SearchHits hits;
+  hits.k = k;
+  hits.scores.resize((size_t)(n_queries * k));
+  hits.ids.resize((size_t)(n_queries * k));
+  if (n_queries == 0 || k == 0) return hits;
+  try {
+    index_->search(n_queries, queries, k, hits.scores.data(), hits.ids.data());
+  } catch (const faiss::FaissException& e) {
+    fail("index search: faiss: ", e.what());
+  }
+  return hits;
+}
+
+int VectorIndex::dim() const { return (int)index_->d; }
+int64_t VectorIndex::size() const { return index_->ntotal; }
+
+}  // namespace kvf

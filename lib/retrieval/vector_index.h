@@ -1,0 +1,52 @@
+// Inner-product search over unit vectors (cosine similarity) with FAISS: exact Flat (default), IVF-Flat or HNSW
+// for large corpora. Row i of the indexed matrix has id i.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace faiss {
+struct Index;
+}
+
+namespace kvf {
+
+struct IndexSpec {
+  std::string kind = "flat";     // flat | ivf | hnsw
+  int ivf_nlist = 0;             // ivf: number of lists; 0 picks min(4 sqrt(n), n / 39)
+  int ivf_nprobe = 16;           // ivf: lists visited per query
+  int hnsw_m = 32;               // hnsw: links per node
+  int hnsw_ef_construction = 80;
+  int hnsw_ef_search = 64;
+};
+
+struct SearchHits {
+  int64_t k = 0;
+  std::vector<float> scores;  // [n_queries, k], best first
+  std::vector<int64_t> ids;   // [n_queries, k]; -1 where fewer than k rows exist
+};
+
+class VectorIndex {
+ public:
+  // Builds over n rows of `dim` floats. Throws kvf::Error on an unknown kind or bad parameters.
+  static VectorIndex build(const float* vectors, int64_t n, int dim, const IndexSpec& spec);
+  // Loads an index written by save(); the spec's search-time parameters (nprobe, ef_search) apply.
+  static VectorIndex load(const std::string& path, const IndexSpec& spec);
+  // Writes path.tmp, then renames it over path.
+  void save(const std::string& path) const;
+
+  SearchHits search(const float* queries, int64_t n_queries, int64_t k) const;
+  int dim() const;
+  int64_t size() const;
+
+  VectorIndex(VectorIndex&&) noexcept;
+  VectorIndex& operator=(VectorIndex&&) noexcept;
+  ~VectorIndex();
+
+ private:
+  explicit VectorIndex(std::unique_ptr<faiss::Index> index);
+  std::unique_ptr<faiss::Index> index_;
+};
+
+}  // namespace kvf
