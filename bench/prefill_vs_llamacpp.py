@@ -9,7 +9,6 @@ and writes it as markdown with the machine, versions and this exact command.
 Run it with the reference venv (scripts/setup-reference.sh), e.g. `make bench`.
 """
 import argparse
-import contextlib
 import datetime
 import json
 import os
@@ -25,6 +24,8 @@ import llama_cpp
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "reference"))
+from llama_cpp_options import extra_bufts  # noqa: E402
 KVFUSE_HOME = Path(os.environ.get("KVFUSE_HOME", Path.home() / ".cache" / "kvfuse"))
 DEFAULT_MODEL = KVFUSE_HOME / "models" / "smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_BIN = REPO / "build" / "bin" / "kvf_prefill_bench"
@@ -65,25 +66,8 @@ def parse_args():
 
 # --- llama.cpp, measured inside a worker subprocess ----------------------------------------------------------
 
-@contextlib.contextmanager
-def llama_extra_bufts(enabled):
-    """Llama() has no argument for llama.cpp's use_extra_bufts, so patch the default model parameters it uses."""
-    default = llama_cpp.llama_cpp.llama_model_default_params
-
-    def params():
-        p = default()
-        p.use_extra_bufts = enabled
-        return p
-
-    llama_cpp.llama_cpp.llama_model_default_params = params
-    try:
-        yield
-    finally:
-        llama_cpp.llama_cpp.llama_model_default_params = default
-
-
-def llama_measure(model, n_tokens, threads, runs, seed, extra_bufts):
-    with llama_extra_bufts(extra_bufts):
+def llama_measure(model, n_tokens, threads, runs, seed, use_extra_bufts):
+    with extra_bufts(use_extra_bufts):
         llm = llama_cpp.Llama(model_path=str(model), n_ctx=n_tokens + 8, n_batch=n_tokens, n_threads=threads,
                               n_threads_batch=threads, logits_all=False, verbose=False)
     tokens = np.random.default_rng(seed).integers(0, llm.n_vocab(), n_tokens).tolist()

@@ -11,7 +11,6 @@ statistics of the full logits at the last position; for three chat prompts: 32 g
 Run it with the reference venv (scripts/setup-reference.sh), e.g. `make reference`.
 """
 import argparse
-import contextlib
 import hashlib
 import json
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 import gguf
 import jinja2.sandbox
 import llama_cpp
+from llama_cpp_options import extra_bufts
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
@@ -321,28 +321,8 @@ def continuation_prompts(template):
 
 # --- llama.cpp runs ----------------------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def plain_cpu_kernels():
-    """Load models with use_extra_bufts=false. On CPUs with AMX, llama.cpp in llama-cpp-python 0.3.16 repacks Q4_1
-    and Q8_0 weights for its AMX kernels, which give wrong logits for batches of 32 tokens or more
-    (ggml-org/llama.cpp#16315, fixed by #19925). Llama() has no argument for the flag, hence this patch of the
-    default model parameters it starts from."""
-    default = llama_cpp.llama_cpp.llama_model_default_params
-
-    def params():
-        p = default()
-        p.use_extra_bufts = False
-        return p
-
-    llama_cpp.llama_cpp.llama_model_default_params = params
-    try:
-        yield
-    finally:
-        llama_cpp.llama_cpp.llama_model_default_params = default
-
-
 def load_llama(path):
-    with plain_cpu_kernels():
+    with extra_bufts(False):  # see llama_cpp_options.extra_bufts
         return llama_cpp.Llama(model_path=str(path), verbose=False, **LLAMA_PARAMS)
 
 
