@@ -7,9 +7,9 @@ Writes, for all-MiniLM-L6-v2 ($KVFUSE_HOME/models/all-minilm-l6-v2):
                                          (max_seq_length from sentence_bert_config.json, [CLS] and [SEP] included)
   tests/fixtures/embeddings_minilm.json  sentence-transformers embeddings (normalised, rounded to 1e-6) of >= 50
                                          texts, one longer than max_seq_length
-and a tiny random BERT in the bge-small-en-v1.5 layout (CLS pooling, Normalize, its own vocab.txt) with
-sentence-transformers' embeddings of it:
-  tests/fixtures/tiny_bert_cls/          the model folder (a few hundred KB)
+and a tiny random BERT in the file layout of bge-small-en-v1.5's repository (CLS pooling, Normalize, its own
+vocab.txt, max_seq_length 24 so truncation shows) with sentence-transformers' embeddings of it:
+  tests/fixtures/tiny_bert_cls/          the model folder (about 100 KB)
   tests/fixtures/embeddings_tiny_bert_cls.json
 
 `tokenizers` classifies characters with Unicode tables from about 2016 (Unicode 9); kvfuse uses utf8proc's
@@ -31,9 +31,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never reach
 import sentence_transformers
 import tokenizers
 import torch
-from sentence_transformers import SentenceTransformer, models
+from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer, normalizers, pre_tokenizers
-from transformers import BertConfig, BertModel, BertTokenizer
+from transformers import BertConfig, BertModel
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -227,6 +227,7 @@ def embedding_fixture():
     assert len(texts) >= 50
     vectors = embed(MINILM, texts)
     tok = Tokenizer.from_file(str(MINILM / "tokenizer.json"))
+    tok.no_truncation()
     assert len(tok.encode(texts[-1]).ids) > max_seq_length(MINILM)
     write_json(FIXTURES / "embeddings_minilm.json", {
         "model": "all-minilm-l6-v2",
@@ -236,17 +237,13 @@ def embedding_fixture():
 
 
 def tiny_model():
-    """A random 2-layer BERT saved as sentence-transformers saves bge-small-en-v1.5: CLS pooling + Normalize."""
+    """A random 2-layer BERT in the file layout of bge-small-en-v1.5's repository (CLS pooling, Normalize, the
+    pre-v3 sentence-transformers config files), embedded by sentence-transformers loading that folder."""
     out = FIXTURES / "tiny_bert_cls"
-    work = Path("/tmp/kvf-tiny-bert-cls")
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "hf").mkdir(parents=True)
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + list("0123456789.,!?'-")
     words = ["the", "cat", "sat", "on", "mat", "dog", "ran", "fast", "hello", "world", "emb", "##ed", "##ding",
-             "##s", "model", "small", "token"]
+             "model", "small", "token"]
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + letters + ["##" + c for c in letters] + words
-    (work / "hf" / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    BertTokenizer(str(work / "hf" / "vocab.txt"), do_lower_case=True).save_pretrained(work / "hf")
     torch.manual_seed(7)
     config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=40, type_vocab_size=2, layer_norm_eps=1e-12)
@@ -254,19 +251,28 @@ def tiny_model():
     with torch.no_grad():  # larger than the default init, so the layers change the embeddings visibly
         for p in model.parameters():
             p.normal_(0.0, 0.3)
-    model.save_pretrained(work / "hf", safe_serialization=True)
-    transformer = models.Transformer(str(work / "hf"), max_seq_length=24)
-    pooling = models.Pooling(transformer.get_word_embedding_dimension(), pooling_mode="cls")
-    SentenceTransformer(modules=[transformer, pooling, models.Normalize()], device="cpu").save(str(work / "st"))
     shutil.rmtree(out, ignore_errors=True)
-    out.mkdir()
-    keep = ["config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", "modules.json",
-            "sentence_bert_config.json", "1_Pooling/config.json"]
-    for name in keep:
+    model.save_pretrained(out, safe_serialization=True)
+    (out / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    configs = {
+        "tokenizer_config.json": {"do_lower_case": True, "model_max_length": 512, "unk_token": "[UNK]",
+                                  "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                                  "mask_token": "[MASK]", "tokenize_chinese_chars": True, "strip_accents": None,
+                                  "tokenizer_class": "BertTokenizer"},
+        "sentence_bert_config.json": {"max_seq_length": 24, "do_lower_case": True},
+        "modules.json": [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}],
+        "1_Pooling/config.json": {"word_embedding_dimension": 32, "pooling_mode_cls_token": True,
+                                  "pooling_mode_mean_tokens": False, "pooling_mode_max_tokens": False,
+                                  "pooling_mode_mean_sqrt_len_tokens": False},
+    }
+    for name, value in configs.items():
         (out / name).parent.mkdir(exist_ok=True)
-        shutil.copy(work / "st" / name, out / name)
+        (out / name).write_text(json.dumps(value, indent=2) + "\n")
     texts = ["", "hello world", "the cat sat on the mat", "Embedding models, small and fast!",
-             "the dog ran fast " * 8, "unknown ж symbol", "HELLO WORLD"]
+             "the dog ran fast " * 8, "unknown \u0436 symbol", "HELLO WORLD"]
     vectors = embed(out, texts)
     write_json(FIXTURES / "embeddings_tiny_bert_cls.json", {
         "model": "tiny_bert_cls (random, seed 7)",

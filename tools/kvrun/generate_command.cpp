@@ -1,7 +1,8 @@
 #include "generate_command.h"
 
+#include "common/cli.h"
+
 #include <tbb/global_control.h>
-#include <tbb/info.h>
 
 #include <chrono>
 #include <cstdio>
@@ -29,7 +30,7 @@ struct GenerateArgs {
 };
 
 void run_generate(const GenerateArgs& a) {
-  const int threads = a.threads > 0 ? a.threads : tbb::info::default_concurrency();
+  const int threads = thread_count(a.threads);
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
   const std::string path = resolve_model(a.model);
 

@@ -1,0 +1,27 @@
+// Model fingerprints: what every stored chunk id and KV row records, so that nothing mixes data of two models.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace kvf {
+
+namespace gguf {
+class File;
+}
+
+// XXH3-64 over the architecture metadata (general.architecture, every "<arch>." key), the tokenizer metadata
+// ("tokenizer." keys), every tensor's name, type and shape, and all tensor bytes. Keys are hashed in sorted
+// order with their types, so the value does not depend on how the file orders them; general.name and other
+// descriptive keys are left out. About 10 ms for SmolLM2's 98 MB file once it is in the page cache.
+uint64_t model_fingerprint(const gguf::File& file);
+
+// XXH3-64 over the "tokenizer." metadata alone (vocabulary, merges, special ids, chat template): what decides
+// the token ids of a text.
+uint64_t tokenizer_fingerprint(const gguf::File& file);
+
+// The 16-digit lower-case hex form ("%016llx") of a fingerprint or any other 64-bit hash, as manifests and HDF5
+// attributes write them; parse_fingerprint_hex reads it back, naming `what` when the text is not 16 hex digits.
+std::string fingerprint_hex(uint64_t fingerprint);
+uint64_t parse_fingerprint_hex(const std::string& text, const std::string& what);
+
+}  // namespace kvf

@@ -1,0 +1,167 @@
+#include "prep/chunk_stage.h"
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+
+#include "core/error.h"
+#include "io/corpus_reader.h"
+#include "io/gguf.h"
+#include "model/fingerprint.h"
+#include "store/chunk_table.h"
+#include "store/manifest.h"
+#include "text/bpe_tokenizer.h"
+
+namespace kvf {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kStage = "chunk";
+
+// The stage's counts as the manifest records them, and back (for an unchanged rerun).
+std::map<std::string, uint64_t> to_counts(const ChunkStageResult& r) {
+  return {{"documents", r.documents},
+          {"skipped_empty", r.skipped_empty},
+          {"chunks", r.chunks},
+          {"new_chunks", r.new_chunks},
+          {"tokens", r.tokens},
+          {"max_chunk_tokens", r.max_chunk_tokens},
+          {"table_chunks", r.table_chunks},
+          {"table_tokens", r.table_tokens}};
+}
+
+void from_counts(const std::map<std::string, uint64_t>& counts, const std::string& where, ChunkStageResult& r) {
+  const auto get = [&](const char* name) {
+    const auto it = counts.find(name);
+    KVF_CHECK(it != counts.end(), where, ": the chunk stage record has no count '", name, "'");
+    return it->second;
+  };
+  r.documents = get("documents");
+  r.skipped_empty = get("skipped_empty");
+  r.chunks = get("chunks");
+  r.tokens = get("tokens");
+  r.max_chunk_tokens = get("max_chunk_tokens");
+  r.table_chunks = get("table_chunks");
+  r.table_tokens = get("table_tokens");
+}
+
+// The committed chunks.h5 is still the one the manifest recorded (a cheap size check; `verify` hashes).
+bool chunks_file_as_recorded(const Manifest& m, const std::string& path) {
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec) return false;
+  return std::any_of(m.files.begin(), m.files.end(),
+                     [&](const CommittedFile& f) { return f.path == kChunksFile && f.bytes == size; });
+}
+
+// The store's manifest, or a new one for this model; refuses another model or other chunking settings.
+Manifest open_store(const std::string& dir, const gguf::File& model, uint64_t fingerprint,
+                    const std::string& model_name, const ChunkerOptions& chunker) {
+  Manifest manifest;
+  if (has_manifest(dir)) {
+    manifest = load_manifest(dir);
+    require_same_model(manifest, fingerprint, model_name, dir);
+  } else {
+    manifest.model_fingerprint = fingerprint;
+    manifest.tokenizer_hash = tokenizer_fingerprint(model);
+    manifest.model_name = model_name;
+  }
+  require_settings(manifest, "chunking",
+                   {{"chunk_tokens", chunker.chunk_tokens},
+                    {"max_tokens", chunker.hard_max()},
+                    {"rendering_version", kChunkRenderingVersion}},
+                   dir);
+  return manifest;
+}
+
+// Tokenizing is the work: documents in parallel, results in corpus order so that the table is deterministic.
+std::vector<std::vector<TextChunk>> chunk_corpus(const Corpus& corpus, const ChunkStageOptions& options,
+                                                 const BpeTokenizer& tokenizer) {
+  const Tokenize tokenize = [&](std::string_view text) { return tokenizer.encode(text, false, false); };
+  std::vector<std::vector<TextChunk>> pieces(corpus.documents.size());
+  Progress progress(kStage, "documents", corpus.documents.size(), options.progress);
+  tbb::parallel_for(size_t(0), corpus.documents.size(), [&](size_t d) {
+    const Document& doc = corpus.documents[d];
+    try {
+      pieces[d] = chunk_document(doc.title, doc.text, options.chunker, tokenize);
+    } catch (const Error& e) {
+      fail(options.corpus, ": document '", doc.id, "': ", e.what());
+    }
+    progress.advance();
+  });
+  return pieces;
+}
+
+// Adds the documents' chunks to the table in corpus order and counts them.
+void add_chunks(const Corpus& corpus, std::vector<std::vector<TextChunk>>& pieces, ChunkTable& table,
+                ChunkStageResult& result) {
+  for (size_t d = 0; d < corpus.documents.size(); ++d) {
+    const Document& doc = corpus.documents[d];
+    for (size_t i = 0; i < pieces[d].size(); ++i) {
+      TextChunk& piece = pieces[d][i];
+      result.tokens += piece.tokens.size();
+      result.max_chunk_tokens = std::max<uint64_t>(result.max_chunk_tokens, piece.tokens.size());
+      ++result.chunks;
+      result.new_chunks += table.add({0, doc.id, doc.title, doc.text.substr(piece.begin, piece.end - piece.begin),
+                                      (uint32_t)i, std::move(piece.tokens)});
+    }
+  }
+  result.table_chunks = table.size();
+  result.table_tokens = table.n_tokens();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+ChunkStageResult run_chunk_stage(const ChunkStageOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  options.chunker.check();
+  const auto model = gguf::File::open(options.model_path);
+  const std::string model_name = fs::path(options.model_path).filename().string();
+  ChunkStageResult result;
+  result.model_fingerprint = model_fingerprint(*model);
+  const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*model));
+  const std::string& dir = options.store_dir;
+  Manifest manifest = open_store(dir, *model, result.model_fingerprint, model_name, options.chunker);
+
+  const Corpus corpus = read_corpus(options.corpus);
+  const std::string chunks_path = (fs::path(dir) / kChunksFile).string();
+  const StageRecord* previous = manifest.find_stage(kStage);
+  if (previous && previous->inputs_hash == corpus.content_hash && chunks_file_as_recorded(manifest, chunks_path)) {
+    from_counts(previous->counts, manifest_path(dir), result);
+    result.unchanged = true;
+    result.table_bytes = fs::file_size(chunks_path);
+    result.seconds = seconds_since(start);
+    return result;
+  }
+
+  ChunkTable table = fs::exists(chunks_path) ? ChunkTable::read(chunks_path) : ChunkTable(result.model_fingerprint);
+  KVF_CHECK(table.model_fingerprint() == result.model_fingerprint, chunks_path, ": made with model fingerprint ",
+            fingerprint_hex(table.model_fingerprint()), ", but this model (", model_name, ") has ",
+            fingerprint_hex(result.model_fingerprint));
+  std::vector<std::vector<TextChunk>> pieces = chunk_corpus(corpus, options, tokenizer);
+  result.documents = corpus.documents.size() + corpus.skipped_empty;
+  result.skipped_empty = corpus.skipped_empty;
+  add_chunks(corpus, pieces, table, result);
+
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  KVF_CHECK(!ec, "store ", dir, ": cannot create the directory: ", ec.message());
+  if (result.new_chunks > 0 || !fs::exists(chunks_path)) table.write(chunks_path);
+  // Recorded even when unchanged: a file committed by a run killed before its manifest update gets its record.
+  manifest.record_file(describe_file(dir, kChunksFile));
+  manifest.record_stage({kStage, utc_timestamp(), corpus.content_hash, to_counts(result)});
+  save_manifest(dir, manifest);
+  result.table_bytes = fs::file_size(chunks_path);
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace kvf

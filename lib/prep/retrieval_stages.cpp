@@ -1,0 +1,237 @@
+#include "prep/retrieval_stages.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <unordered_map>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "model/bert_encoder.h"
+#include "model/fingerprint.h"
+#include "store/chunk_table.h"
+#include "store/embedding_table.h"
+#include "store/manifest.h"
+#include "store/neighbor_table.h"
+#include "text/chunker.h"
+
+namespace kvf {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string in_store(const std::string& dir, const char* name) { return (fs::path(dir) / name).string(); }
+
+// The manifest of a store whose `needed` stage has completed, or an error telling which command to run first.
+Manifest load_after(const std::string& dir, const char* needed, const char* command) {
+  KVF_CHECK(has_manifest(dir), dir, ": not a kvfuse store (no manifest.json); run `kvprep chunk` first");
+  Manifest m = load_manifest(dir);
+  KVF_CHECK(m.find_stage(needed), dir, ": the ", needed, " stage has not completed; run `kvprep ", command,
+            "` first");
+  return m;
+}
+
+// Whether `stage` completed from exactly these inputs and its output file is still the one recorded.
+bool up_to_date(const Manifest& m, const std::string& dir, const char* stage, uint64_t inputs_hash,
+                const char* output) {
+  const StageRecord* rec = m.find_stage(stage);
+  if (!rec || rec->inputs_hash != inputs_hash) return false;
+  std::error_code ec;
+  const uint64_t size = fs::file_size(in_store(dir, output), ec);
+  return !ec && std::any_of(m.files.begin(), m.files.end(),
+                            [&](const CommittedFile& f) { return f.path == output && f.bytes == size; });
+}
+
+void commit_stage(Manifest& m, const std::string& dir, const char* stage, const char* output, uint64_t inputs_hash,
+                  std::map<std::string, uint64_t> counts) {
+  m.record_file(describe_file(dir, output));
+  m.record_stage({stage, utc_timestamp(), inputs_hash, std::move(counts)});
+  save_manifest(dir, m);
+}
+
+// Embeddings of the chunks in table order, from `done` (chunk id -> vector), for the rows that have one.
+EmbeddingTable ordered_table(const ChunkTable& chunks, const std::unordered_map<uint64_t, std::vector<float>>& done,
+                             uint64_t fingerprint, int dim) {
+  EmbeddingTable t;
+  t.embedder_fingerprint = fingerprint;
+  t.dim = dim;
+  for (const ChunkRecord& c : chunks.chunks()) {
+    const auto it = done.find(c.id);
+    if (it == done.end()) continue;
+    t.chunk_ids.push_back(c.id);
+    t.vectors.insert(t.vectors.end(), it->second.begin(), it->second.end());
+  }
+  return t;
+}
+
+}  // namespace
+
+EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
+  const auto t0 = Clock::now();
+  Manifest m = load_after(o.store_dir, "chunk", "chunk");
+  const std::string chunks_path = in_store(o.store_dir, "chunks.h5"), out = in_store(o.store_dir, kEmbeddingsFile);
+  const ChunkTable chunks = ChunkTable::read(chunks_path);
+  auto backend = make_cpu_backend();
+  const auto embedder = SentenceEmbedder::load(o.embedder_dir, *backend);
+  require_settings(m, "embedding",
+                   {{"model", fs::path(o.embedder_dir).filename().string()},
+                    {"fingerprint", fingerprint_hex(embedder->fingerprint())},
+                    {"dim", embedder->dim()},
+                    {"max_length", embedder->max_length()}},
+                   o.store_dir);
+
+  // What an earlier (possibly interrupted) run committed.
+  std::unordered_map<uint64_t, std::vector<float>> done;
+  if (fs::exists(out)) {
+    const EmbeddingTable old = EmbeddingTable::read(out);
+    KVF_CHECK(old.embedder_fingerprint == embedder->fingerprint() && old.dim == embedder->dim(), out,
+              ": made by another embedder (fingerprint ", fingerprint_hex(old.embedder_fingerprint), ", now ",
+              fingerprint_hex(embedder->fingerprint()), ")");
+    for (size_t i = 0; i < old.rows(); ++i)
+      if (chunks.contains(old.chunk_ids[i])) done[old.chunk_ids[i]].assign(old.row(i), old.row(i) + old.dim);
+  }
+  std::vector<const ChunkRecord*> todo;
+  for (const ChunkRecord& c : chunks.chunks())
+    if (!done.count(c.id)) todo.push_back(&c);
+
+  EmbedStageResult r;
+  r.chunks = chunks.size();
+  r.dim = embedder->dim();
+  const uint64_t inputs = describe_file(o.store_dir, "chunks.h5").xxh3;
+  if (todo.empty() && up_to_date(m, o.store_dir, "embed", inputs, kEmbeddingsFile)) {
+    r.unchanged = true;
+    r.seconds = seconds_since(t0);
+    return r;
+  }
+
+  Progress progress("embed", "chunks", todo.size(), o.progress);
+  auto last_checkpoint = Clock::now();
+  constexpr size_t kGroup = 256;  // chunks between progress updates and checkpoint checks
+  for (size_t begin = 0; begin < todo.size(); begin += kGroup) {
+    const size_t end = std::min(todo.size(), begin + kGroup);
+    std::vector<std::string> texts;
+    for (size_t i = begin; i < end; ++i) texts.push_back(render_chunk(todo[i]->title, todo[i]->text));
+    const std::vector<float> vecs = embedder->embed(texts, o.batch_size);
+    for (size_t i = begin; i < end; ++i)
+      done[todo[i]->id].assign(vecs.begin() + (i - begin) * r.dim, vecs.begin() + (i - begin + 1) * r.dim);
+    r.embedded += end - begin;
+    progress.advance(end - begin);
+    if (end < todo.size() && seconds_since(last_checkpoint) >= o.checkpoint_seconds) {
+      ordered_table(chunks, done, embedder->fingerprint(), r.dim).write(out);
+      last_checkpoint = Clock::now();
+    }
+  }
+  progress.finish();
+  ordered_table(chunks, done, embedder->fingerprint(), r.dim).write(out);
+  commit_stage(m, o.store_dir, "embed", kEmbeddingsFile, inputs, {{"chunks", r.chunks}, {"embedded", r.embedded}});
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+IndexSpec store_index_spec(const std::string& store_dir) {
+  const Manifest m = load_after(store_dir, "index", "index");
+  const auto& s = m.settings.at("index");
+  IndexSpec spec;
+  spec.kind = s.at("kind").get<std::string>();
+  spec.ivf_nlist = s.at("ivf_nlist").get<int>();
+  spec.ivf_nprobe = s.at("ivf_nprobe").get<int>();
+  spec.hnsw_m = s.at("hnsw_m").get<int>();
+  spec.hnsw_ef_construction = s.at("hnsw_ef_construction").get<int>();
+  spec.hnsw_ef_search = s.at("hnsw_ef_search").get<int>();
+  return spec;
+}
+
+IndexStageResult run_index_stage(const IndexStageOptions& o) {
+  const auto t0 = Clock::now();
+  Manifest m = load_after(o.store_dir, "embed", "embed");
+  const nlohmann::json settings = {{"kind", o.spec.kind},
+                                   {"ivf_nlist", o.spec.ivf_nlist},
+                                   {"ivf_nprobe", o.spec.ivf_nprobe},
+                                   {"hnsw_m", o.spec.hnsw_m},
+                                   {"hnsw_ef_construction", o.spec.hnsw_ef_construction},
+                                   {"hnsw_ef_search", o.spec.hnsw_ef_search}};
+  // The index is derived data: new settings rebuild it rather than being refused.
+  const bool same_settings = m.settings.contains("index") && m.settings["index"] == settings;
+  m.settings["index"] = settings;
+  const uint64_t inputs = describe_file(o.store_dir, kEmbeddingsFile).xxh3;
+  IndexStageResult r;
+  if (same_settings && up_to_date(m, o.store_dir, "index", inputs, kIndexFile)) {
+    r.unchanged = true;
+    r.vectors = m.find_stage("index")->counts.at("vectors");
+    r.seconds = seconds_since(t0);
+    return r;
+  }
+  const EmbeddingTable table = EmbeddingTable::read(in_store(o.store_dir, kEmbeddingsFile));
+  const VectorIndex index = VectorIndex::build(table.vectors.data(), (int64_t)table.rows(), table.dim, o.spec);
+  index.save(in_store(o.store_dir, kIndexFile));
+  r.vectors = table.rows();
+  commit_stage(m, o.store_dir, "index", kIndexFile, inputs, {{"vectors", r.vectors}});
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+NeighborStageResult run_neighbor_stage(const NeighborStageOptions& o) {
+  const auto t0 = Clock::now();
+  KVF_CHECK(o.top_n > 0, "--top-n must be positive, got ", o.top_n);
+  Manifest m = load_after(o.store_dir, "index", "index");
+  m.settings["neighbors"] = {{"top_n", o.top_n}};
+  // Neighbours follow from the embeddings, the index and top_n.
+  const uint64_t parts[3] = {describe_file(o.store_dir, kIndexFile).xxh3,
+                             describe_file(o.store_dir, kEmbeddingsFile).xxh3, (uint64_t)o.top_n};
+  const uint64_t inputs = XXH3_64bits(parts, sizeof(parts));
+  NeighborStageResult r;
+  if (up_to_date(m, o.store_dir, "neighbors", inputs, kNeighborsFile)) {
+    r.unchanged = true;
+    r.chunks = m.find_stage("neighbors")->counts.at("chunks");
+    r.seconds = seconds_since(t0);
+    return r;
+  }
+  const EmbeddingTable table = EmbeddingTable::read(in_store(o.store_dir, kEmbeddingsFile));
+  const VectorIndex index = VectorIndex::load(in_store(o.store_dir, kIndexFile), store_index_spec(o.store_dir));
+  KVF_CHECK(index.size() == (int64_t)table.rows(), o.store_dir, ": index.faiss holds ", index.size(),
+            " vectors but embeddings.h5 ", table.rows(), "; run `kvprep index`");
+  const int64_t n = (int64_t)table.rows();
+  NeighborTable out;
+  out.top_n = o.top_n;
+  out.chunk_ids = table.chunk_ids;
+  out.rows.assign((size_t)(n * o.top_n), -1);
+  out.scores.assign((size_t)(n * o.top_n), 0.0f);
+  // A few extra hits make room for the chunk itself and for exact duplicates (identical embeddings).
+  const int64_t k = std::min<int64_t>(n, o.top_n + 4);
+  constexpr int64_t kQueries = 512;
+  Progress progress("neighbors", "chunks", (uint64_t)n, o.progress);
+  double score_sum = 0;
+  uint64_t score_count = 0;
+  for (int64_t q0 = 0; q0 < n; q0 += kQueries) {
+    const int64_t nq = std::min(kQueries, n - q0);
+    const SearchHits hits = index.search(table.row((size_t)q0), nq, k);
+    for (int64_t q = 0; q < nq; ++q) {
+      int kept = 0;
+      for (int64_t j = 0; j < k && kept < o.top_n; ++j) {
+        const int64_t row = hits.ids[q * k + j];
+        const float score = hits.scores[q * k + j];
+        if (row < 0 || row == q0 + q || score >= 1.0f - 1e-6f) continue;
+        out.rows[(q0 + q) * o.top_n + kept] = row;
+        out.scores[(q0 + q) * o.top_n + kept] = score;
+        score_sum += score;
+        ++score_count;
+        ++kept;
+      }
+    }
+    progress.advance((uint64_t)nq);
+  }
+  progress.finish();
+  out.write(in_store(o.store_dir, kNeighborsFile));
+  r.chunks = (uint64_t)n;
+  r.mean_score = score_count ? score_sum / score_count : 0.0;
+  commit_stage(m, o.store_dir, "neighbors", kNeighborsFile, inputs, {{"chunks", r.chunks}, {"top_n", (uint64_t)o.top_n}});
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+}  // namespace kvf

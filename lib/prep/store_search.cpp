@@ -1,0 +1,53 @@
+#include "prep/store_search.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "model/fingerprint.h"
+#include "prep/retrieval_stages.h"
+#include "store/manifest.h"
+
+namespace kvf {
+namespace {
+
+std::string store_file(const std::string& dir, const char* name) {
+  return (std::filesystem::path(dir) / name).string();
+}
+
+std::unique_ptr<SentenceEmbedder> load_store_embedder(const std::string& store_dir, const std::string& embedder_dir,
+                                                      Backend& backend) {
+  const Manifest m = load_manifest(store_dir);
+  KVF_CHECK(m.settings.contains("embedding"), store_dir, ": no embeddings yet; run `kvprep embed` first");
+  auto embedder = SentenceEmbedder::load(embedder_dir, backend);
+  const std::string want = m.settings["embedding"].at("fingerprint").get<std::string>();
+  KVF_CHECK(fingerprint_hex(embedder->fingerprint()) == want, store_dir, ": the store was embedded with ",
+            m.settings["embedding"].at("model").get<std::string>(), " (fingerprint ", want, "), not with ",
+            embedder_dir, " (", fingerprint_hex(embedder->fingerprint()), ")");
+  return embedder;
+}
+
+}  // namespace
+
+StoreSearcher::StoreSearcher(const std::string& store_dir, const std::string& embedder_dir)
+    : backend_(make_cpu_backend()),
+      chunks_(ChunkTable::read(store_file(store_dir, "chunks.h5"))),
+      embedder_(load_store_embedder(store_dir, embedder_dir, *backend_)),
+      index_(VectorIndex::load(store_file(store_dir, kIndexFile), store_index_spec(store_dir))) {
+  KVF_CHECK(index_.size() == (int64_t)chunks_.size(), store_dir, ": the index holds ", index_.size(),
+            " vectors for ", chunks_.size(), " chunks; run `kvprep embed` and `kvprep index`");
+}
+
+std::vector<RetrievedChunk> StoreSearcher::search(const std::string& query, int top_k) const {
+  KVF_CHECK(top_k > 0, "--top-k must be positive, got ", top_k);
+  const std::vector<float> q = embedder_->embed({query});
+  const SearchHits hits = index_.search(q.data(), 1, top_k);
+  std::vector<RetrievedChunk> out;
+  for (int j = 0; j < top_k; ++j) {
+    const int64_t row = hits.ids[j];
+    if (row < 0) break;
+    out.push_back({(size_t)row, hits.scores[j], &chunks_.chunks()[(size_t)row]});
+  }
+  return out;
+}
+
+}  // namespace kvf

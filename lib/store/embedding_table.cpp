@@ -1,0 +1,44 @@
+#include "store/embedding_table.h"
+
+#include "core/error.h"
+#include "model/fingerprint.h"
+#include "store/hdf5_file.h"
+#include "store/manifest.h"
+
+namespace kvf {
+namespace {
+constexpr const char* kMagic = "kvfuse-embeddings";
+constexpr int64_t kFormatVersion = 1;
+}  // namespace
+
+EmbeddingTable EmbeddingTable::read(const std::string& path) {
+  const h5::File f = h5::File::open_read(path);
+  f.require_string_attribute("magic", kMagic);
+  const int64_t version = f.read_int_attribute("format_version");
+  KVF_CHECK(version == kFormatVersion, path, ": format_version ", version, " is not the supported ", kFormatVersion);
+  EmbeddingTable t;
+  t.embedder_fingerprint = parse_fingerprint_hex(f.read_string_attribute("embedder_fingerprint"), path);
+  t.chunk_ids = f.read<uint64_t>("chunk_id", {-1});
+  std::vector<uint64_t> shape;
+  t.vectors = f.read<float>("embedding", {(int64_t)t.chunk_ids.size(), -1}, &shape);
+  t.dim = (int)shape[1];
+  KVF_CHECK(t.dim > 0, path, ": dataset 'embedding' has dimension 0");
+  return t;
+}
+
+void EmbeddingTable::write(const std::string& path) const {
+  KVF_CHECK(vectors.size() == rows() * (size_t)dim, "embedding table: ", vectors.size(), " values for ", rows(),
+            " rows of ", dim);
+  const std::string tmp = path + ".tmp";
+  {
+    const h5::File f = h5::File::create(tmp);
+    f.write_string_attribute("magic", kMagic);
+    f.write_int_attribute("format_version", kFormatVersion);
+    f.write_string_attribute("embedder_fingerprint", fingerprint_hex(embedder_fingerprint));
+    f.write<uint64_t>("chunk_id", {rows()}, chunk_ids.data());
+    f.write<float>("embedding", {rows(), (uint64_t)dim}, vectors.data());
+  }
+  commit_file(tmp, path);
+}
+
+}  // namespace kvf

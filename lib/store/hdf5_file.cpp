@@ -1,0 +1,236 @@
+#include "store/hdf5_file.h"
+
+#include <type_traits>
+
+#include "core/error.h"
+
+namespace kvf::h5 {
+namespace {
+
+std::string hdf5_reason() {
+  std::string reason;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t* e, void* out) -> herr_t {
+        auto* s = static_cast<std::string*>(out);
+        if (s->empty() && e->desc) *s = e->desc;
+        return 0;
+      },
+      &reason);
+  H5Eclear2(H5E_DEFAULT);
+  return reason.empty() ? "unknown HDF5 error" : reason;
+}
+
+Handle utf8_string_type() {
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  return type;
+}
+
+// Memory and little-endian file types of each supported element type.
+template <typename T>
+struct TypeOf;
+template <>
+struct TypeOf<int32_t> {
+  static hid_t mem() { return H5T_NATIVE_INT32; }
+  static hid_t file() { return H5T_STD_I32LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct TypeOf<uint32_t> {
+  static hid_t mem() { return H5T_NATIVE_UINT32; }
+  static hid_t file() { return H5T_STD_U32LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct TypeOf<int64_t> {
+  static hid_t mem() { return H5T_NATIVE_INT64; }
+  static hid_t file() { return H5T_STD_I64LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct TypeOf<uint64_t> {
+  static hid_t mem() { return H5T_NATIVE_UINT64; }
+  static hid_t file() { return H5T_STD_U64LE; }
+  static constexpr H5T_class_t cls = H5T_INTEGER;
+};
+template <>
+struct TypeOf<float> {
+  static hid_t mem() { return H5T_NATIVE_FLOAT; }
+  static hid_t file() { return H5T_IEEE_F32LE; }
+  static constexpr H5T_class_t cls = H5T_FLOAT;
+};
+
+}  // namespace
+
+QuietErrors::QuietErrors() {
+  H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+QuietErrors::~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+
+File::File(std::string path, hid_t id, const char* action)
+    : path_(std::move(path)), file_(check(id, action), H5Fclose) {}
+
+File File::create(const std::string& path) {
+  const QuietErrors quiet;
+  return File(path, H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "cannot create the file");
+}
+
+File File::open_read(const std::string& path) {
+  const QuietErrors quiet;
+  return File(path, H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "cannot open as HDF5");
+}
+
+hid_t File::check(hid_t id, const std::string& what) const {
+  if (id < 0) fail(path_, ": ", what, " (HDF5: ", hdf5_reason(), ")");
+  return id;
+}
+
+void File::check_status(herr_t rc, const std::string& what) const {
+  if (rc < 0) fail(path_, ": ", what, " (HDF5: ", hdf5_reason(), ")");
+}
+
+void File::write_string_attribute(const std::string& name, const std::string& value) const {
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), value.size() + 1);
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle attr(check(H5Acreate2(id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                    "cannot create attribute " + name),
+              H5Aclose);
+  check_status(H5Awrite(attr.get(), type.get(), value.c_str()), "cannot write attribute " + name);
+}
+
+void File::write_int_attribute(const std::string& name, int64_t value) const {
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle attr(check(H5Acreate2(id(), name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                    "cannot create attribute " + name),
+              H5Aclose);
+  check_status(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value), "cannot write attribute " + name);
+}
+
+std::string File::read_string_attribute(const std::string& name) const {
+  const std::string what = "attribute '" + name + "'";
+  Handle attr(check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Aclose);
+  Handle type(check(H5Aget_type(attr.get()), "cannot read the type of " + what), H5Tclose);
+  KVF_CHECK(H5Tget_class(type.get()) == H5T_STRING && !H5Tis_variable_str(type.get()), path_, ": ", what,
+            " is not a fixed-length string");
+  const size_t size = H5Tget_size(type.get());
+  std::string value(size, '\0');
+  Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(mem.get(), size);
+  check_status(H5Aread(attr.get(), mem.get(), value.data()), "cannot read " + what);
+  value.resize(value.find('\0') == std::string::npos ? size : value.find('\0'));
+  return value;
+}
+
+int64_t File::read_int_attribute(const std::string& name) const {
+  const std::string what = "attribute '" + name + "'";
+  Handle attr(check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Aclose);
+  Handle type(check(H5Aget_type(attr.get()), "cannot read the type of " + what), H5Tclose);
+  KVF_CHECK(H5Tget_class(type.get()) == H5T_INTEGER, path_, ": ", what, " is not an integer");
+  int64_t value = 0;
+  check_status(H5Aread(attr.get(), H5T_NATIVE_INT64, &value), "cannot read " + what);
+  return value;
+}
+
+void File::require_string_attribute(const std::string& name, const std::string& expected) const {
+  const std::string value = read_string_attribute(name);
+  KVF_CHECK(value == expected, path_, ": attribute '", name, "' is '", value, "', expected '", expected, "'");
+}
+
+bool File::has(const std::string& name) const { return H5Lexists(id(), name.c_str(), H5P_DEFAULT) > 0; }
+
+template <typename T>
+void File::write(const std::string& name, const std::vector<uint64_t>& dims, const T* data) const {
+  std::vector<hsize_t> hd(dims.begin(), dims.end());
+  Handle space(H5Screate_simple((int)hd.size(), hd.data(), nullptr), H5Sclose);
+  Handle dset(check(H5Dcreate2(id(), name.c_str(), TypeOf<T>::file(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                               H5P_DEFAULT),
+                    "cannot create dataset " + name),
+              H5Dclose);
+  uint64_t n = 1;
+  for (uint64_t d : dims) n *= d;
+  if (n > 0)
+    check_status(H5Dwrite(dset.get(), TypeOf<T>::mem(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+                 "cannot write dataset " + name);
+}
+
+Handle File::open_dataset(const std::string& name, H5T_class_t type_class, std::vector<int64_t> dims,
+                          std::vector<uint64_t>& actual) const {
+  const std::string what = "dataset '" + name + "'";
+  Handle dset(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Dclose);
+  Handle type(check(H5Dget_type(dset.get()), "cannot read the type of " + what), H5Tclose);
+  KVF_CHECK(H5Tget_class(type.get()) == type_class, path_, ": ", what, " has the wrong element type");
+  KVF_CHECK(type_class != H5T_STRING || H5Tis_variable_str(type.get()) > 0, path_, ": ", what,
+            " is not a variable-length string");
+  Handle space(check(H5Dget_space(dset.get()), "cannot read the shape of " + what), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  KVF_CHECK(rank == (int)dims.size(), path_, ": ", what, " has ", rank, " dimensions, expected ", dims.size());
+  std::vector<hsize_t> hd(rank);
+  H5Sget_simple_extent_dims(space.get(), hd.data(), nullptr);
+  actual.assign(hd.begin(), hd.end());
+  for (int i = 0; i < rank; ++i)
+    KVF_CHECK(dims[i] < 0 || actual[i] == (uint64_t)dims[i], path_, ": ", what, " has ", actual[i],
+              " entries along dimension ", i, ", expected ", dims[i]);
+  return dset;
+}
+
+template <typename T>
+std::vector<T> File::read(const std::string& name, std::vector<int64_t> dims, std::vector<uint64_t>* actual) const {
+  std::vector<uint64_t> shape;
+  const Handle dset = open_dataset(name, TypeOf<T>::cls, std::move(dims), shape);
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  std::vector<T> values(n);
+  // HDF5 converts the stored type to T and fails on values out of T's range.
+  if (n > 0)
+    check_status(H5Dread(dset.get(), TypeOf<T>::mem(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+                 "cannot read dataset '" + name + "'");
+  if (actual) *actual = shape;
+  return values;
+}
+
+void File::write_strings(const std::string& name, const std::vector<const char*>& values) const {
+  const hsize_t dims[1] = {values.size()};
+  const Handle type = utf8_string_type();
+  Handle space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+  Handle dset(check(H5Dcreate2(id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                    "cannot create dataset " + name),
+              H5Dclose);
+  if (!values.empty())
+    check_status(H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+                 "cannot write dataset " + name);
+}
+
+std::vector<std::string> File::read_strings(const std::string& name, int64_t expected) const {
+  std::vector<uint64_t> shape;
+  const Handle dset = open_dataset(name, H5T_STRING, {expected}, shape);
+  std::vector<char*> pointers(shape[0], nullptr);
+  std::vector<std::string> out(shape[0]);
+  if (shape[0] == 0) return out;
+  const Handle type = utf8_string_type();
+  check_status(H5Dread(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()),
+               "cannot read dataset '" + name + "'");
+  for (size_t i = 0; i < out.size(); ++i) out[i] = pointers[i] ? pointers[i] : "";
+  Handle space(H5Dget_space(dset.get()), H5Sclose);
+#if H5_VERSION_GE(1, 12, 0)
+  H5Treclaim(type.get(), space.get(), H5P_DEFAULT, pointers.data());
+#else
+  H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, pointers.data());
+#endif
+  return out;
+}
+
+#define KVF_H5_INSTANTIATE(T)                                                                        \
+  template void File::write<T>(const std::string&, const std::vector<uint64_t>&, const T*) const; \
+  template std::vector<T> File::read<T>(const std::string&, std::vector<int64_t>, std::vector<uint64_t>*) const;
+KVF_H5_INSTANTIATE(int32_t)
+KVF_H5_INSTANTIATE(uint32_t)
+KVF_H5_INSTANTIATE(int64_t)
+KVF_H5_INSTANTIATE(uint64_t)
+KVF_H5_INSTANTIATE(float)
+#undef KVF_H5_INSTANTIATE
+
+}  // namespace kvf::h5

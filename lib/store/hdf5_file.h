@@ -1,0 +1,80 @@
+// A thin, checked layer over the HDF5 C API for the store's files: every failure becomes a kvf::Error naming the
+// file, the object and HDF5's own reason; HDF5's automatic error printing is off while a File is open. The Debian
+// HDF5 is not thread-safe: use a File from one thread at a time.
+#pragma once
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvf::h5 {
+
+// An HDF5 identifier closed by its own close function when it goes out of scope.
+class Handle {
+ public:
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Handle(Handle&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = -1; }
+  ~Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  hid_t get() const { return id_; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+// Silences HDF5's error printing for its lifetime (HDF5 keeps this per library, so it is restored after).
+class QuietErrors {
+ public:
+  QuietErrors();
+  ~QuietErrors();
+  QuietErrors(const QuietErrors&) = delete;
+  QuietErrors& operator=(const QuietErrors&) = delete;
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+class File {
+ public:
+  static File create(const std::string& path);  // truncates
+  static File open_read(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  hid_t id() const { return file_.get(); }
+  hid_t check(hid_t id, const std::string& what) const;  // throws "<path>: <what> (HDF5: <reason>)" when id < 0
+  void check_status(herr_t rc, const std::string& what) const;
+
+  void write_string_attribute(const std::string& name, const std::string& value) const;
+  void write_int_attribute(const std::string& name, int64_t value) const;
+  std::string read_string_attribute(const std::string& name) const;
+  int64_t read_int_attribute(const std::string& name) const;
+  // Throws unless the attribute holds `expected`, naming both values (magic strings, format versions).
+  void require_string_attribute(const std::string& name, const std::string& expected) const;
+
+  // Numeric datasets, row-major, one or two dimensions. T: int32_t, uint32_t, int64_t, uint64_t, float.
+  template <typename T>
+  void write(const std::string& name, const std::vector<uint64_t>& dims, const T* data) const;
+  // Reads a whole dataset; its dimensions must equal `dims`, where a -1 entry accepts any length there.
+  template <typename T>
+  std::vector<T> read(const std::string& name, std::vector<int64_t> dims, std::vector<uint64_t>* actual = nullptr) const;
+
+  void write_strings(const std::string& name, const std::vector<const char*>& values) const;  // UTF-8
+  std::vector<std::string> read_strings(const std::string& name, int64_t expected) const;    // -1: any length
+  bool has(const std::string& name) const;
+
+ private:
+  File(std::string path, hid_t id, const char* action);
+  Handle open_dataset(const std::string& name, H5T_class_t type_class, std::vector<int64_t> dims,
+                      std::vector<uint64_t>& actual) const;
+  QuietErrors quiet_;
+  std::string path_;
+  Handle file_;
+};
+
+}  // namespace kvf::h5

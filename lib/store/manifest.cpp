@@ -1,0 +1,273 @@
+#include "store/manifest.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "model/fingerprint.h"
+
+namespace kvf {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// Typed access to the fields of a manifest being loaded; every message names the file and the field path.
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  const json& field(const json& object, const std::string& name, const std::string& path) const {
+    const auto it = object.find(name);
+    if (it == object.end()) fail(file_, ": missing field '", path, "'");
+    return *it;
+  }
+  std::string string(const json& object, const std::string& name, const std::string& path) const {
+    const json& v = field(object, name, path);
+    if (!v.is_string()) bad(path, v, "a string");
+    return v.get<std::string>();
+  }
+  uint64_t count(const json& object, const std::string& name, const std::string& path) const {
+    const json& v = field(object, name, path);
+    if (!v.is_number_unsigned()) bad(path, v, "a non-negative integer");
+    return v.get<uint64_t>();
+  }
+  uint64_t hash(const json& object, const std::string& name, const std::string& path) const {
+    return parse_fingerprint_hex(string(object, name, path), file_ + ": field '" + path + "'");
+  }
+  const json& array(const json& object, const std::string& name, const std::string& path) const {
+    const json& v = field(object, name, path);
+    if (!v.is_array()) bad(path, v, "an array");
+    return v;
+  }
+  const json& object(const json& parent, const std::string& name, const std::string& path) const {
+    const json& v = field(parent, name, path);
+    if (!v.is_object()) bad(path, v, "an object");
+    return v;
+  }
+  [[noreturn]] void bad(const std::string& path, const json& v, const char* expected) const {
+    std::string shown = v.dump();
+    if (shown.size() > 60) shown = shown.substr(0, 60) + "...";
+    fail(file_, ": field '", path, "' must be ", expected, ", got ", v.type_name(), " ", shown);
+  }
+
+ private:
+  std::string file_;
+};
+
+StageRecord read_stage(const Reader& r, const json& j, const std::string& path) {
+  if (!j.is_object()) r.bad(path, j, "an object");
+  StageRecord s;
+  s.stage = r.string(j, "stage", path + ".stage");
+  s.completed_at = r.string(j, "completed_at", path + ".completed_at");
+  s.inputs_hash = r.hash(j, "inputs_hash", path + ".inputs_hash");
+  const json& counts = r.object(j, "counts", path + ".counts");
+  for (const auto& [name, value] : counts.items()) s.counts[name] = r.count(counts, name, path + ".counts." + name);
+  return s;
+}
+
+CommittedFile read_file_record(const Reader& r, const json& j, const std::string& path) {
+  if (!j.is_object()) r.bad(path, j, "an object");
+  CommittedFile f;
+  f.path = r.string(j, "path", path + ".path");
+  f.bytes = r.count(j, "bytes", path + ".bytes");
+  f.xxh3 = r.hash(j, "xxh3", path + ".xxh3");
+  return f;
+}
+
+// fsync of an open path (a file, or a directory so that a rename in it is durable).
+void sync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  KVF_CHECK(fd >= 0, path, ": cannot open to sync: ", std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  KVF_CHECK(rc == 0, path, ": fsync failed: ", std::strerror(err));
+}
+
+std::string parent_dir(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+}  // namespace
+
+const StageRecord* Manifest::find_stage(const std::string& stage) const {
+  for (const StageRecord& s : stages) {
+    if (s.stage == stage) return &s;
+  }
+  return nullptr;
+}
+
+void Manifest::record_stage(StageRecord record) {
+  for (StageRecord& s : stages) {
+    if (s.stage == record.stage) {
+      s = std::move(record);
+      return;
+    }
+  }
+  stages.push_back(std::move(record));
+}
+
+void Manifest::record_file(CommittedFile file) {
+  for (CommittedFile& f : files) {
+    if (f.path == file.path) {
+      f = std::move(file);
+      return;
+    }
+  }
+  files.push_back(std::move(file));
+}
+
+std::string manifest_path(const std::string& store_dir) { return (fs::path(store_dir) / "manifest.json").string(); }
+
+bool has_manifest(const std::string& store_dir) { return fs::exists(manifest_path(store_dir)); }
+
+Manifest load_manifest(const std::string& store_dir) {
+  const std::string path = manifest_path(store_dir);
+  std::ifstream in(path, std::ios::binary);
+  KVF_CHECK(in, path, ": cannot open");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    fail(path, ": not valid JSON (", e.what(), ")");
+  }
+  const Reader r(path);
+  KVF_CHECK(j.is_object(), path, ": expected a JSON object, got ", j.type_name());
+  const std::string magic = r.string(j, "magic", "magic");
+  KVF_CHECK(magic == kManifestMagic, path, ": field 'magic' is '", magic, "', expected '", kManifestMagic,
+            "': not a kvfuse store manifest");
+  const json& version = r.field(j, "format_version", "format_version");
+  if (!version.is_number_integer()) r.bad("format_version", version, "an integer");
+  KVF_CHECK(version.get<int64_t>() == kManifestFormatVersion, path, ": field 'format_version' is ",
+            version.get<int64_t>(), ", but this kvfuse reads only version ", kManifestFormatVersion);
+
+  Manifest m;
+  m.model_fingerprint = r.hash(j, "model_fingerprint", "model_fingerprint");
+  m.tokenizer_hash = r.hash(j, "tokenizer_hash", "tokenizer_hash");
+  m.model_name = r.string(j, "model_name", "model_name");
+  m.settings = r.object(j, "settings", "settings");
+  for (const auto& [section, value] : m.settings.items()) {
+    if (!value.is_object()) r.bad("settings." + section, value, "an object");
+  }
+  const json& stages = r.array(j, "stages", "stages");
+  for (size_t i = 0; i < stages.size(); ++i) {
+    StageRecord s = read_stage(r, stages[i], "stages[" + std::to_string(i) + "]");
+    KVF_CHECK(!m.find_stage(s.stage), path, ": stage '", s.stage, "' is recorded twice (stages[", i, "])");
+    m.stages.push_back(std::move(s));
+  }
+  const json& files = r.array(j, "files", "files");
+  for (size_t i = 0; i < files.size(); ++i) {
+    CommittedFile f = read_file_record(r, files[i], "files[" + std::to_string(i) + "]");
+    m.record_file(std::move(f));
+  }
+  KVF_CHECK(m.files.size() == files.size(), path, ": a file path is recorded twice in 'files'");
+  return m;
+}
+
+void save_manifest(const std::string& store_dir, const Manifest& m) {
+  json stages = json::array();
+  for (const StageRecord& s : m.stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"completed_at", s.completed_at},
+                      {"inputs_hash", fingerprint_hex(s.inputs_hash)},
+                      {"counts", s.counts}});
+  }
+  json files = json::array();
+  for (const CommittedFile& f : m.files) {
+    files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh3", fingerprint_hex(f.xxh3)}});
+  }
+  const json j = {{"magic", kManifestMagic},
+                  {"format_version", kManifestFormatVersion},
+                  {"model_fingerprint", fingerprint_hex(m.model_fingerprint)},
+                  {"tokenizer_hash", fingerprint_hex(m.tokenizer_hash)},
+                  {"model_name", m.model_name},
+                  {"settings", m.settings},
+                  {"stages", stages},
+                  {"files", files}};
+  const std::string path = manifest_path(store_dir);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << j.dump(2) << '\n';
+    out.close();
+    KVF_CHECK(out, tmp, ": cannot write");
+  }
+  commit_file(tmp, path);
+}
+
+void require_same_model(const Manifest& m, uint64_t model_fingerprint, const std::string& model_name,
+                        const std::string& store_dir) {
+  KVF_CHECK(m.model_fingerprint == model_fingerprint, "store ", store_dir, " was built with model fingerprint ",
+            fingerprint_hex(m.model_fingerprint), " (", m.model_name, "), but this model (", model_name,
+            ") has fingerprint ", fingerprint_hex(model_fingerprint),
+            ": KV and chunk ids of two models cannot mix; use the store's model or another --store");
+}
+
+void require_settings(Manifest& m, const std::string& section, const json& wanted, const std::string& store_dir) {
+  const auto it = m.settings.find(section);
+  if (it == m.settings.end()) {
+    m.settings[section] = wanted;
+    return;
+  }
+  std::string differences;
+  for (const auto& [key, value] : wanted.items()) {
+    const json stored = it->contains(key) ? it->at(key) : json();
+    if (stored != value) differences += "; " + key + " = " + stored.dump() + " in the store, " + value.dump() + " now";
+  }
+  for (const auto& [key, value] : it->items()) {
+    if (!wanted.contains(key)) differences += "; " + key + " = " + value.dump() + " in the store, absent now";
+  }
+  KVF_CHECK(differences.empty(), "store ", store_dir, ": the ", section,
+            " settings differ from those it was built with", differences,
+            ". They shape the stored data, so they cannot change in place: use another --store");
+}
+
+void commit_file(const std::string& tmp_path, const std::string& final_path) {
+  sync_path(tmp_path, O_RDONLY);
+  KVF_CHECK(::rename(tmp_path.c_str(), final_path.c_str()) == 0, "cannot rename ", tmp_path, " to ", final_path, ": ",
+            std::strerror(errno));
+  sync_path(parent_dir(final_path), O_RDONLY | O_DIRECTORY);
+}
+
+CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path) {
+  const std::string path = (fs::path(store_dir) / relative_path).string();
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  KVF_CHECK(fd >= 0, path, ": cannot open: ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail(path, ": cannot stat: ", std::strerror(err));
+  }
+  CommittedFile f{relative_path, (uint64_t)st.st_size, 0};
+  // Mapped rather than read: one pass at memory speed, whatever the file's size.
+  void* map = st.st_size > 0 ? ::mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  const int err = errno;
+  ::close(fd);
+  KVF_CHECK(map != MAP_FAILED, path, ": cannot map: ", std::strerror(err));
+  f.xxh3 = XXH3_64bits(map, f.bytes);
+  if (map) ::munmap(map, f.bytes);
+  return f;
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+}  // namespace kvf

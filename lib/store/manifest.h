@@ -1,0 +1,74 @@
+// The store manifest (manifest.json) and the commit protocol: a data file is written under a temporary name,
+// synced and renamed into place, then the manifest that records it is rewritten the same way. A killed run
+// leaves the last committed state readable. Layout and fields: docs/store.md.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace kvf {
+
+inline constexpr int kManifestFormatVersion = 1;
+inline constexpr const char* kManifestMagic = "kvfuse-store";
+
+// The latest completion of one stage.
+struct StageRecord {
+  std::string stage;                       // "chunk", later "embed", "index", ...
+  std::string completed_at;                // UTC, "2025-01-31T12:00:00Z" (utc_timestamp())
+  uint64_t inputs_hash = 0;                // what the stage read, e.g. the corpus' content hash
+  std::map<std::string, uint64_t> counts;  // {"documents": 3081, "chunks": 3105, ...}
+};
+
+// A data file of the store as committed.
+struct CommittedFile {
+  std::string path;  // relative to the store directory
+  uint64_t bytes = 0;
+  uint64_t xxh3 = 0;  // XXH3-64 of the whole file
+};
+
+// Hashes are written as 16 hex digits (fingerprint_hex).
+struct Manifest {
+  uint64_t model_fingerprint = 0;  // model_fingerprint() of the decoder every stored token id and KV row came from
+  uint64_t tokenizer_hash = 0;     // tokenizer_fingerprint() of it
+  std::string model_name;          // the model file's name, for messages only
+  // Settings that shaped the data, one object per stage: {"chunking": {"chunk_tokens": 256, ...}}.
+  nlohmann::json settings = nlohmann::json::object();
+  std::vector<StageRecord> stages;   // at most one per stage
+  std::vector<CommittedFile> files;  // at most one per path
+
+  const StageRecord* find_stage(const std::string& stage) const;  // nullptr when the stage never completed
+  void record_stage(StageRecord record);                          // replaces the stage's earlier record
+  void record_file(CommittedFile file);                           // replaces the path's earlier record
+};
+
+std::string manifest_path(const std::string& store_dir);  // <store_dir>/manifest.json
+bool has_manifest(const std::string& store_dir);
+
+// Reads and validates manifest.json: magic, format_version, every field's presence and type. Throws kvf::Error
+// naming the file and the field ("stages[1].counts.chunks") with the bad value; an unknown format_version is
+// refused with both versions named.
+Manifest load_manifest(const std::string& store_dir);
+
+// Writes manifest.json.tmp, syncs it and renames it over manifest.json.
+void save_manifest(const std::string& store_dir, const Manifest& manifest);
+
+// Refuses a store made with another model, naming both fingerprints and model names.
+void require_same_model(const Manifest& manifest, uint64_t model_fingerprint, const std::string& model_name,
+                        const std::string& store_dir);
+
+// Refuses a run whose settings for `section` differ from those the store was built with (naming each differing
+// key with both values); records them when the store has none yet.
+void require_settings(Manifest& manifest, const std::string& section, const nlohmann::json& wanted,
+                      const std::string& store_dir);
+
+// The commit step for a finished data file: syncs tmp_path, renames it to final_path, syncs the directory.
+void commit_file(const std::string& tmp_path, const std::string& final_path);
+
+// Size and XXH3-64 of <store_dir>/<relative_path>, for the manifest's file records.
+CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path);
+
+std::string utc_timestamp();  // now, as "2025-01-31T12:00:00Z"
+
+}  // namespace kvf

@@ -1,0 +1,361 @@
+// The store's files: manifest round trips and refusals, the chunk table in HDF5 (round trip, appends with
+// duplicates, damaged files), and the model fingerprint they all record.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <xxhash.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/error.h"
+#include "io/gguf.h"
+#include "io/gguf_writer.h"
+#include "model/fingerprint.h"
+#include "store/chunk_table.h"
+#include "store/manifest.h"
+
+namespace kvf {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+fs::path test_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("kvf_" + std::string(info->test_suite_name()) + "_" + info->name());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// ---- manifest ----
+
+Manifest sample_manifest() {
+  Manifest m;
+  m.model_fingerprint = 0x0123456789abcdefULL;
+  m.tokenizer_hash = 0xfedcba9876543210ULL;
+  m.model_name = "model.gguf";
+  m.settings["chunking"] = {{"chunk_tokens", 256}, {"max_tokens", 320}, {"rendering_version", 1}};
+  m.record_stage({"chunk", "2025-01-31T12:00:00Z", 42, {{"documents", 3}, {"chunks", 5}}});
+  m.record_file({"chunks.h5", 1234, 0xabcULL});
+  return m;
+}
+
+void rewrite_manifest(const fs::path& dir, const std::function<void(json&)>& edit) {
+  std::ifstream in(manifest_path(dir.string()));
+  json j = json::parse(in);
+  in.close();
+  edit(j);
+  std::ofstream(manifest_path(dir.string()), std::ios::trunc) << j.dump(2);
+}
+
+TEST(Manifest, RoundTrip) {
+  const fs::path dir = test_dir();
+  EXPECT_FALSE(has_manifest(dir.string()));
+  save_manifest(dir.string(), sample_manifest());
+  EXPECT_TRUE(has_manifest(dir.string()));
+  EXPECT_FALSE(fs::exists(manifest_path(dir.string()) + ".tmp"));
+  const Manifest m = load_manifest(dir.string());
+  EXPECT_EQ(m.model_fingerprint, 0x0123456789abcdefULL);
+  EXPECT_EQ(m.tokenizer_hash, 0xfedcba9876543210ULL);
+  EXPECT_EQ(m.model_name, "model.gguf");
+  EXPECT_EQ(m.settings, sample_manifest().settings);
+  ASSERT_NE(m.find_stage("chunk"), nullptr);
+  EXPECT_EQ(m.find_stage("chunk")->inputs_hash, 42u);
+  EXPECT_EQ(m.find_stage("chunk")->counts.at("chunks"), 5u);
+  EXPECT_EQ(m.find_stage("embed"), nullptr);
+  ASSERT_EQ(m.files.size(), 1u);
+  EXPECT_EQ(m.files[0].bytes, 1234u);
+  EXPECT_EQ(m.files[0].xxh3, 0xabcULL);
+
+  std::ifstream in(manifest_path(dir.string()));
+  const json j = json::parse(in);
+  EXPECT_EQ(j.at("magic"), "kvfuse-store");
+  EXPECT_EQ(j.at("format_version"), 1);
+  EXPECT_EQ(j.at("model_fingerprint"), "0123456789abcdef");
+}
+
+TEST(Manifest, RecordsReplaceEarlierOnes) {
+  Manifest m = sample_manifest();
+  m.record_stage({"chunk", "2025-02-01T00:00:00Z", 43, {}});
+  m.record_file({"chunks.h5", 99, 1});
+  EXPECT_EQ(m.stages.size(), 1u);
+  EXPECT_EQ(m.find_stage("chunk")->inputs_hash, 43u);
+  EXPECT_EQ(m.files.size(), 1u);
+  EXPECT_EQ(m.files[0].bytes, 99u);
+}
+
+TEST(Manifest, RefusesAnUnknownFormatVersion) {
+  const fs::path dir = test_dir();
+  save_manifest(dir.string(), sample_manifest());
+  rewrite_manifest(dir, [](json& j) { j["format_version"] = 2; });
+  const std::string message = error_of([&] { load_manifest(dir.string()); });
+  EXPECT_THAT(message, HasSubstr("manifest.json: field 'format_version' is 2"));
+  EXPECT_THAT(message, HasSubstr("reads only version 1"));
+}
+
+TEST(Manifest, NamesTheBadField) {
+  const fs::path dir = test_dir();
+  const auto message_after = [&](const std::function<void(json&)>& edit) {
+    save_manifest(dir.string(), sample_manifest());
+    rewrite_manifest(dir, edit);
+    return error_of([&] { load_manifest(dir.string()); });
+  };
+  EXPECT_THAT(message_after([](json& j) { j["magic"] = "other"; }), HasSubstr("field 'magic' is 'other'"));
+  EXPECT_THAT(message_after([](json& j) { j.erase("model_fingerprint"); }),
+              HasSubstr("missing field 'model_fingerprint'"));
+  EXPECT_THAT(message_after([](json& j) { j["model_fingerprint"] = "xyz"; }),
+              HasSubstr("field 'model_fingerprint': expected 16 lower-case hex digits, got 'xyz'"));
+  EXPECT_THAT(message_after([](json& j) { j["stages"][0]["counts"]["chunks"] = -1; }),
+              HasSubstr("field 'stages[0].counts.chunks' must be a non-negative integer, got number -1"));
+  EXPECT_THAT(message_after([](json& j) { j["files"][0].erase("xxh3"); }), HasSubstr("missing field 'files[0].xxh3'"));
+  EXPECT_THAT(message_after([](json& j) { j["settings"]["chunking"] = 5; }),
+              HasSubstr("field 'settings.chunking' must be an object"));
+  EXPECT_THAT(message_after([](json& j) { j["stages"].push_back(j["stages"][0]); }),
+              HasSubstr("stage 'chunk' is recorded twice"));
+
+  std::ofstream(manifest_path(dir.string()), std::ios::trunc) << "{ not json";
+  EXPECT_THAT(error_of([&] { load_manifest(dir.string()); }), HasSubstr("manifest.json: not valid JSON"));
+}
+
+TEST(Manifest, RefusesAnotherModel) {
+  const Manifest m = sample_manifest();
+  EXPECT_NO_THROW(require_same_model(m, m.model_fingerprint, "model.gguf", "store"));
+  const std::string message = error_of([&] { require_same_model(m, 0x1111222233334444ULL, "other.gguf", "store"); });
+  EXPECT_THAT(message, HasSubstr("0123456789abcdef (model.gguf)"));
+  EXPECT_THAT(message, HasSubstr("this model (other.gguf) has fingerprint 1111222233334444"));
+}
+
+TEST(Manifest, SettingsAreRecordedThenEnforced) {
+  Manifest m;
+  const json chunking = {{"chunk_tokens", 256}, {"max_tokens", 320}};
+  require_settings(m, "chunking", chunking, "store");
+  EXPECT_EQ(m.settings.at("chunking"), chunking);
+  EXPECT_NO_THROW(require_settings(m, "chunking", chunking, "store"));
+  const std::string message = error_of([&] {
+    require_settings(m, "chunking", {{"chunk_tokens", 128}, {"max_tokens", 320}}, "store");
+  });
+  EXPECT_THAT(message, HasSubstr("chunk_tokens = 256 in the store, 128 now"));
+  EXPECT_THAT(message, Not(HasSubstr("max_tokens")));
+}
+
+TEST(Manifest, DescribeAndCommitFiles) {
+  const fs::path dir = test_dir();
+  std::ofstream(dir / "data.tmp") << "hello";
+  commit_file((dir / "data.tmp").string(), (dir / "data").string());
+  EXPECT_FALSE(fs::exists(dir / "data.tmp"));
+  const CommittedFile f = describe_file(dir.string(), "data");
+  EXPECT_EQ(f.path, "data");
+  EXPECT_EQ(f.bytes, 5u);
+  EXPECT_EQ(f.xxh3, XXH3_64bits("hello", 5));
+  std::ofstream(dir / "empty");
+  EXPECT_EQ(describe_file(dir.string(), "empty").bytes, 0u);
+}
+
+// ---- chunk table ----
+
+constexpr uint64_t kFingerprint = 0x5eed5eed5eed5eedULL;
+
+ChunkRecord record(const std::string& doc, uint32_t index, std::vector<int32_t> tokens,
+                   const std::string& title = "T") {
+  return {0, doc, title, "text of " + doc + " #" + std::to_string(index), index, std::move(tokens)};
+}
+
+ChunkTable sample_table() {
+  ChunkTable t(kFingerprint);
+  EXPECT_TRUE(t.add(record("doc-1", 0, {1, 2, 3})));
+  EXPECT_TRUE(t.add(record("doc-1", 1, {4, 5}, "")));
+  EXPECT_TRUE(t.add(record("döc-ü 😀", 0, {6, 7, 8, 9}, "Tïtle – ünïcode")));
+  return t;
+}
+
+void expect_same_tables(const ChunkTable& a, const ChunkTable& b) {
+  EXPECT_EQ(a.model_fingerprint(), b.model_fingerprint());
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(a.n_tokens(), b.n_tokens());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const ChunkRecord& x = a.chunks()[i];
+    const ChunkRecord& y = b.chunks()[i];
+    EXPECT_EQ(x.id, y.id);
+    EXPECT_EQ(x.doc_id, y.doc_id);
+    EXPECT_EQ(x.title, y.title);
+    EXPECT_EQ(x.text, y.text);
+    EXPECT_EQ(x.index_in_doc, y.index_in_doc);
+    EXPECT_EQ(x.tokens, y.tokens);
+  }
+}
+
+TEST(ChunkTable, IdsHashTokensWithTheFingerprint) {
+  const ChunkTable t = sample_table();
+  EXPECT_EQ(t.chunks()[0].id, chunk_id({1, 2, 3}, kFingerprint));
+  EXPECT_NE(chunk_id({1, 2, 3}, kFingerprint), chunk_id({1, 2, 3}, kFingerprint + 1));
+  EXPECT_NE(chunk_id({1, 2, 3}, kFingerprint), chunk_id({1, 2, 4}, kFingerprint));
+  EXPECT_TRUE(t.contains(chunk_id({4, 5}, kFingerprint)));
+  EXPECT_EQ(t.n_tokens(), 9u);
+}
+
+TEST(ChunkTable, RoundTrip) {
+  const fs::path dir = test_dir();
+  const std::string path = (dir / "chunks.h5").string();
+  const ChunkTable t = sample_table();
+  t.write(path);
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  expect_same_tables(ChunkTable::read(path), t);
+}
+
+TEST(ChunkTable, EmptyRoundTrip) {
+  const std::string path = (test_dir() / "chunks.h5").string();
+  ChunkTable(kFingerprint).write(path);
+  const ChunkTable t = ChunkTable::read(path);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.model_fingerprint(), kFingerprint);
+}
+
+TEST(ChunkTable, AppendKeepsEachChunkOnce) {
+  const std::string path = (test_dir() / "chunks.h5").string();
+  sample_table().write(path);
+  ChunkTable t = ChunkTable::read(path);
+  EXPECT_FALSE(t.add(record("doc-2", 0, {1, 2, 3})));  // the same tokens from another document
+  EXPECT_TRUE(t.add(record("doc-2", 1, {10, 11})));
+  EXPECT_FALSE(t.add(record("doc-3", 0, {10, 11})));
+  t.write(path);
+  const ChunkTable back = ChunkTable::read(path);
+  ASSERT_EQ(back.size(), 4u);
+  EXPECT_EQ(back.chunks()[0].doc_id, "doc-1");  // the first document that brought it
+  EXPECT_EQ(back.chunks()[3].doc_id, "doc-2");
+  expect_same_tables(back, t);
+}
+
+TEST(ChunkTable, DamagedFilesGiveErrors) {
+  const fs::path dir = test_dir();
+  const std::string path = (dir / "chunks.h5").string();
+  sample_table().write(path);
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+
+  EXPECT_THAT(error_of([&] { ChunkTable::read((dir / "missing.h5").string()); }), HasSubstr("no such file"));
+  const std::string garbage = (dir / "garbage.h5").string();
+  std::ofstream(garbage, std::ios::binary) << std::string(4096, 'x');
+  EXPECT_THAT(error_of([&] { ChunkTable::read(garbage); }), HasSubstr(garbage + ": cannot open as HDF5 (HDF5: "));
+  for (size_t size : {size_t(0), size_t(8), bytes.size() / 4, bytes.size() / 2, bytes.size() - 1}) {
+    const std::string cut = (dir / ("cut" + std::to_string(size) + ".h5")).string();
+    std::ofstream(cut, std::ios::binary) << bytes.substr(0, size);
+    EXPECT_THAT(error_of([&] { ChunkTable::read(cut); }), HasSubstr(cut + ":")) << "cut at " << size;
+  }
+}
+
+// Opens a written table with HDF5 directly to damage one thing in it.
+void edit_h5(const std::string& path, const std::function<void(hid_t)>& edit) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  edit(file);
+  H5Fclose(file);
+}
+
+template <typename T>
+void overwrite_dataset(hid_t file, const char* name, hid_t type, const std::vector<T>& values) {
+  const hid_t dset = H5Dopen2(file, name, H5P_DEFAULT);
+  ASSERT_GE(dset, 0);
+  ASSERT_GE(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  H5Dclose(dset);
+}
+
+TEST(ChunkTable, TamperedContentsAreCaught) {
+  const fs::path dir = test_dir();
+  const auto message_after = [&](const std::function<void(hid_t)>& edit) {
+    const std::string path = (dir / "chunks.h5").string();
+    sample_table().write(path);
+    edit_h5(path, edit);
+    return error_of([&] { ChunkTable::read(path); });
+  };
+  EXPECT_THAT(message_after([](hid_t f) {
+                overwrite_dataset<uint64_t>(f, "token_offsets", H5T_NATIVE_UINT64, {0, 3, 99, 9});
+              }),
+              HasSubstr("dataset 'token_offsets' at row 1 gives tokens [3, 99) outside [0, 9)"));
+  EXPECT_THAT(message_after([](hid_t f) {
+                overwrite_dataset<uint64_t>(f, "token_offsets", H5T_NATIVE_UINT64, {0, 3, 5, 8});
+              }),
+              HasSubstr("dataset 'token_offsets' runs from 0 to 8, expected 0 to 9"));
+  EXPECT_THAT(message_after([](hid_t f) {
+                overwrite_dataset<int32_t>(f, "tokens", H5T_NATIVE_INT32, {1, 2, 3, 4, 5, 6, 7, 8, 0});
+              }),
+              HasSubstr("row 2: chunk id"));
+  EXPECT_THAT(message_after([](hid_t f) { H5Ldelete(f, "title", H5P_DEFAULT); }), HasSubstr("missing dataset 'title'"));
+  EXPECT_THAT(message_after([](hid_t f) {
+                H5Adelete(f, "format_version");
+                const hid_t space = H5Screate(H5S_SCALAR);
+                const hid_t attr = H5Acreate2(f, "format_version", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+                const int64_t two = 2;
+                H5Awrite(attr, H5T_NATIVE_INT64, &two);
+                H5Aclose(attr);
+                H5Sclose(space);
+              }),
+              HasSubstr("attribute 'format_version' is 2, but this kvfuse reads only version 1"));
+}
+
+// ---- model fingerprint ----
+
+// A small GGUF: some architecture metadata, a tokenizer key, two tensors.
+std::string write_gguf(const fs::path& path, const std::string& name, uint32_t context, float weight,
+                       bool reversed_keys = false) {
+  gguf::Writer w;
+  const auto add_keys = [&](bool first_half) {
+    if (first_half) {
+      w.add_string("general.architecture", "llama");
+      w.add_string("general.name", name);
+    } else {
+      w.add_u32("llama.context_length", context);
+      w.add_string_array("tokenizer.ggml.tokens", {"a", "b"});
+    }
+  };
+  add_keys(!reversed_keys);
+  add_keys(reversed_keys);
+  const std::vector<float> a = {1, 2, 3, weight};
+  const std::vector<float> b = {5, 6};
+  w.add_tensor_f32("a", {2, 2}, a.data());
+  w.add_tensor_f32("b", {2}, b.data());
+  w.write(path.string());
+  return path.string();
+}
+
+uint64_t fingerprint_of(const std::string& path) { return model_fingerprint(*gguf::File::open(path)); }
+
+TEST(ModelFingerprint, HashesArchitectureTokenizerAndTensors) {
+  const fs::path dir = test_dir();
+  const uint64_t base = fingerprint_of(write_gguf(dir / "base.gguf", "one", 512, 4));
+  EXPECT_EQ(fingerprint_of(write_gguf(dir / "renamed.gguf", "another name", 512, 4)), base);
+  EXPECT_EQ(fingerprint_of(write_gguf(dir / "reordered.gguf", "one", 512, 4, true)), base);
+  EXPECT_NE(fingerprint_of(write_gguf(dir / "context.gguf", "one", 1024, 4)), base);
+  EXPECT_NE(fingerprint_of(write_gguf(dir / "weight.gguf", "one", 512, 4.5f)), base);
+
+  const auto tokenizer_of = [](const std::string& p) { return tokenizer_fingerprint(*gguf::File::open(p)); };
+  EXPECT_EQ(tokenizer_of((dir / "weight.gguf").string()), tokenizer_of((dir / "base.gguf").string()));
+}
+
+TEST(ModelFingerprint, HexForm) {
+  EXPECT_EQ(fingerprint_hex(0x00000000000000abULL), "00000000000000ab");
+  EXPECT_EQ(parse_fingerprint_hex("0123456789abcdef", "x"), 0x0123456789abcdefULL);
+  EXPECT_THAT(error_of([] { parse_fingerprint_hex("0123456789ABCDEF", "field 'f'"); }),
+              HasSubstr("field 'f': expected 16 lower-case hex digits, got '0123456789ABCDEF'"));
+  EXPECT_THROW(parse_fingerprint_hex("123", "x"), Error);
+}
+
+}  // namespace
+}  // namespace kvf

@@ -1,0 +1,87 @@
+#include "chunk_command.h"
+
+#include "common/cli.h"
+
+#include <tbb/global_control.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "io/model_paths.h"
+#include "model/fingerprint.h"
+#include "prep/chunk_stage.h"
+
+namespace kvf::cli {
+namespace {
+
+struct ChunkArgs {
+  std::string corpus;
+  std::string store;
+  std::string model = "smollm2";
+  size_t chunk_tokens = 256;
+  size_t max_chunk_tokens = 0;
+  int threads = 0;
+};
+
+void print_summary(const ChunkStageResult& r, const ChunkStageOptions& o) {
+  if (r.unchanged) {
+    std::printf("nothing to do: %s was already chunked from this corpus (figures of that run below)\n",
+                o.store_dir.c_str());
+  }
+  std::printf("corpus   %llu documents (%llu empty skipped)\n", (unsigned long long)r.documents,
+              (unsigned long long)r.skipped_empty);
+  if (!r.unchanged) {
+    std::printf("chunks   %llu: %llu new, %llu already stored\n", (unsigned long long)r.chunks,
+                (unsigned long long)r.new_chunks, (unsigned long long)(r.chunks - r.new_chunks));
+  } else {
+    std::printf("chunks   %llu\n", (unsigned long long)r.chunks);
+  }
+  std::printf("tokens   %llu: mean %.1f, max %llu per chunk (aim %zu, limit %zu)\n", (unsigned long long)r.tokens,
+              r.chunks ? (double)r.tokens / r.chunks : 0.0, (unsigned long long)r.max_chunk_tokens,
+              o.chunker.chunk_tokens, o.chunker.hard_max());
+  std::printf("store    %s: %llu chunks, %llu tokens, chunks.h5 %.1f MB, model %s\n", o.store_dir.c_str(),
+              (unsigned long long)r.table_chunks, (unsigned long long)r.table_tokens, r.table_bytes / 1e6,
+              fingerprint_hex(r.model_fingerprint).c_str());
+  std::printf("time     %.2f s\n", r.seconds);
+}
+
+void run_chunk(const ChunkArgs& a) {
+  const int threads = thread_count(a.threads);
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+  ChunkStageOptions o;
+  o.corpus = a.corpus;
+  o.store_dir = a.store;
+  o.model_path = resolve_model(a.model);
+  o.chunker.chunk_tokens = a.chunk_tokens;
+  o.chunker.max_tokens = a.max_chunk_tokens;
+  print_summary(run_chunk_stage(o), o);
+}
+
+}  // namespace
+
+void add_chunk_command(CLI::App& app) {
+  auto args = std::make_shared<ChunkArgs>();
+  CLI::App* cmd = app.add_subcommand("chunk", "Split a corpus into chunks of decoder tokens (store: chunks.h5)");
+  cmd->footer(
+      "Examples:\n"
+      "  kvprep chunk --corpus data/corpus.jsonl --store stores/demo\n"
+      "  kvprep chunk --corpus notes/ --store stores/notes --chunk-tokens 128\n"
+      "The corpus is JSONL, one {\"id\", \"title\" (optional), \"text\"} per line, or a directory of .txt files\n"
+      "(id = relative path, title = file name). Each chunk is shown to the model as \"Title: <title>\\n<text>\".\n"
+      "Rerunning over the same corpus does nothing; over a grown corpus it adds only the new chunks. A store\n"
+      "keeps its model and chunking settings: a run with others is refused.");
+  cmd->add_option("--corpus", args->corpus, "JSONL file or directory of .txt files")->required();
+  cmd->add_option("--store", args->store, "store directory (created when missing)")->required();
+  cmd->add_option("--model", args->model, "smollm2 or a path to a GGUF file: its tokenizer counts tokens")
+      ->capture_default_str();
+  cmd->add_option("--chunk-tokens", args->chunk_tokens, "tokens to aim for per chunk")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-chunk-tokens", args->max_chunk_tokens,
+                  "hard maximum per chunk, title included (default: 1.25 x --chunk-tokens)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->callback([args] { run_chunk(*args); });
+}
+
+}  // namespace kvf::cli

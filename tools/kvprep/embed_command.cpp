@@ -1,0 +1,50 @@
+#include <tbb/global_control.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "common/cli.h"
+#include "io/model_paths.h"
+#include "prep/retrieval_stages.h"
+#include "retrieval_commands.h"
+
+namespace kvf::cli {
+
+void add_embed_command(CLI::App& app) {
+  struct Args {
+    std::string store, embedder = "minilm";
+    int batch = 32, threads = 0;
+    double checkpoint_s = 60;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("embed", "Embed every chunk of a store (store: embeddings.h5)");
+  cmd->footer(
+      "Example:\n  kvprep embed --store stores/demo\n"
+      "Only chunks without an embedding are embedded: a rerun after `kvprep chunk` over a grown corpus embeds the\n"
+      "new chunks, and an interrupted run resumes from its last checkpoint.");
+  cmd->add_option("--store", a->store, "store directory (after `kvprep chunk`)")->required();
+  cmd->add_option("--embedder", a->embedder, "minilm or a BERT-family model folder")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "texts per forward pass")->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--checkpoint-seconds", a->checkpoint_s, "commit embeddings made so far this often")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->callback([a] {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
+    EmbedStageOptions o;
+    o.store_dir = a->store;
+    o.embedder_dir = resolve_model(a->embedder);
+    o.batch_size = a->batch;
+    o.checkpoint_seconds = a->checkpoint_s;
+    const EmbedStageResult r = run_embed_stage(o);
+    if (r.unchanged) {
+      std::printf("nothing to do: all %llu chunks of %s are embedded\n", (unsigned long long)r.chunks,
+                  a->store.c_str());
+    } else {
+      std::printf("embedded %llu of %llu chunks (dim %d) in %.2f s, %.1f chunks/s\n", (unsigned long long)r.embedded,
+                  (unsigned long long)r.chunks, r.dim, r.seconds, r.embedded / r.seconds);
+    }
+  });
+}
+
+}  // namespace kvf::cli

@@ -1,0 +1,42 @@
+#include <cstdio>
+#include <memory>
+
+#include "common/cli.h"
+#include "prep/retrieval_stages.h"
+#include "retrieval_commands.h"
+
+namespace kvf::cli {
+
+void add_index_command(CLI::App& app) {
+  struct Args {
+    std::string store;
+    IndexSpec spec;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("index", "Build the FAISS index over a store's embeddings (store: index.faiss)");
+  cmd->footer(
+      "Examples:\n  kvprep index --store stores/demo\n  kvprep index --store stores/big --index hnsw --hnsw-m 32\n"
+      "Inner product over unit vectors (cosine). flat is exact; ivf and hnsw trade a little recall for speed on\n"
+      "large corpora. The index is rebuilt when the embeddings or these settings change.");
+  cmd->add_option("--store", a->store, "store directory (after `kvprep embed`)")->required();
+  cmd->add_option("--index", a->spec.kind, "flat, ivf or hnsw")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"flat", "ivf", "hnsw"}));
+  cmd->add_option("--ivf-nlist", a->spec.ivf_nlist, "ivf lists (0: min(4 sqrt(n), n/39))")->capture_default_str();
+  cmd->add_option("--ivf-nprobe", a->spec.ivf_nprobe, "ivf lists searched per query")->capture_default_str();
+  cmd->add_option("--hnsw-m", a->spec.hnsw_m, "hnsw links per node")->capture_default_str();
+  cmd->add_option("--hnsw-ef-construction", a->spec.hnsw_ef_construction, "hnsw build breadth")->capture_default_str();
+  cmd->add_option("--hnsw-ef-search", a->spec.hnsw_ef_search, "hnsw search breadth")->capture_default_str();
+  cmd->callback([a] {
+    const IndexStageResult r = run_index_stage({a->store, a->spec});
+    if (r.unchanged) {
+      std::printf("nothing to do: the %s index of %s covers its %llu embeddings\n", a->spec.kind.c_str(),
+                  a->store.c_str(), (unsigned long long)r.vectors);
+    } else {
+      std::printf("indexed %llu vectors (%s) in %.2f s\n", (unsigned long long)r.vectors, a->spec.kind.c_str(),
+                  r.seconds);
+    }
+  });
+}
+
+}  // namespace kvf::cli

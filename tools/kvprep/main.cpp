@@ -1,0 +1,15 @@
+// kvprep: the offline pipeline CLI. Each stage registers its subcommand here and lives in its own file.
+#include "chunk_command.h"
+#include "common/cli.h"
+#include "retrieval_commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kvprep: turn a corpus into a store of precomputed KV caches (kvfuse)"};
+  app.require_subcommand(1);
+  kvf::cli::add_chunk_command(app);
+  kvf::cli::add_embed_command(app);
+  kvf::cli::add_index_command(app);
+  kvf::cli::add_neighbors_command(app);
+  kvf::cli::add_search_command(app);
+  return kvf::cli::run_app(app, argc, argv);
+}
