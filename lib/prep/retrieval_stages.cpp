@@ -74,7 +74,7 @@ EmbeddingTable ordered_table(const ChunkTable& chunks, const std::unordered_map<
 EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
   const auto t0 = Clock::now();
   Manifest m = load_after(o.store_dir, "chunk", "chunk");
-  const std::string chunks_path = in_store(o.store_dir, "chunks.h5"), out = in_store(o.store_dir, kEmbeddingsFile);
+  const std::string chunks_path = in_store(o.store_dir, kChunksFile), out = in_store(o.store_dir, kEmbeddingsFile);
   const ChunkTable chunks = ChunkTable::read(chunks_path);
   auto backend = make_cpu_backend();
   const auto embedder = SentenceEmbedder::load(o.embedder_dir, *backend);
@@ -102,7 +102,7 @@ EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
   EmbedStageResult r;
   r.chunks = chunks.size();
   r.dim = embedder->dim();
-  const uint64_t inputs = describe_file(o.store_dir, "chunks.h5").xxh3;
+  const uint64_t inputs = describe_file(o.store_dir, kChunksFile).xxh3;
   if (todo.empty() && up_to_date(m, o.store_dir, "embed", inputs, kEmbeddingsFile)) {
     r.unchanged = true;
     r.seconds = seconds_since(t0);

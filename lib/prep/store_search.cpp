@@ -30,7 +30,7 @@ std::unique_ptr<SentenceEmbedder> load_store_embedder(const std::string& store_d
 
 StoreSearcher::StoreSearcher(const std::string& store_dir, const std::string& embedder_dir)
     : backend_(make_cpu_backend()),
-      chunks_(ChunkTable::read(store_file(store_dir, "chunks.h5"))),
+      chunks_(ChunkTable::read(store_file(store_dir, kChunksFile))),
       embedder_(load_store_embedder(store_dir, embedder_dir, *backend_)),
       index_(VectorIndex::load(store_file(store_dir, kIndexFile), store_index_spec(store_dir))) {
   KVF_CHECK(index_.size() == (int64_t)chunks_.size(), store_dir, ": the index holds ", index_.size(),

@@ -72,9 +72,10 @@ class File {
   File(std::string path, hid_t id, const char* action);
   Handle open_dataset(const std::string& name, H5T_class_t type_class, std::vector<int64_t> dims,
                       std::vector<uint64_t>& actual) const;
-  QuietErrors quiet_;
+  // file_ first: its construction checks the open's result while HDF5's error stack still holds the reason.
   std::string path_;
   Handle file_;
+  QuietErrors quiet_;
 };
 
 }  // namespace kvf::h5

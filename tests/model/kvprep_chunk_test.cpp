@@ -20,6 +20,8 @@
 #include "support/model_files.h"
 #include "text/bpe_tokenizer.h"
 
+#include "support/temp_dir.h"
+
 namespace kvf {
 namespace {
 
@@ -37,14 +39,7 @@ const BpeTokenizer& tokenizer() {
   return instance;
 }
 
-fs::path test_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / ("kvf_" + std::string(info->test_suite_name()) + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path test_dir() { return test::fresh_test_dir(); }
 
 const char* const kSentences[] = {
     "The river flows north through the valley before it reaches the sea.",

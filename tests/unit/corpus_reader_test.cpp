@@ -9,6 +9,8 @@
 
 #include "core/error.h"
 
+#include "support/temp_dir.h"
+
 namespace kvf {
 namespace {
 
@@ -17,14 +19,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // A directory unique to the running test, emptied first.
-fs::path test_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / ("kvf_" + std::string(info->test_suite_name()) + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path test_dir() { return test::fresh_test_dir(); }
 
 std::string write_file(const fs::path& path, const std::string& bytes) {
   fs::create_directories(path.parent_path());

@@ -18,6 +18,8 @@
 #include "store/chunk_table.h"
 #include "store/manifest.h"
 
+#include "support/temp_dir.h"
+
 namespace kvf {
 namespace {
 
@@ -26,14 +28,7 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-fs::path test_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / ("kvf_" + std::string(info->test_suite_name()) + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path test_dir() { return test::fresh_test_dir(); }
 
 template <typename F>
 std::string error_of(F&& f) {
