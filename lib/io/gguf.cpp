@@ -1,12 +1,6 @@
 #include "io/gguf.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -121,7 +115,7 @@ int64_t TensorInfo::rows() const {
 // Reads the header, metadata and tensor infos of a mapped file into a File, checking every byte it touches.
 class Parser {
  public:
-  explicit Parser(File& f) : f_(f), p_(f.map_), size_(f.map_size_) {}
+  explicit Parser(File& f) : f_(f), p_(f.mapping_.data()), size_(f.mapping_.size()) {}
 
   void run() {
     read_header();
@@ -362,30 +356,12 @@ class Parser {
 std::shared_ptr<const File> File::open(const std::string& path) {
   std::shared_ptr<File> f(new File());
   f->path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, ": not a regular file");
-  }
-  if (st.st_size > 0) {
-    void* m = ::mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    const int err = errno;
-    ::close(fd);
-    if (m == MAP_FAILED) fail(path, ": cannot map ", st.st_size, " bytes: ", std::strerror(err));
-    f->map_ = static_cast<const uint8_t*>(m);
-    f->map_size_ = (size_t)st.st_size;
-  } else {
-    ::close(fd);
-  }
+  f->mapping_ = MappedFile(path);
   Parser(*f).run();
   return f;
 }
 
-File::~File() {
-  if (map_) ::munmap(const_cast<uint8_t*>(map_), map_size_);
-}
+File::~File() = default;
 
 const Value& File::get(const std::string& key) const {
   auto it = kv_.find(key);
@@ -464,7 +440,7 @@ const TensorInfo& File::tensor(const std::string& name) const {
 
 const uint8_t* File::tensor_data(const TensorInfo& info) const {
   // Only an empty tensor can start past the mapping (a file with no data section); it has no bytes to point at.
-  return data_offset_ + info.offset < map_size_ ? map_ + data_offset_ + info.offset : nullptr;
+  return data_offset_ + info.offset < mapping_.size() ? mapping_.data() + data_offset_ + info.offset : nullptr;
 }
 
 void File::dequantize_rows(const TensorInfo& info, int64_t first_row, int64_t n_rows, float* dst) const {

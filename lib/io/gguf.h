@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "io/mapped_file.h"
+
 #include "io/ggml_types.h"
 
 namespace kvf::gguf {
@@ -96,8 +98,7 @@ class File {
   std::map<std::string, Value> kv_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t> tensor_index_;
-  const uint8_t* map_ = nullptr;
-  size_t map_size_ = 0;
+  MappedFile mapping_;
   uint64_t data_offset_ = 0;
   friend class Parser;
 };

@@ -1,11 +1,5 @@
 #include "io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -98,38 +92,20 @@ int64_t TensorInfo::numel() const {
 std::shared_ptr<const File> File::open(const std::string& path) {
   std::shared_ptr<File> f(new File());
   f->path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, ": not a regular file");
-  }
-  if (st.st_size > 0) {
-    void* m = ::mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    const int err = errno;
-    ::close(fd);
-    if (m == MAP_FAILED) fail(path, ": cannot map ", st.st_size, " bytes: ", std::strerror(err));
-    f->map_ = static_cast<const uint8_t*>(m);
-    f->map_size_ = (size_t)st.st_size;
-  } else {
-    ::close(fd);
-  }
+  f->mapping_ = MappedFile(path);
   f->parse_header();
   return f;
 }
 
-File::~File() {
-  if (map_) ::munmap(const_cast<uint8_t*>(map_), map_size_);
-}
+File::~File() = default;
 
 void File::parse_header() {
-  KVF_CHECK(map_size_ >= 8, path_, ": ", map_size_, " bytes is too short for a safetensors file");
-  const uint64_t n = read_u64_le(map_);
-  KVF_CHECK(n <= kMaxHeaderBytes && n <= map_size_ - 8, path_, ": header length ", n, " does not fit the file of ",
-            map_size_, " bytes");
+  KVF_CHECK(mapping_.size() >= 8, path_, ": ", mapping_.size(), " bytes is too short for a safetensors file");
+  const uint64_t n = read_u64_le(mapping_.data());
+  KVF_CHECK(n <= kMaxHeaderBytes && n <= mapping_.size() - 8, path_, ": header length ", n, " does not fit the file of ",
+            mapping_.size(), " bytes");
   data_offset_ = 8 + n;
-  const uint64_t data_bytes = map_size_ - data_offset_;
+  const uint64_t data_bytes = mapping_.size() - data_offset_;
   nlohmann::ordered_json header;
   // The parser keeps one of two equal keys silently; a tensor named twice is ambiguous, so it is caught here.
   std::string duplicate;
@@ -141,7 +117,7 @@ void File::parse_header() {
     return true;
   };
   try {
-    header = nlohmann::ordered_json::parse(map_ + 8, map_ + data_offset_, note_key);
+    header = nlohmann::ordered_json::parse(mapping_.data() + 8, mapping_.data() + data_offset_, note_key);
   } catch (const nlohmann::json::exception& e) {
     fail(path_, ": header is not valid JSON: ", e.what());
   }
@@ -172,7 +148,7 @@ const TensorInfo& File::tensor(const std::string& name) const {
   return *t;
 }
 
-const uint8_t* File::data(const TensorInfo& info) const { return map_ + data_offset_ + info.begin; }
+const uint8_t* File::data(const TensorInfo& info) const { return mapping_.data() + data_offset_ + info.begin; }
 
 std::vector<float> File::to_f32(const TensorInfo& info) const {
   const size_t n = (size_t)info.numel();

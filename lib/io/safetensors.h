@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "io/mapped_file.h"
+
 namespace kvf::safetensors {
 
 enum class Dtype : uint8_t { BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64 };
@@ -48,8 +50,7 @@ class File {
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;
-  const uint8_t* map_ = nullptr;
-  size_t map_size_ = 0;
+  MappedFile mapping_;
   uint64_t data_offset_ = 0;
 };
 
