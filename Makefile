@@ -43,6 +43,7 @@ reference: setup
 	@scripts/setup-reference.sh
 	$(REF_PYTHON) tests/reference/make_quant_fixtures.py
 	$(REF_PYTHON) tests/reference/make_token_fixtures.py
+	$(REF_PYTHON) tests/reference/make_embedder_fixtures.py
 	$(REF_PYTHON) tests/reference/make_llama_fixtures.py
 
 clean:

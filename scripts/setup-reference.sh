@@ -13,6 +13,8 @@ packages=(
   "gguf==0.19.0"                      # reading the Q4_1 file, writing its dequantized F32 copy
   "tokenizers==0.23.3"                # tokenizer cross-checks
   "jinja2==3.1.6"                     # rendering the model's own chat template
+  "safetensors==0.8.0"                # the embedder reference reads the same weights
+  "sentence-transformers==6.2.0"      # the embedder reference (pulls torch, CPU use only)
 )
 
 log() { echo "setup-reference: $*"; }
@@ -20,7 +22,7 @@ log() { echo "setup-reference: $*"; }
 installed() {
   [ -x "$venv/bin/python" ] && "$venv/bin/python" - "$llama_version" <<'PY' 2>/dev/null
 import sys
-import gguf, jinja2, numpy, tokenizers  # noqa: F401
+import gguf, jinja2, numpy, safetensors, sentence_transformers, tokenizers  # noqa: F401
 import llama_cpp
 sys.exit(0 if llama_cpp.__version__ == sys.argv[1] else 1)
 PY

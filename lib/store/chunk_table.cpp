@@ -53,8 +53,7 @@ void ChunkTable::write(const std::string& path) const {
   const std::string tmp = path + ".tmp";
   {
     const h5::File f = h5::File::create(tmp);
-    f.write_string_attribute("magic", kChunkTableMagic);
-    f.write_int_attribute("format_version", kChunkTableFormatVersion);
+    f.write_format(kChunkTableMagic, kChunkTableFormatVersion);
     f.write_string_attribute("model_fingerprint", fingerprint_hex(fingerprint_));
 
     std::vector<uint64_t> ids, offsets{0};
@@ -82,10 +81,7 @@ void ChunkTable::write(const std::string& path) const {
 ChunkTable ChunkTable::read(const std::string& path) {
   KVF_CHECK(std::filesystem::exists(path), path, ": no such file");
   const h5::File f = h5::File::open_read(path);
-  f.require_string_attribute("magic", kChunkTableMagic);
-  const int64_t version = f.read_int_attribute("format_version");
-  KVF_CHECK(version == kChunkTableFormatVersion, path, ": attribute 'format_version' is ", version,
-            ", but this kvfuse reads only version ", kChunkTableFormatVersion);
+  f.require_format(kChunkTableMagic, kChunkTableFormatVersion);
   ChunkTable table(
       parse_fingerprint_hex(f.read_string_attribute("model_fingerprint"), path + ": attribute 'model_fingerprint'"));
 

@@ -13,9 +13,7 @@ constexpr int64_t kFormatVersion = 1;
 
 EmbeddingTable EmbeddingTable::read(const std::string& path) {
   const h5::File f = h5::File::open_read(path);
-  f.require_string_attribute("magic", kMagic);
-  const int64_t version = f.read_int_attribute("format_version");
-  KVF_CHECK(version == kFormatVersion, path, ": format_version ", version, " is not the supported ", kFormatVersion);
+  f.require_format(kMagic, kFormatVersion);
   EmbeddingTable t;
   t.embedder_fingerprint = parse_fingerprint_hex(f.read_string_attribute("embedder_fingerprint"), path);
   t.chunk_ids = f.read<uint64_t>("chunk_id", {-1});
@@ -32,8 +30,7 @@ void EmbeddingTable::write(const std::string& path) const {
   const std::string tmp = path + ".tmp";
   {
     const h5::File f = h5::File::create(tmp);
-    f.write_string_attribute("magic", kMagic);
-    f.write_int_attribute("format_version", kFormatVersion);
+    f.write_format(kMagic, kFormatVersion);
     f.write_string_attribute("embedder_fingerprint", fingerprint_hex(embedder_fingerprint));
     f.write<uint64_t>("chunk_id", {rows()}, chunk_ids.data());
     f.write<float>("embedding", {rows(), (uint64_t)dim}, vectors.data());

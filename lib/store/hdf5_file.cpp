@@ -140,6 +140,18 @@ void File::require_string_attribute(const std::string& name, const std::string& 
   KVF_CHECK(value == expected, path_, ": attribute '", name, "' is '", value, "', expected '", expected, "'");
 }
 
+void File::write_format(const std::string& magic, int64_t version) const {
+  write_string_attribute("magic", magic);
+  write_int_attribute("format_version", version);
+}
+
+void File::require_format(const std::string& magic, int64_t version) const {
+  require_string_attribute("magic", magic);
+  const int64_t found = read_int_attribute("format_version");
+  KVF_CHECK(found == version, path_, ": attribute 'format_version' is ", found, ", but this kvfuse reads only version ",
+            version);
+}
+
 bool File::has(const std::string& name) const { return H5Lexists(id(), name.c_str(), H5P_DEFAULT) > 0; }
 
 template <typename T>

@@ -54,8 +54,11 @@ class File {
   void write_int_attribute(const std::string& name, int64_t value) const;
   std::string read_string_attribute(const std::string& name) const;
   int64_t read_int_attribute(const std::string& name) const;
-  // Throws unless the attribute holds `expected`, naming both values (magic strings, format versions).
+  // Throws unless the attribute holds `expected`, naming both values.
   void require_string_attribute(const std::string& name, const std::string& expected) const;
+  // Every store file starts with a "magic" string and a "format_version" integer; readers check both first.
+  void write_format(const std::string& magic, int64_t version) const;
+  void require_format(const std::string& magic, int64_t version) const;
 
   // Numeric datasets, row-major, one or two dimensions. T: int32_t, uint32_t, int64_t, uint64_t, float.
   template <typename T>

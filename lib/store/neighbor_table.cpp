@@ -12,9 +12,7 @@ constexpr int64_t kFormatVersion = 1;
 
 NeighborTable NeighborTable::read(const std::string& path) {
   const h5::File f = h5::File::open_read(path);
-  f.require_string_attribute("magic", kMagic);
-  const int64_t version = f.read_int_attribute("format_version");
-  KVF_CHECK(version == kFormatVersion, path, ": format_version ", version, " is not the supported ", kFormatVersion);
+  f.require_format(kMagic, kFormatVersion);
   NeighborTable t;
   t.chunk_ids = f.read<uint64_t>("chunk_id", {-1});
   const int64_t n = (int64_t)t.chunk_ids.size();
@@ -34,8 +32,7 @@ void NeighborTable::write(const std::string& path) const {
   const std::string tmp = path + ".tmp";
   {
     const h5::File f = h5::File::create(tmp);
-    f.write_string_attribute("magic", kMagic);
-    f.write_int_attribute("format_version", kFormatVersion);
+    f.write_format(kMagic, kFormatVersion);
     f.write<uint64_t>("chunk_id", {size()}, chunk_ids.data());
     f.write<int64_t>("neighbor_row", {size(), (uint64_t)top_n}, rows.data());
     f.write<float>("score", {size(), (uint64_t)top_n}, scores.data());

@@ -29,15 +29,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-const std::shared_ptr<const gguf::File>& model_file() {
-  static const auto file = gguf::File::open(test::smollm2_gguf());
-  return file;
-}
-
-const BpeTokenizer& tokenizer() {
-  static const BpeTokenizer instance(bpe_vocabulary_from_gguf(*model_file()));
-  return instance;
-}
+const std::shared_ptr<const gguf::File>& model_file() { return test::smollm2_file(); }
+const BpeTokenizer& tokenizer() { return test::smollm2_tokenizer(); }
 
 fs::path test_dir() { return test::fresh_test_dir(); }
 

@@ -26,15 +26,8 @@ const json& fixture() {
   return data;
 }
 
-const std::shared_ptr<const gguf::File>& model_file() {
-  static const auto file = gguf::File::open(test::smollm2_gguf());
-  return file;
-}
-
-const BpeTokenizer& tokenizer() {
-  static const BpeTokenizer instance(bpe_vocabulary_from_gguf(*model_file()));
-  return instance;
-}
+const std::shared_ptr<const gguf::File>& model_file() { return test::smollm2_file(); }
+const BpeTokenizer& tokenizer() { return test::smollm2_tokenizer(); }
 
 // A fixture string: "key" holds UTF-8 text, "key_hex" bytes that are not.
 std::string bytes_of(const json& record, const std::string& key) {
