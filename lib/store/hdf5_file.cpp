@@ -1,5 +1,6 @@
 #include "store/hdf5_file.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "core/error.h"
@@ -62,7 +63,19 @@ struct TypeOf<float> {
   static constexpr H5T_class_t cls = H5T_FLOAT;
 };
 
+Handle float16_type(size_t mant_bits, size_t exp_bits, size_t bias) {
+  // Fields first (they fit the 32-bit type), then shrink to 2 bytes; the sign stays at bit 15.
+  Handle type(H5Tcopy(H5T_IEEE_F32LE), H5Tclose);
+  H5Tset_fields(type.get(), 15, mant_bits, exp_bits, 0, mant_bits);
+  H5Tset_size(type.get(), 2);
+  H5Tset_ebias(type.get(), bias);
+  return type;
+}
+
 }  // namespace
+
+Handle ieee_f16_type() { return float16_type(10, 5, 15); }
+Handle bfloat16_type() { return float16_type(7, 8, 127); }
 
 QuietErrors::QuietErrors() {
   H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
@@ -93,6 +106,7 @@ void File::check_status(herr_t rc, const std::string& what) const {
 }
 
 void File::write_string_attribute(const std::string& name, const std::string& value) const {
+  const QuietErrors quiet;
   Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(type.get(), value.size() + 1);
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
@@ -103,6 +117,7 @@ void File::write_string_attribute(const std::string& name, const std::string& va
 }
 
 void File::write_int_attribute(const std::string& name, int64_t value) const {
+  const QuietErrors quiet;
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
   Handle attr(check(H5Acreate2(id(), name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
                     "cannot create attribute " + name),
@@ -111,6 +126,7 @@ void File::write_int_attribute(const std::string& name, int64_t value) const {
 }
 
 std::string File::read_string_attribute(const std::string& name) const {
+  const QuietErrors quiet;
   const std::string what = "attribute '" + name + "'";
   Handle attr(check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Aclose);
   Handle type(check(H5Aget_type(attr.get()), "cannot read the type of " + what), H5Tclose);
@@ -126,6 +142,7 @@ std::string File::read_string_attribute(const std::string& name) const {
 }
 
 int64_t File::read_int_attribute(const std::string& name) const {
+  const QuietErrors quiet;
   const std::string what = "attribute '" + name + "'";
   Handle attr(check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Aclose);
   Handle type(check(H5Aget_type(attr.get()), "cannot read the type of " + what), H5Tclose);
@@ -152,10 +169,14 @@ void File::require_format(const std::string& magic, int64_t version) const {
             version);
 }
 
-bool File::has(const std::string& name) const { return H5Lexists(id(), name.c_str(), H5P_DEFAULT) > 0; }
+bool File::has(const std::string& name) const {
+  const QuietErrors quiet;
+  return H5Lexists(id(), name.c_str(), H5P_DEFAULT) > 0;
+}
 
 template <typename T>
 void File::write(const std::string& name, const std::vector<uint64_t>& dims, const T* data) const {
+  const QuietErrors quiet;
   std::vector<hsize_t> hd(dims.begin(), dims.end());
   Handle space(H5Screate_simple((int)hd.size(), hd.data(), nullptr), H5Sclose);
   Handle dset(check(H5Dcreate2(id(), name.c_str(), TypeOf<T>::file(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
@@ -171,6 +192,7 @@ void File::write(const std::string& name, const std::vector<uint64_t>& dims, con
 
 Handle File::open_dataset(const std::string& name, H5T_class_t type_class, std::vector<int64_t> dims,
                           std::vector<uint64_t>& actual) const {
+  const QuietErrors quiet;
   const std::string what = "dataset '" + name + "'";
   Handle dset(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Dclose);
   Handle type(check(H5Dget_type(dset.get()), "cannot read the type of " + what), H5Tclose);
@@ -191,6 +213,7 @@ Handle File::open_dataset(const std::string& name, H5T_class_t type_class, std::
 
 template <typename T>
 std::vector<T> File::read(const std::string& name, std::vector<int64_t> dims, std::vector<uint64_t>* actual) const {
+  const QuietErrors quiet;
   std::vector<uint64_t> shape;
   const Handle dset = open_dataset(name, TypeOf<T>::cls, std::move(dims), shape);
   uint64_t n = 1;
@@ -204,7 +227,74 @@ std::vector<T> File::read(const std::string& name, std::vector<int64_t> dims, st
   return values;
 }
 
+void File::write_raw(const std::string& name, hid_t type, const std::vector<uint64_t>& dims, const void* data,
+                     uint64_t chunk_rows, int deflate_level) const {
+  const QuietErrors quiet;
+  std::vector<hsize_t> hd(dims.begin(), dims.end());
+  Handle space(H5Screate_simple((int)hd.size(), hd.data(), nullptr), H5Sclose);
+  Handle props(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  if (chunk_rows > 0 && !hd.empty()) {
+    std::vector<hsize_t> chunk = hd;
+    chunk[0] = std::min<hsize_t>(chunk_rows, hd[0]);  // HDF5 refuses chunks larger than a fixed dimension
+    for (hsize_t& c : chunk) c = std::max<hsize_t>(c, 1);  // and zero-sized ones
+    check_status(H5Pset_chunk(props.get(), (int)chunk.size(), chunk.data()), "cannot chunk dataset " + name);
+    if (deflate_level > 0) {
+      check_status(H5Pset_shuffle(props.get()), "cannot set shuffle on dataset " + name);
+      check_status(H5Pset_deflate(props.get(), (unsigned)deflate_level), "cannot set deflate on dataset " + name);
+    }
+  }
+  Handle dset(check(H5Dcreate2(id(), name.c_str(), type, space.get(), H5P_DEFAULT, props.get(), H5P_DEFAULT),
+                    "cannot create dataset " + name),
+              H5Dclose);
+  uint64_t n = 1;
+  for (uint64_t d : dims) n *= d;
+  if (n > 0)
+    check_status(H5Dwrite(dset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "cannot write dataset " + name);
+}
+
+std::vector<uint64_t> File::raw_shape(const std::string& name, hid_t type) const {
+  const QuietErrors quiet;
+  const std::string what = "dataset '" + name + "'";
+  Handle dset(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Dclose);
+  Handle stored(check(H5Dget_type(dset.get()), "cannot read the type of " + what), H5Tclose);
+  KVF_CHECK(H5Tequal(stored.get(), type) > 0, path_, ": ", what, " has the wrong element type");
+  Handle space(check(H5Dget_space(dset.get()), "cannot read the shape of " + what), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  KVF_CHECK(rank >= 0, path_, ": cannot read the rank of ", what);
+  std::vector<hsize_t> hd(rank);
+  H5Sget_simple_extent_dims(space.get(), hd.data(), nullptr);
+  return {hd.begin(), hd.end()};
+}
+
+void File::read_raw_rows(const std::string& name, hid_t type, uint64_t first, uint64_t count, void* out) const {
+  const QuietErrors quiet;
+  const std::string what = "dataset '" + name + "'";
+  Handle dset(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Dclose);
+  Handle space(check(H5Dget_space(dset.get()), "cannot read the shape of " + what), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  KVF_CHECK(rank >= 1, path_, ": ", what, " has no rows");
+  std::vector<hsize_t> start(rank, 0), block(rank);
+  H5Sget_simple_extent_dims(space.get(), block.data(), nullptr);
+  KVF_CHECK(first <= block[0] && count <= block[0] - first, path_, ": rows ", first, "..", first + count, " of ", what,
+            " are outside its ", block[0], " rows");
+  if (count == 0) return;
+  start[0] = first;
+  block[0] = count;
+  check_status(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr),
+               "cannot select rows of " + what);
+  Handle mem(H5Screate_simple(rank, block.data(), nullptr), H5Sclose);
+  check_status(H5Dread(dset.get(), type, mem.get(), space.get(), H5P_DEFAULT, out), "cannot read rows of " + what);
+}
+
+void File::create_group(const std::string& name) const {
+  const QuietErrors quiet;
+  Handle group(check(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                     "cannot create group " + name),
+               H5Gclose);
+}
+
 void File::write_strings(const std::string& name, const std::vector<const char*>& values) const {
+  const QuietErrors quiet;
   const hsize_t dims[1] = {values.size()};
   const Handle type = utf8_string_type();
   Handle space(H5Screate_simple(1, dims, nullptr), H5Sclose);
@@ -217,6 +307,7 @@ void File::write_strings(const std::string& name, const std::vector<const char*>
 }
 
 std::vector<std::string> File::read_strings(const std::string& name, int64_t expected) const {
+  const QuietErrors quiet;
   std::vector<uint64_t> shape;
   const Handle dset = open_dataset(name, H5T_STRING, {expected}, shape);
   std::vector<char*> pointers(shape[0], nullptr);

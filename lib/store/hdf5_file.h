@@ -1,5 +1,6 @@
 // A thin, checked layer over the HDF5 C API for the store's files: every failure becomes a kvf::Error naming the
-// file, the object and HDF5's own reason; HDF5's automatic error printing is off while a File is open. The Debian
+// file, the object and HDF5's own reason; HDF5's automatic error printing is off inside every call (a scoped
+// QuietErrors, so nested and interleaved Files restore it correctly). The Debian
 // HDF5 is not thread-safe: use a File from one thread at a time.
 #pragma once
 #include <hdf5.h>
@@ -40,10 +41,17 @@ class QuietErrors {
   void* data_ = nullptr;
 };
 
+// 2-byte little-endian float types. HDF5 1.10 predefines no half type; this one is IEEE binary16 (h5py reads it as
+// float16). bfloat16 is the top half of an IEEE f32 (8 exponent bits, 7 mantissa bits, bias 127); h5py has no
+// bfloat16 and reads it converted to float32.
+Handle ieee_f16_type();
+Handle bfloat16_type();
+
 class File {
  public:
   static File create(const std::string& path);  // truncates
   static File open_read(const std::string& path);
+  File(File&&) = default;
 
   const std::string& path() const { return path_; }
   hid_t id() const { return file_.get(); }
@@ -67,6 +75,17 @@ class File {
   template <typename T>
   std::vector<T> read(const std::string& name, std::vector<int64_t> dims, std::vector<uint64_t>* actual = nullptr) const;
 
+  // Datasets of any rank in a caller-given element type, used as both memory and file type so that HDF5 converts
+  // nothing (e.g. ieee_f16_type()). chunk_rows > 0 stores the dataset HDF5-chunked along dimension 0, in blocks of
+  // that many rows (and all of every other dimension), with shuffle + deflate at deflate_level when it is > 0.
+  void write_raw(const std::string& name, hid_t type, const std::vector<uint64_t>& dims, const void* data,
+                 uint64_t chunk_rows = 0, int deflate_level = 0) const;
+  // The dimensions of a dataset whose element type must equal `type` exactly.
+  std::vector<uint64_t> raw_shape(const std::string& name, hid_t type) const;
+  // Reads rows [first, first + count) along dimension 0 (a hyperslab: only those rows' chunks are read).
+  void read_raw_rows(const std::string& name, hid_t type, uint64_t first, uint64_t count, void* out) const;
+
+  void create_group(const std::string& name) const;
   void write_strings(const std::string& name, const std::vector<const char*>& values) const;  // UTF-8
   std::vector<std::string> read_strings(const std::string& name, int64_t expected) const;    // -1: any length
   bool has(const std::string& name) const;
@@ -75,10 +94,8 @@ class File {
   File(std::string path, hid_t id, const char* action);
   Handle open_dataset(const std::string& name, H5T_class_t type_class, std::vector<int64_t> dims,
                       std::vector<uint64_t>& actual) const;
-  // file_ first: its construction checks the open's result while HDF5's error stack still holds the reason.
   std::string path_;
   Handle file_;
-  QuietErrors quiet_;
 };
 
 }  // namespace kvf::h5

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "io/model_paths.h"
 #include "prep/chunk_stage.h"
@@ -17,32 +15,10 @@
 #include "store/neighbor_table.h"
 #include "support/model_files.h"
 #include "support/temp_dir.h"
+#include "support/tiny_corpus.h"
 
 namespace kvf {
 namespace {
-
-const char* const kTopics[][2] = {
-    {"Volcano", "A volcano is a rupture in the crust where lava, ash and gases escape from below the surface."},
-    {"Glacier", "A glacier is a persistent body of dense ice that moves slowly under its own weight."},
-    {"Violin", "The violin is a wooden string instrument played with a bow, the smallest of its family."},
-    {"Cello", "The cello is a bowed string instrument, larger than the viola, played seated between the knees."},
-    {"Python", "Python is a programming language whose design emphasises readable code and indentation."},
-    {"Rust", "Rust is a programming language focused on memory safety without a garbage collector."},
-    {"Saturn", "Saturn is the sixth planet from the Sun, known for its bright system of rings."},
-    {"Jupiter", "Jupiter is the largest planet of the Solar System, a gas giant with a great red storm."},
-    {"Espresso", "Espresso is coffee brewed by forcing hot water through finely ground beans under pressure."},
-    {"Green tea", "Green tea is made from leaves that are not withered or oxidised like those of black tea."},
-    {"Marathon", "The marathon is a long-distance foot race of about forty-two kilometres."},
-    {"Chess", "Chess is a board game for two players on a checkered board of sixty-four squares."},
-};
-
-void write_corpus(const std::string& path, size_t n_docs) {
-  std::ofstream out(path);
-  for (size_t i = 0; i < n_docs; ++i) {
-    const nlohmann::json doc = {{"id", "doc" + std::to_string(i)}, {"title", kTopics[i][0]}, {"text", kTopics[i][1]}};
-    out << doc.dump() << "\n";
-  }
-}
 
 class KvprepRetrieval : public ::testing::Test {
  protected:
@@ -52,7 +28,7 @@ class KvprepRetrieval : public ::testing::Test {
     corpus = (dir / "corpus.jsonl").string();
   }
   void chunk(size_t n_docs) {
-    write_corpus(corpus, n_docs);
+    test::write_tiny_corpus(corpus, n_docs);
     ChunkStageOptions o;
     o.corpus = corpus;
     o.store_dir = store;

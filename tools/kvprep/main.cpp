@@ -1,7 +1,9 @@
 // kvprep: the offline pipeline CLI. Each stage registers its subcommand here and lives in its own file.
 #include "chunk_command.h"
 #include "common/cli.h"
+#include "prefill_command.h"
 #include "retrieval_commands.h"
+#include "verify_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kvprep: turn a corpus into a store of precomputed KV caches (kvfuse)"};
@@ -11,5 +13,8 @@ int main(int argc, char** argv) {
   kvf::cli::add_index_command(app);
   kvf::cli::add_neighbors_command(app);
   kvf::cli::add_search_command(app);
+  kvf::cli::add_prefill_command(app);
+  kvf::cli::add_verify_command(app);
+  kvf::cli::add_inspect_command(app);
   return kvf::cli::run_app(app, argc, argv);
 }

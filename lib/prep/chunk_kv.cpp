@@ -1,0 +1,90 @@
+#include "prep/chunk_kv.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace kvf {
+
+HostKv segment_to_host(const KvSegment& seg, Backend& backend) {
+  HostKv out;
+  out.rows = seg.rows();
+  out.positions = seg.positions;
+  if (seg.k.empty()) return out;
+  const int64_t layers = (int64_t)seg.k.size(), row = seg.k[0].row_elems();  // kv_heads * head_dim
+  out.k.resize((size_t)(out.rows * layers * row));
+  out.v.resize(out.k.size());
+  std::vector<float> layer_k((size_t)(out.rows * row)), layer_v(layer_k.size());
+  for (int64_t l = 0; l < layers; ++l) {
+    backend.copy_to_host(seg.k[l], layer_k.data(), layer_k.size() * sizeof(float));
+    backend.copy_to_host(seg.v[l], layer_v.data(), layer_v.size() * sizeof(float));
+    for (int64_t r = 0; r < out.rows; ++r) {
+      std::copy_n(layer_k.data() + r * row, row, out.k.data() + (r * layers + l) * row);
+      std::copy_n(layer_v.data() + r * row, row, out.v.data() + (r * layers + l) * row);
+    }
+  }
+  return out;
+}
+
+KvSegment host_to_segment(const HostKv& kv, const KvShardLayout& layout, Backend& backend,
+                          std::vector<int32_t> positions) {
+  KVF_CHECK((int64_t)positions.size() == kv.rows, "chunk KV: ", positions.size(), " positions for ", kv.rows,
+            " rows");
+  const int64_t row = (int64_t)layout.kv_heads * layout.head_dim, stored = layout.stored_layers;
+  std::vector<Tensor> k_stored, v_stored;
+  std::vector<float> buf_k((size_t)(kv.rows * row)), buf_v(buf_k.size());
+  for (int64_t s = 0; s < stored; ++s) {
+    for (int64_t r = 0; r < kv.rows; ++r) {
+      std::copy_n(kv.k.data() + (r * stored + s) * row, row, buf_k.data() + r * row);
+      std::copy_n(kv.v.data() + (r * stored + s) * row, row, buf_v.data() + r * row);
+    }
+    Tensor k = backend.empty(DType::F32, {kv.rows, layout.kv_heads, layout.head_dim});
+    Tensor v = backend.empty(DType::F32, k.shape);
+    backend.copy_from_host(k, buf_k.data(), buf_k.size() * sizeof(float));
+    backend.copy_from_host(v, buf_v.data(), buf_v.size() * sizeof(float));
+    k_stored.push_back(k);
+    v_stored.push_back(v);
+  }
+  KvSegment seg;
+  seg.positions = std::move(positions);
+  for (int32_t src : layout.layer_map) {  // shared layers point at the same tensors
+    seg.k.push_back(k_stored.at(src));
+    seg.v.push_back(v_stored.at(src));
+  }
+  return seg;
+}
+
+std::string kv_shard_name(const std::string& mode, size_t number) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "-%05zu.h5", number);
+  return "kv/" + mode + buf;
+}
+
+KvModeReader::KvModeReader(const std::string& store_dir, const Manifest& m, const std::string& mode,
+                           uint64_t fingerprint) {
+  const std::string prefix = "kv/" + mode + "-";
+  for (const CommittedFile& f : m.files) {
+    if (f.path.rfind(prefix, 0) != 0) continue;
+    shards_.push_back(std::make_unique<KvShardReader>(
+        KvShardReader::open((std::filesystem::path(store_dir) / f.path).string(), fingerprint)));
+    const auto& index = shards_.back()->index();
+    for (size_t e = 0; e < index.size(); ++e) where_[index[e].chunk_id] = {shards_.size() - 1, e};
+  }
+}
+
+HostKv KvModeReader::read(uint64_t chunk_id) const {
+  const auto it = where_.find(chunk_id);
+  KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);
+  HostKv kv;
+  shards_[it->second.first]->read_chunk(it->second.second, kv.k, kv.v, kv.positions);
+  kv.rows = (int64_t)kv.positions.size();
+  return kv;
+}
+
+const KvShardLayout& KvModeReader::layout() const {
+  KVF_CHECK(!shards_.empty(), "no KV shards of this mode yet");
+  return shards_.front()->layout();
+}
+
+}  // namespace kvf

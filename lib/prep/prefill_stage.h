@@ -1,0 +1,43 @@
+// The prefill stage of kvprep (DESIGN.md §5 steps 5-6): each chunk's KV, stored without RoPE in
+// kv/<mode>-NNNNN.h5 shards.
+//   independent: the chunk after the system prompt S alone (FusionRAG eq. 5).
+//   similarity:  the view is S then the chunk's top-n neighbours' independent KV at consecutive positions, most
+//                similar first; the chunk is computed after them (FusionRAG eq. 10). Needs the independent KV.
+// S's own KV is stored once (kv/system-00000.h5). Shards are committed as they fill and the manifest after each,
+// so a killed run resumes from the last committed shard; a rerun computes only chunks without KV in the mode.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/progress.h"
+#include "store/kv_shard.h"
+
+namespace kvf {
+
+struct PrefillStageOptions {
+  std::string store_dir;
+  std::string model_path;           // the GGUF the store was chunked with
+  std::string mode = "independent"; // independent | similarity
+  int top_n = 10;                   // similarity: neighbours in the view (at most the store's top_n)
+  std::string system_message;       // empty: the chat template's default
+  KvDtype dtype = KvDtype::F16;
+  uint64_t shard_bytes = 256ull << 20;  // a shard is committed once it holds this much KV
+  int batch_tokens = 1024;              // chunks are computed in ragged batches of about this many tokens
+  uint64_t neighbor_cache_bytes = 1ull << 30;  // similarity: independent KV kept in memory for reuse
+  ProgressOptions progress;
+};
+
+struct PrefillStageResult {
+  bool unchanged = false;
+  uint64_t chunks = 0;         // in the store
+  uint64_t computed = 0;       // by this run
+  uint64_t tokens = 0;         // chunk tokens computed by this run
+  uint64_t context_rows = 0;   // view rows read by this run (S and neighbours)
+  uint64_t shards_written = 0;
+  uint64_t stored_bytes = 0;   // KV bytes written by this run
+  double seconds = 0;
+};
+
+PrefillStageResult run_prefill_stage(const PrefillStageOptions& options);
+
+}  // namespace kvf

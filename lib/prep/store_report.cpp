@@ -1,0 +1,129 @@
+#include "prep/store_report.h"
+
+#include <xxhash.h>
+
+#include <filesystem>
+#include <map>
+
+#include "model/fingerprint.h"
+#include "prep/retrieval_stages.h"
+#include "store/chunk_table.h"
+#include "store/embedding_table.h"
+#include "store/kv_shard.h"
+#include "store/manifest.h"
+#include "store/neighbor_table.h"
+
+namespace kvf {
+namespace {
+
+namespace fs = std::filesystem;
+
+// XXH3 of the (chunk id, checksum) pairs in id order: equal for equal KV content, however it was sharded.
+uint64_t content_hash(const std::map<uint64_t, uint64_t>& checksums) {
+  std::vector<uint64_t> flat;
+  for (const auto& [id, sum] : checksums) {
+    flat.push_back(id);
+    flat.push_back(sum);
+  }
+  return XXH3_64bits(flat.data(), flat.size() * sizeof(uint64_t));
+}
+
+bool is_kv_shard(const std::string& path) { return path.rfind("kv/", 0) == 0; }
+
+// "kv/similarity-00002.h5" -> "similarity"
+std::string kv_mode_of(const std::string& path) {
+  const std::string name = path.substr(3);
+  return name.substr(0, name.rfind('-'));
+}
+
+}  // namespace
+
+std::vector<std::string> verify_store(const std::string& dir) {
+  std::vector<std::string> problems;
+  Manifest m;
+  try {
+    m = load_manifest(dir);
+  } catch (const std::exception& e) {
+    return {e.what()};
+  }
+  for (const CommittedFile& f : m.files) {
+    const std::string path = (fs::path(dir) / f.path).string();
+    try {
+      const CommittedFile now = describe_file(dir, f.path);
+      if (now.bytes != f.bytes || now.xxh3 != f.xxh3) {
+        problems.push_back(path + ": " + std::to_string(now.bytes) + " bytes, xxh3 " + fingerprint_hex(now.xxh3) +
+                           "; the manifest recorded " + std::to_string(f.bytes) + " bytes, xxh3 " +
+                           fingerprint_hex(f.xxh3));
+      }
+    } catch (const std::exception& e) {
+      problems.push_back(e.what());
+      continue;
+    }
+    if (is_kv_shard(f.path)) {
+      for (std::string& p : verify_kv_shard(path, m.model_fingerprint)) problems.push_back(std::move(p));
+    }
+  }
+  // The tables must agree with each other, row for row.
+  try {
+    const ChunkTable chunks = ChunkTable::read((fs::path(dir) / kChunksFile).string());
+    if (chunks.model_fingerprint() != m.model_fingerprint)
+      problems.push_back(dir + "/" + kChunksFile + ": model fingerprint " + fingerprint_hex(chunks.model_fingerprint()) +
+                         ", the manifest's " + fingerprint_hex(m.model_fingerprint));
+    const auto same_ids = [&](const std::vector<uint64_t>& ids, const char* file) {
+      bool same = ids.size() == chunks.size();
+      for (size_t i = 0; same && i < ids.size(); ++i) same = ids[i] == chunks.chunks()[i].id;
+      if (!same) problems.push_back(dir + "/" + file + ": its chunk ids are not the chunk table's, row for row");
+    };
+    if (fs::exists(fs::path(dir) / kEmbeddingsFile))
+      same_ids(EmbeddingTable::read((fs::path(dir) / kEmbeddingsFile).string()).chunk_ids, kEmbeddingsFile);
+    if (fs::exists(fs::path(dir) / kNeighborsFile))
+      same_ids(NeighborTable::read((fs::path(dir) / kNeighborsFile).string()).chunk_ids, kNeighborsFile);
+  } catch (const std::exception& e) {
+    problems.push_back(e.what());
+  }
+  return problems;
+}
+
+nlohmann::json inspect_store(const std::string& dir) {
+  const Manifest m = load_manifest(dir);
+  const ChunkTable chunks = ChunkTable::read((fs::path(dir) / kChunksFile).string());
+  nlohmann::json out = {{"store", dir},
+                        {"model", m.model_name},
+                        {"model_fingerprint", fingerprint_hex(m.model_fingerprint)},
+                        {"chunks", chunks.size()},
+                        {"tokens", chunks.n_tokens()},
+                        {"settings", m.settings},
+                        {"stages", nlohmann::json::object()},
+                        {"kv", nlohmann::json::object()}};
+  for (const StageRecord& s : m.stages) out["stages"][s.stage] = {{"completed_at", s.completed_at}, {"counts", s.counts}};
+  struct ModeTotals {
+    uint64_t chunks = 0, rows = 0, bytes = 0, shards = 0;
+    std::map<uint64_t, uint64_t> checksums;  // chunk id -> KV checksum: content, whatever the shard boundaries
+  };
+  std::map<std::string, ModeTotals> modes;
+  uint64_t total_bytes = 0;
+  for (const CommittedFile& f : m.files) {
+    total_bytes += f.bytes;
+    if (!is_kv_shard(f.path)) continue;
+    const KvShardReader shard = KvShardReader::open((fs::path(dir) / f.path).string(), m.model_fingerprint);
+    ModeTotals& t = modes[kv_mode_of(f.path)];
+    t.shards += 1;
+    t.bytes += f.bytes;
+    t.chunks += shard.index().size();
+    for (const KvChunkEntry& e : shard.index()) {
+      t.rows += e.rows;
+      t.checksums[e.chunk_id] = e.checksum;
+    }
+  }
+  for (const auto& [mode, t] : modes)
+    out["kv"][mode] = {{"shards", t.shards},
+                       {"chunks", t.chunks},
+                       {"rows", t.rows},
+                       {"bytes", t.bytes},
+                       {"bytes_per_token", t.rows ? (double)t.bytes / (double)t.rows : 0.0},
+                       {"content_hash", fingerprint_hex(content_hash(t.checksums))}};
+  out["bytes"] = total_bytes;
+  return out;
+}
+
+}  // namespace kvf

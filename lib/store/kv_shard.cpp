@@ -1,0 +1,251 @@
+#include "store/kv_shard.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "model/fingerprint.h"
+#include "store/hdf5_file.h"
+#include "store/manifest.h"
+
+namespace kvf {
+namespace {
+
+constexpr const char* kMagic = "kvfuse-kv";
+constexpr int64_t kFormatVersion = 1;
+constexpr uint64_t kRowsPerH5Chunk = 64;
+constexpr int64_t kMaxDim = 1 << 20;  // bounds each shape attribute, so products cannot overflow
+
+const char* dtype_name(KvDtype d) { return d == KvDtype::F16 ? "f16" : "bf16"; }
+
+h5::Handle dtype_h5_type(KvDtype d) { return d == KvDtype::F16 ? h5::ieee_f16_type() : h5::bfloat16_type(); }
+
+uint16_t to_stored(KvDtype d, float x) { return d == KvDtype::F16 ? f32_to_f16(x) : f32_to_bf16(x); }
+
+float from_stored(KvDtype d, uint16_t x) { return d == KvDtype::F16 ? f16_to_f32(x) : bf16_to_f32(x); }
+
+uint64_t chunk_checksum(const uint16_t* k, const uint16_t* v, const int32_t* positions, size_t elems, size_t rows) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, k, elems * sizeof(uint16_t));
+  XXH3_64bits_update(state, v, elems * sizeof(uint16_t));
+  XXH3_64bits_update(state, positions, rows * sizeof(int32_t));
+  const uint64_t hash = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return hash;
+}
+
+// Shared by the writer's constructor and the reader: throws naming `where` and the field.
+void check_layout(const KvShardLayout& l, const std::string& where) {
+  const auto in_range = [](int64_t x) { return x > 0 && x <= kMaxDim; };
+  KVF_CHECK(in_range(l.n_layers), where, ": n_layers is ", l.n_layers, ", expected 1..", kMaxDim);
+  KVF_CHECK(in_range(l.stored_layers), where, ": stored_layers is ", l.stored_layers, ", expected 1..", kMaxDim);
+  KVF_CHECK(in_range(l.kv_heads), where, ": kv_heads is ", l.kv_heads, ", expected 1..", kMaxDim);
+  KVF_CHECK(in_range(l.head_dim), where, ": head_dim is ", l.head_dim, ", expected 1..", kMaxDim);
+  KVF_CHECK(l.layer_map.size() == (size_t)l.n_layers, where, ": layer_map has ", l.layer_map.size(),
+            " entries, n_layers is ", l.n_layers);
+  for (size_t i = 0; i < l.layer_map.size(); ++i)
+    KVF_CHECK(l.layer_map[i] >= 0 && l.layer_map[i] < l.stored_layers, where, ": layer_map[", i, "] is ",
+              l.layer_map[i], ", outside [0, ", l.stored_layers, ")");
+}
+
+int int_attribute(const h5::File& f, const std::string& name) {
+  const int64_t x = f.read_int_attribute(name);
+  KVF_CHECK(x > 0 && x <= kMaxDim, f.path(), ": attribute '", name, "' is ", x, ", expected 1..", kMaxDim);
+  return (int)x;
+}
+
+}  // namespace
+
+// ---- writer ----
+
+KvShardWriter::KvShardWriter(KvShardLayout layout) : layout_(std::move(layout)) {
+  check_layout(layout_, "kv shard layout");
+}
+
+void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions,
+                              uint32_t rows) {
+  KVF_CHECK(rows > 0, "kv shard: chunk ", fingerprint_hex(chunk_id), " has no rows");
+  KVF_CHECK(ids_.insert(chunk_id).second, "kv shard: chunk ", fingerprint_hex(chunk_id), " added twice");
+  const size_t elems = (size_t)rows * layout_.row_elems();
+  const size_t at = k_.size();
+  k_.resize(at + elems);
+  v_.resize(at + elems);
+  for (size_t i = 0; i < elems; ++i) {
+    k_[at + i] = to_stored(layout_.dtype, k[i]);
+    v_[at + i] = to_stored(layout_.dtype, v[i]);
+  }
+  KvChunkEntry e;
+  e.chunk_id = chunk_id;
+  e.first_row = positions_.size();
+  e.rows = rows;
+  positions_.insert(positions_.end(), positions, positions + rows);
+  e.checksum = chunk_checksum(k_.data() + at, v_.data() + at, positions_.data() + e.first_row, elems, rows);
+  index_.push_back(e);
+}
+
+uint64_t KvShardWriter::bytes() const {
+  return (k_.size() + v_.size()) * sizeof(uint16_t) + positions_.size() * sizeof(int32_t);
+}
+
+void KvShardWriter::set_deflate_level(int level) {
+  KVF_CHECK(level >= 0 && level <= 9, "kv shard: deflate level ", level, " outside 0..9");
+  deflate_level_ = level;
+}
+
+void KvShardWriter::write(const std::string& path) const {
+  const KvShardLayout& l = layout_;
+  const uint64_t n = index_.size();
+  std::vector<uint64_t> ids(n), first(n), checksums(n);
+  std::vector<uint32_t> counts(n);
+  for (size_t i = 0; i < n; ++i) {
+    ids[i] = index_[i].chunk_id;
+    first[i] = index_[i].first_row;
+    counts[i] = index_[i].rows;
+    checksums[i] = index_[i].checksum;
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    const h5::File f = h5::File::create(tmp);
+    f.write_format(kMagic, kFormatVersion);
+    f.write_string_attribute("mode", l.mode);
+    f.write_string_attribute("model_fingerprint", fingerprint_hex(l.model_fingerprint));
+    f.write_int_attribute("n_layers", l.n_layers);
+    f.write_int_attribute("stored_layers", l.stored_layers);
+    f.write_int_attribute("kv_heads", l.kv_heads);
+    f.write_int_attribute("head_dim", l.head_dim);
+    f.write_string_attribute("dtype", dtype_name(l.dtype));
+    const h5::Handle type = dtype_h5_type(l.dtype);
+    const std::vector<uint64_t> dims = {rows(), (uint64_t)l.stored_layers, (uint64_t)l.kv_heads,
+                                        (uint64_t)l.head_dim};
+    f.write_raw("k", type.get(), dims, k_.data(), kRowsPerH5Chunk, deflate_level_);
+    f.write_raw("v", type.get(), dims, v_.data(), kRowsPerH5Chunk, deflate_level_);
+    f.write<int32_t>("positions", {rows()}, positions_.data());
+    f.write<int32_t>("layer_map", {(uint64_t)l.n_layers}, l.layer_map.data());
+    f.create_group("index");
+    f.write<uint64_t>("index/chunk_id", {n}, ids.data());
+    f.write<uint64_t>("index/first_row", {n}, first.data());
+    f.write<uint32_t>("index/row_count", {n}, counts.data());
+    f.write<uint64_t>("index/checksum", {n}, checksums.data());
+  }
+  commit_file(tmp, path);
+}
+
+// ---- reader ----
+
+KvShardReader::KvShardReader(const std::string& path) : file_(new h5::File(h5::File::open_read(path))) {}
+KvShardReader::KvShardReader(KvShardReader&&) noexcept = default;
+KvShardReader& KvShardReader::operator=(KvShardReader&&) noexcept = default;
+KvShardReader::~KvShardReader() = default;
+
+const std::string& KvShardReader::path() const { return file_->path(); }
+
+KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fingerprint) {
+  KvShardReader r(path);
+  const h5::File& f = *r.file_;
+  f.require_format(kMagic, kFormatVersion);
+  KvShardLayout& l = r.layout_;
+  l.mode = f.read_string_attribute("mode");
+  l.model_fingerprint =
+      parse_fingerprint_hex(f.read_string_attribute("model_fingerprint"), path + ": attribute 'model_fingerprint'");
+  KVF_CHECK(expected_fingerprint == 0 || l.model_fingerprint == expected_fingerprint, path,
+            ": KV computed with model fingerprint ", fingerprint_hex(l.model_fingerprint), ", but this model's is ",
+            fingerprint_hex(expected_fingerprint));
+  l.n_layers = int_attribute(f, "n_layers");
+  l.stored_layers = int_attribute(f, "stored_layers");
+  l.kv_heads = int_attribute(f, "kv_heads");
+  l.head_dim = int_attribute(f, "head_dim");
+  const std::string dtype = f.read_string_attribute("dtype");
+  KVF_CHECK(dtype == "f16" || dtype == "bf16", path, ": attribute 'dtype' is '", dtype, "', expected f16 or bf16");
+  l.dtype = dtype == "f16" ? KvDtype::F16 : KvDtype::BF16;
+  l.layer_map = f.read<int32_t>("layer_map", {l.n_layers});
+  check_layout(l, path);
+
+  const h5::Handle type = dtype_h5_type(l.dtype);
+  const std::vector<uint64_t> k_shape = f.raw_shape("k", type.get());
+  const uint64_t total = k_shape.empty() ? 0 : k_shape[0];
+  const std::vector<uint64_t> expected = {total, (uint64_t)l.stored_layers, (uint64_t)l.kv_heads,
+                                          (uint64_t)l.head_dim};
+  for (const char* name : {"k", "v"}) {
+    const std::vector<uint64_t> shape = f.raw_shape(name, type.get());
+    KVF_CHECK(shape == expected, path, ": dataset '", name,
+              "' is not shaped [rows, stored_layers, kv_heads, head_dim] = [", total, ", ", l.stored_layers, ", ",
+              l.kv_heads, ", ", l.head_dim, "]");
+  }
+  KVF_CHECK(f.raw_shape("positions", H5T_STD_I32LE) == std::vector<uint64_t>{total}, path,
+            ": dataset 'positions' is not int32 [", total, "]");
+
+  const std::vector<uint64_t> ids = f.read<uint64_t>("index/chunk_id", {-1});
+  const auto n = (int64_t)ids.size();
+  const std::vector<uint64_t> first = f.read<uint64_t>("index/first_row", {n});
+  const std::vector<uint32_t> counts = f.read<uint32_t>("index/row_count", {n});
+  const std::vector<uint64_t> checksums = f.read<uint64_t>("index/checksum", {n});
+  r.index_.resize(n);
+  std::unordered_set<uint64_t> seen;
+  for (int64_t i = 0; i < n; ++i) {
+    KvChunkEntry& e = r.index_[i];
+    e = {ids[i], first[i], counts[i], checksums[i]};
+    KVF_CHECK(e.rows > 0 && e.first_row < total && e.rows <= total - e.first_row, path, ": index entry ", i,
+              " (chunk ", fingerprint_hex(e.chunk_id), ") holds rows ", e.first_row, "+", e.rows, ", outside [0, ",
+              total, ")");
+    KVF_CHECK(seen.insert(e.chunk_id).second, path, ": index entry ", i, " repeats chunk ",
+              fingerprint_hex(e.chunk_id));
+  }
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return r.index_[a].first_row < r.index_[b].first_row; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    const KvChunkEntry& a = r.index_[order[i - 1]];
+    KVF_CHECK(a.first_row + a.rows <= r.index_[order[i]].first_row, path, ": index entries ", order[i - 1], " and ",
+              order[i], " overlap");
+  }
+  return r;
+}
+
+void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v,
+                               std::vector<int32_t>& positions, bool verify_checksum) const {
+  KVF_CHECK(entry < index_.size(), path(), ": no index entry ", entry, " (", index_.size(), " entries)");
+  const KvChunkEntry& e = index_[entry];
+  const size_t elems = (size_t)e.rows * layout_.row_elems();
+  std::vector<uint16_t> k_raw(elems), v_raw(elems);
+  positions.resize(e.rows);
+  const h5::Handle type = dtype_h5_type(layout_.dtype);
+  file_->read_raw_rows("k", type.get(), e.first_row, e.rows, k_raw.data());
+  file_->read_raw_rows("v", type.get(), e.first_row, e.rows, v_raw.data());
+  file_->read_raw_rows("positions", H5T_NATIVE_INT32, e.first_row, e.rows, positions.data());
+  if (verify_checksum) {
+    const uint64_t found = chunk_checksum(k_raw.data(), v_raw.data(), positions.data(), elems, e.rows);
+    KVF_CHECK(found == e.checksum, path(), ": chunk ", fingerprint_hex(e.chunk_id), " (index entry ", entry,
+              ") has checksum ", fingerprint_hex(found), ", the index records ", fingerprint_hex(e.checksum));
+  }
+  k.resize(elems);
+  v.resize(elems);
+  for (size_t i = 0; i < elems; ++i) {
+    k[i] = from_stored(layout_.dtype, k_raw[i]);
+    v[i] = from_stored(layout_.dtype, v_raw[i]);
+  }
+}
+
+std::vector<std::string> verify_kv_shard(const std::string& path, uint64_t expected_fingerprint) {
+  std::vector<std::string> problems;
+  try {
+    const KvShardReader reader = KvShardReader::open(path, expected_fingerprint);
+    std::vector<float> k, v;
+    std::vector<int32_t> positions;
+    for (size_t i = 0; i < reader.index().size(); ++i) {
+      try {
+        reader.read_chunk(i, k, v, positions, true);
+      } catch (const std::exception& e) {  // kvf::Error, or bad_alloc for absurd sizes
+        problems.emplace_back(e.what());
+      }
+    }
+  } catch (const std::exception& e) {
+    problems.emplace_back(e.what());
+  }
+  return problems;
+}
+
+}  // namespace kvf

@@ -1,0 +1,89 @@
+// KV shards of the store (kv/<mode>-NNNNN.h5): the stored K (pre-RoPE) and V rows of many chunks, one row per
+// token, with each chunk's place and checksum in an index. Format: docs/store.md ("KV shards").
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace kvf {
+
+namespace h5 {
+class File;
+}
+
+enum class KvDtype : uint8_t { F16, BF16 };
+
+struct KvShardLayout {
+  std::string mode;                  // "independent", "similarity", ...
+  uint64_t model_fingerprint = 0;
+  int n_layers = 0;                  // layers of the model
+  std::vector<int32_t> layer_map;    // n_layers entries: stored layer index that layer i reads (identity = no sharing)
+  int stored_layers = 0;             // distinct stored layers
+  int kv_heads = 0, head_dim = 0;
+  KvDtype dtype = KvDtype::F16;
+  int64_t row_elems() const { return (int64_t)stored_layers * kv_heads * head_dim; }
+};
+
+struct KvChunkEntry {
+  uint64_t chunk_id = 0;
+  uint64_t first_row = 0;
+  uint32_t rows = 0;
+  uint64_t checksum = 0;  // XXH3-64 over the chunk's stored k bytes, v bytes and positions (int32 LE)
+};
+
+class KvShardWriter {
+ public:
+  explicit KvShardWriter(KvShardLayout layout);  // throws kvf::Error on an inconsistent layout
+  // k, v: host f32, row-major [rows, stored_layers, kv_heads, head_dim]; positions: in-chunk position per row.
+  // Converts to the layout's dtype now (so memory held is the stored size) and computes the checksum.
+  // A chunk id already added, or rows == 0, is refused.
+  void add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions, uint32_t rows);
+  size_t chunks() const { return index_.size(); }
+  uint64_t rows() const { return positions_.size(); }
+  uint64_t bytes() const;  // stored bytes held so far (k, v, positions)
+  // Shuffle + deflate at this level (1-9) for k and v; 0 (the default) stores them uncompressed.
+  void set_deflate_level(int level);
+  // Writes <path>.tmp and commits it to <path> (commit_file).
+  void write(const std::string& path) const;
+
+ private:
+  KvShardLayout layout_;
+  std::vector<uint16_t> k_, v_;
+  std::vector<int32_t> positions_;
+  std::vector<KvChunkEntry> index_;
+  std::unordered_set<uint64_t> ids_;
+  int deflate_level_ = 0;
+};
+
+class KvShardReader {
+ public:
+  // Opens and validates: magic, version, attributes vs dataset shapes and types, index bounds (rows within
+  // [0, total), no overlap, no repeated chunk id), layer_map values in [0, stored_layers). A nonzero
+  // expected_fingerprint must equal the shard's. Throws kvf::Error naming the file and the field.
+  static KvShardReader open(const std::string& path, uint64_t expected_fingerprint = 0);
+  KvShardReader(KvShardReader&&) noexcept;
+  KvShardReader& operator=(KvShardReader&&) noexcept;
+  ~KvShardReader();
+
+  const std::string& path() const;
+  const KvShardLayout& layout() const { return layout_; }
+  const std::vector<KvChunkEntry>& index() const { return index_; }
+  // Reads one chunk's rows (a row-range read) converted to f32 [rows, stored_layers, kv_heads, head_dim];
+  // checks its checksum when verify_checksum (kvf::Error on a mismatch).
+  void read_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v, std::vector<int32_t>& positions,
+                  bool verify_checksum = false) const;
+
+ private:
+  explicit KvShardReader(const std::string& path);
+  std::unique_ptr<h5::File> file_;  // kept open for row-range reads; one thread at a time (HDF5 1.10)
+  KvShardLayout layout_;
+  std::vector<KvChunkEntry> index_;
+};
+
+// Re-reads every chunk and recomputes its checksum; returns one line per problem (empty: the shard is sound).
+// Never throws for a damaged file: a file that cannot be opened is itself a problem line.
+std::vector<std::string> verify_kv_shard(const std::string& path, uint64_t expected_fingerprint = 0);
+
+}  // namespace kvf

@@ -1,0 +1,181 @@
+// The prefill stage against direct engine forwards: independent KV = [S, chunk] computed directly; similarity KV =
+// the chunk computed after S and its neighbours' own [S, neighbour] KV (FusionRAG eq. 10); both to f16 rounding.
+// Reruns compute nothing; a grown corpus computes only its new chunks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "io/model_paths.h"
+#include "model/decoder.h"
+#include "prep/chunk_kv.h"
+#include "prep/chunk_stage.h"
+#include "prep/prefill_stage.h"
+#include "prep/retrieval_stages.h"
+#include "store/chunk_table.h"
+#include "store/neighbor_table.h"
+#include "support/model_files.h"
+#include "support/temp_dir.h"
+#include "support/tiny_corpus.h"
+#include "text/chat_template.h"
+#include "text/rag_prompt.h"
+
+namespace kvf {
+namespace {
+
+std::vector<int32_t> iota(int64_t n, int32_t start) {
+  std::vector<int32_t> v((size_t)n);
+  for (int64_t i = 0; i < n; ++i) v[i] = start + (int32_t)i;
+  return v;
+}
+
+class KvprepPrefill : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    backend = make_cpu_backend().release();
+    decoder = Decoder::load_gguf(test::smollm2_gguf(), *backend).release();
+    system_tokens = new std::vector<int32_t>(test::smollm2_tokenizer().encode(
+        rag_system_prefix(chat_template_from_gguf(*test::smollm2_file()), ""), false, true));
+  }
+  static void TearDownTestSuite() {
+    delete system_tokens;
+    delete decoder;
+    delete backend;
+  }
+  void SetUp() override {
+    dir = test::fresh_test_dir();
+    store = (dir / "store").string();
+  }
+  void build(size_t n_docs) {
+    const std::string corpus = (dir / "corpus.jsonl").string();
+    test::write_tiny_corpus(corpus, n_docs);
+    ChunkStageOptions c;
+    c.corpus = corpus;
+    c.store_dir = store;
+    c.model_path = test::smollm2_gguf();
+    c.progress.out = nullptr;
+    run_chunk_stage(c);
+  }
+  PrefillStageResult prefill(const std::string& mode, int top_n = 3) {
+    PrefillStageOptions o;
+    o.store_dir = store;
+    o.model_path = test::smollm2_gguf();
+    o.mode = mode;
+    o.top_n = top_n;
+    o.batch_tokens = 40;  // several ragged batches even on a tiny corpus
+    o.progress.out = nullptr;
+    return run_prefill_stage(o);
+  }
+  // Direct forward of `tokens` over `view` at positions after it; the computed rows' K/V as stored rows.
+  HostKv direct(const std::vector<int32_t>& tokens, int32_t start, std::vector<const KvSegment*> view) {
+    ForwardRequest r;
+    r.tokens = tokens;
+    r.positions = iota((int64_t)tokens.size(), start);
+    r.view = std::move(view);
+    r.return_kv = true;
+    return segment_to_host(decoder->forward(r).kv, *backend);
+  }
+  static void expect_f16_close(const HostKv& stored, const HostKv& ref, double tol, const std::string& what) {
+    ASSERT_EQ(stored.rows, ref.rows) << what;
+    double worst = 0;
+    for (size_t i = 0; i < ref.k.size(); ++i) {
+      worst = std::max(worst, std::abs(stored.k[i] - ref.k[i]) / std::max(1.0, (double)std::abs(ref.k[i])));
+      worst = std::max(worst, std::abs(stored.v[i] - ref.v[i]) / std::max(1.0, (double)std::abs(ref.v[i])));
+    }
+    EXPECT_LT(worst, tol) << what;
+    EXPECT_EQ(stored.positions, iota(ref.rows, 0)) << what << ": stored rows carry in-chunk positions";
+  }
+
+  static Backend* backend;
+  static Decoder* decoder;
+  static std::vector<int32_t>* system_tokens;
+  std::filesystem::path dir;
+  std::string store;
+};
+Backend* KvprepPrefill::backend = nullptr;
+Decoder* KvprepPrefill::decoder = nullptr;
+std::vector<int32_t>* KvprepPrefill::system_tokens = nullptr;
+
+TEST_F(KvprepPrefill, IndependentKvEqualsDirectForwardAfterTheSystemPrompt) {
+  build(6);
+  const PrefillStageResult r = prefill("independent");
+  EXPECT_EQ(r.computed, 6u);
+  const Manifest m = load_manifest(store);
+  const KvModeReader stored(store, m, "independent", m.model_fingerprint);
+  const ChunkTable chunks = ChunkTable::read(store + "/" + kChunksFile);
+  const int32_t s_len = (int32_t)system_tokens->size();
+  for (const ChunkRecord& c : chunks.chunks()) {
+    std::vector<int32_t> both = *system_tokens;
+    both.insert(both.end(), c.tokens.begin(), c.tokens.end());
+    HostKv ref = direct(both, 0, {});
+    // Keep the chunk's rows of the one-call prefill of [S, chunk].
+    const int64_t row = (int64_t)ref.k.size() / ref.rows;
+    ref.k.erase(ref.k.begin(), ref.k.begin() + s_len * row);
+    ref.v.erase(ref.v.begin(), ref.v.begin() + s_len * row);
+    ref.rows -= s_len;
+    expect_f16_close(stored.read(c.id), ref, 2e-3, c.title);
+  }
+  EXPECT_TRUE(prefill("independent").unchanged);
+}
+
+TEST_F(KvprepPrefill, SimilarityKvIsTheChunkAfterItsNeighboursIndependentKv) {
+  build(8);
+  EmbedStageOptions e;
+  e.store_dir = store;
+  e.embedder_dir = resolve_model("minilm");
+  e.progress.out = nullptr;
+  run_embed_stage(e);
+  run_index_stage({store, IndexSpec{}});
+  NeighborStageOptions n;
+  n.store_dir = store;
+  n.top_n = 3;
+  n.progress.out = nullptr;
+  run_neighbor_stage(n);
+  prefill("independent");
+  EXPECT_EQ(prefill("similarity", 2).computed, 8u);
+
+  const Manifest m = load_manifest(store);
+  const KvModeReader stored(store, m, "similarity", m.model_fingerprint);
+  const ChunkTable chunks = ChunkTable::read(store + "/" + kChunksFile);
+  const NeighborTable nb = NeighborTable::read(store + "/" + kNeighborsFile);
+  const int32_t s_len = (int32_t)system_tokens->size();
+  ForwardRequest s_req;
+  s_req.tokens = *system_tokens;
+  s_req.positions = iota(s_len, 0);
+  s_req.return_kv = true;
+  const KvSegment s_kv = decoder->forward(s_req).kv;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    // The reference view, made here: S, then each of the two nearest neighbours' own [S, neighbour] KV, placed
+    // one after another.
+    std::vector<KvSegment> placed;
+    int32_t at = s_len;
+    for (int j = 0; j < 2; ++j) {
+      const ChunkRecord& other = chunks.chunks()[(size_t)nb.rows[i * nb.top_n + j]];
+      ForwardRequest r;
+      r.tokens = other.tokens;
+      r.positions = iota((int64_t)other.tokens.size(), s_len);
+      r.view = {&s_kv};
+      r.return_kv = true;
+      KvSegment kv = decoder->forward(r).kv;
+      kv.positions = iota(kv.rows(), at);
+      at += (int32_t)kv.rows();
+      placed.push_back(std::move(kv));
+    }
+    std::vector<const KvSegment*> view{&s_kv};
+    for (const KvSegment& p : placed) view.push_back(&p);
+    // The stage reads neighbours back from f16 storage, the reference keeps them in f32: a little more slack.
+    expect_f16_close(stored.read(chunks.chunks()[i].id), direct(chunks.chunks()[i].tokens, at, view), 1e-2,
+                     chunks.chunks()[i].title);
+  }
+}
+
+TEST_F(KvprepPrefill, AGrownCorpusComputesOnlyItsNewChunks) {
+  build(5);
+  EXPECT_EQ(prefill("independent").computed, 5u);
+  build(9);
+  const PrefillStageResult r = prefill("independent");
+  EXPECT_EQ(r.computed, 4u);
+  EXPECT_EQ(r.chunks, 9u);
+}
+
+}  // namespace
+}  // namespace kvf

@@ -1,0 +1,67 @@
+#include <tbb/global_control.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "common/cli.h"
+#include "io/model_paths.h"
+#include "prep/prefill_stage.h"
+#include "prefill_command.h"
+
+namespace kvf::cli {
+
+void add_prefill_command(CLI::App& app) {
+  struct Args {
+    std::string store, model = "smollm2", mode = "independent", system, dtype = "f16";
+    int top_n = 10, threads = 0, batch_tokens = 1024;
+    double shard_mb = 256;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("prefill", "Compute and store every chunk's KV (store: kv/<mode>-NNNNN.h5)");
+  cmd->footer(
+      "Examples:\n"
+      "  kvprep prefill --store stores/demo --mode independent\n"
+      "  kvprep prefill --store stores/demo --mode similarity --top-n 10\n"
+      "independent: each chunk after the system prompt alone (the Full Reuse cache). similarity: each chunk after\n"
+      "the system prompt and its top-n neighbours' independent KV (FusionRAG's offline stage; run independent,\n"
+      "embed, index and neighbors first). K is stored without RoPE. Shards are committed as they fill: a killed\n"
+      "run resumes, and a rerun computes only chunks without KV.");
+  cmd->add_option("--store", a->store, "store directory")->required();
+  cmd->add_option("--model", a->model, "smollm2 or the GGUF the store was chunked with")->capture_default_str();
+  cmd->add_option("--mode", a->mode, "independent or similarity")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"independent", "similarity"}));
+  cmd->add_option("--top-n", a->top_n, "similarity: neighbours in each chunk's context")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--system", a->system, "system message (default: the chat template's own)");
+  cmd->add_option("--dtype", a->dtype, "stored KV type")->capture_default_str()->check(CLI::IsMember({"f16", "bf16"}));
+  cmd->add_option("--batch-tokens", a->batch_tokens, "chunk tokens per forward pass")->capture_default_str();
+  cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->callback([a] {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
+    PrefillStageOptions o;
+    o.store_dir = a->store;
+    o.model_path = resolve_model(a->model);
+    o.mode = a->mode;
+    o.top_n = a->top_n;
+    o.system_message = a->system;
+    o.dtype = a->dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
+    o.batch_tokens = a->batch_tokens;
+    o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
+    const PrefillStageResult r = run_prefill_stage(o);
+    if (r.unchanged) {
+      std::printf("nothing to do: all %llu chunks have %s KV\n", (unsigned long long)r.chunks, a->mode.c_str());
+      return;
+    }
+    std::printf("%s: %llu chunks (%llu tokens) in %.1f s: %.2f chunks/s, %.0f tokens/s; mean context %.0f rows;"
+                " %llu shards, %.1f MB, %.0f bytes/token\n",
+                a->mode.c_str(), (unsigned long long)r.computed, (unsigned long long)r.tokens, r.seconds,
+                r.computed / r.seconds, r.tokens / r.seconds, r.computed ? (double)r.context_rows / r.computed : 0.0,
+                (unsigned long long)r.shards_written, r.stored_bytes / 1e6,
+                r.tokens ? (double)r.stored_bytes / r.tokens : 0.0);
+  });
+}
+
+}  // namespace kvf::cli

@@ -1,0 +1,56 @@
+#include <cstdio>
+#include <memory>
+
+#include "common/cli.h"
+#include "prep/store_report.h"
+#include "verify_command.h"
+
+namespace kvf::cli {
+
+void add_verify_command(CLI::App& app) {
+  auto store = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("verify", "Check every file, checksum and table of a store (exit 1 on damage)");
+  cmd->footer("Example:\n  kvprep verify --store stores/demo");
+  cmd->add_option("--store", *store, "store directory")->required();
+  cmd->callback([store] {
+    const std::vector<std::string> problems = verify_store(*store);
+    if (problems.empty()) {
+      std::printf("ok: %s verifies\n", store->c_str());
+      return;
+    }
+    for (const std::string& p : problems) std::printf("problem: %s\n", p.c_str());
+    throw std::runtime_error(*store + ": " + std::to_string(problems.size()) + " problem(s) found");
+  });
+}
+
+void add_inspect_command(CLI::App& app) {
+  struct Args {
+    std::string store;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Summarise a store: chunks, tokens, stages, KV modes, sizes");
+  cmd->footer("Example:\n  kvprep inspect --store stores/demo --json");
+  cmd->add_option("--store", a->store, "store directory")->required();
+  cmd->add_flag("--json", a->json, "one JSON object");
+  cmd->callback([a] {
+    const nlohmann::json s = inspect_store(a->store);
+    if (a->json) {
+      std::printf("%s\n", s.dump().c_str());
+      return;
+    }
+    std::printf("store    %s (model %s, %s)\n", a->store.c_str(), s["model"].get<std::string>().c_str(),
+                s["model_fingerprint"].get<std::string>().c_str());
+    std::printf("chunks   %llu, %llu tokens; %.1f MB on disk\n", s["chunks"].get<unsigned long long>(),
+                s["tokens"].get<unsigned long long>(), s["bytes"].get<double>() / 1e6);
+    for (const auto& [stage, rec] : s["stages"].items())
+      std::printf("stage    %-20s %s\n", stage.c_str(), rec["completed_at"].get<std::string>().c_str());
+    for (const auto& [mode, kv] : s["kv"].items())
+      std::printf("kv       %-12s %llu chunks, %llu rows, %.1f MB, %.0f bytes/token\n", mode.c_str(),
+                  kv["chunks"].get<unsigned long long>(), kv["rows"].get<unsigned long long>(),
+                  kv["bytes"].get<double>() / 1e6, kv["bytes_per_token"].get<double>());
+    std::printf("settings %s\n", s["settings"].dump().c_str());
+  });
+}
+
+}  // namespace kvf::cli
