@@ -73,6 +73,12 @@ KvModeReader::KvModeReader(const std::string& store_dir, const Manifest& m, cons
   }
 }
 
+std::vector<uint64_t> KvModeReader::ids() const {
+  std::vector<uint64_t> out;
+  for (const auto& [id, where] : where_) out.push_back(id);
+  return out;
+}
+
 HostKv KvModeReader::read(uint64_t chunk_id) const {
   const auto it = where_.find(chunk_id);
   KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);

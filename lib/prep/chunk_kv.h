@@ -37,6 +37,7 @@ class KvModeReader {
   bool contains(uint64_t chunk_id) const { return where_.count(chunk_id) != 0; }
   size_t chunks() const { return where_.size(); }
   size_t shards() const { return shards_.size(); }
+  std::vector<uint64_t> ids() const;  // every chunk id with KV in this mode
   HostKv read(uint64_t chunk_id) const;
   const KvShardLayout& layout() const;  // of the first shard; throws when the mode has none
 
