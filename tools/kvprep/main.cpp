@@ -3,6 +3,7 @@
 #include "common/cli.h"
 #include "prefill_command.h"
 #include "retrieval_commands.h"
+#include "run_command.h"
 #include "verify_command.h"
 
 int main(int argc, char** argv) {
@@ -16,5 +17,6 @@ int main(int argc, char** argv) {
   kvf::cli::add_prefill_command(app);
   kvf::cli::add_verify_command(app);
   kvf::cli::add_inspect_command(app);
+  kvf::cli::add_run_command(app);
   return kvf::cli::run_app(app, argc, argv);
 }

@@ -1,0 +1,163 @@
+#include "prep/pipeline.h"
+
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "io/model_paths.h"
+#include "prep/chunk_stage.h"
+#include "prep/prefill_stage.h"
+#include "prep/retrieval_stages.h"
+
+namespace kvf {
+namespace {
+
+// Applies "a.b=value" to the YAML tree.
+void apply_override(YAML::Node root, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  KVF_CHECK(eq != std::string::npos && eq > 0, "--set '", assignment, "': expected key=value");
+  const std::string key = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    fail("--set '", assignment, "': the value is not YAML (", e.what(), ")");
+  }
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  std::vector<YAML::Node> path{root};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = path.back()[parts[i]];
+    if (!next.IsDefined() || next.IsNull()) next = YAML::Node(YAML::NodeType::Map);
+    path.back()[parts[i]] = next;
+    path.push_back(path.back()[parts[i]]);
+  }
+  path.back()[parts.back()] = value;
+}
+
+// Typed access that names the file and the key on a missing or ill-typed value.
+class Config {
+ public:
+  Config(std::string file, YAML::Node root) : file_(std::move(file)), root_(std::move(root)) {}
+
+  template <typename T>
+  T get(const std::string& section, const std::string& key, const T& dflt) const {
+    const YAML::Node parent = section.empty() ? root_ : root_[section];
+    if (!parent.IsDefined() || !parent.IsMap()) return dflt;  // a missing section: defaults (check_keys vets types)
+    const YAML::Node node = parent[key];
+    if (!node.IsDefined() || node.IsNull()) return dflt;
+    try {
+      return node.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(file_, ": '", section.empty() ? key : section + "." + key, "' has the wrong type (", YAML::Dump(node), ")");
+    }
+  }
+  std::string required(const std::string& key) const {
+    const std::string v = get<std::string>("", key, "");
+    KVF_CHECK(!v.empty(), file_, ": '", key, "' is required");
+    return v;
+  }
+  // Rejects keys the pipeline does not know: a typo must not silently fall back to a default.
+  void check_keys() const {
+    const std::map<std::string, std::set<std::string>> known = {
+        {"chunk", {"chunk_tokens", "max_chunk_tokens"}},
+        {"index", {"kind", "ivf_nlist", "ivf_nprobe", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search"}},
+        {"neighbors", {"top_n"}},
+        {"prefill", {"modes", "dtype", "system", "batch_tokens"}}};
+    const std::set<std::string> scalars = {"store", "corpus", "model", "embedder", "threads"};
+    KVF_CHECK(root_.IsMap(), file_, ": expected a mapping of settings");
+    for (const auto& kv : root_) {
+      const std::string key = kv.first.as<std::string>();
+      if (scalars.count(key)) continue;
+      const auto it = known.find(key);
+      KVF_CHECK(it != known.end(), file_, ": unknown key '", key, "'");
+      KVF_CHECK(kv.second.IsMap(), file_, ": '", key, "' must be a mapping");
+      for (const auto& sub : kv.second)
+        KVF_CHECK(it->second.count(sub.first.as<std::string>()), file_, ": unknown key '", key, ".",
+                  sub.first.as<std::string>(), "'");
+    }
+  }
+
+ private:
+  std::string file_;
+  YAML::Node root_;
+};
+
+}  // namespace
+
+void run_pipeline(const std::string& path, const std::vector<std::string>& overrides,
+                  void (*on_step)(const PipelineStep&)) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    fail(path, ": ", e.what());
+  }
+  for (const std::string& o : overrides) apply_override(root, o);
+  const Config cfg(path, root);
+  cfg.check_keys();
+  const std::string store = cfg.required("store");
+  const int threads = cfg.get<int>("", "threads", 0);
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                            threads > 0 ? threads : tbb::info::default_concurrency());
+  const std::string model = resolve_model(cfg.get<std::string>("", "model", "smollm2"));
+
+  ChunkStageOptions chunk;
+  chunk.corpus = cfg.required("corpus");
+  chunk.store_dir = store;
+  chunk.model_path = model;
+  chunk.chunker.chunk_tokens = cfg.get<size_t>("chunk", "chunk_tokens", 256);
+  chunk.chunker.max_tokens = cfg.get<size_t>("chunk", "max_chunk_tokens", 0);
+  const ChunkStageResult c = run_chunk_stage(chunk);
+  on_step({"chunk", c.unchanged ? "up to date" : std::to_string(c.new_chunks) + " new chunks"});
+
+  EmbedStageOptions embed;
+  embed.store_dir = store;
+  embed.embedder_dir = resolve_model(cfg.get<std::string>("", "embedder", "minilm"));
+  const EmbedStageResult e = run_embed_stage(embed);
+  on_step({"embed", e.unchanged ? "up to date" : std::to_string(e.embedded) + " chunks embedded"});
+
+  IndexStageOptions index;
+  index.store_dir = store;
+  index.spec.kind = cfg.get<std::string>("index", "kind", index.spec.kind);
+  index.spec.ivf_nlist = cfg.get<int>("index", "ivf_nlist", index.spec.ivf_nlist);
+  index.spec.ivf_nprobe = cfg.get<int>("index", "ivf_nprobe", index.spec.ivf_nprobe);
+  index.spec.hnsw_m = cfg.get<int>("index", "hnsw_m", index.spec.hnsw_m);
+  index.spec.hnsw_ef_construction = cfg.get<int>("index", "hnsw_ef_construction", index.spec.hnsw_ef_construction);
+  index.spec.hnsw_ef_search = cfg.get<int>("index", "hnsw_ef_search", index.spec.hnsw_ef_search);
+  const IndexStageResult i = run_index_stage(index);
+  on_step({"index", i.unchanged ? "up to date" : std::to_string(i.vectors) + " vectors indexed"});
+
+  NeighborStageOptions neighbors;
+  neighbors.store_dir = store;
+  neighbors.top_n = cfg.get<int>("neighbors", "top_n", 10);
+  const NeighborStageResult n = run_neighbor_stage(neighbors);
+  on_step({"neighbors", n.unchanged ? "up to date" : std::to_string(n.chunks) + " chunks"});
+
+  const auto modes = cfg.get<std::vector<std::string>>("prefill", "modes", {"independent"});
+  const std::string dtype = cfg.get<std::string>("prefill", "dtype", "f16");
+  KVF_CHECK(dtype == "f16" || dtype == "bf16", path, ": 'prefill.dtype' must be f16 or bf16, got '", dtype, "'");
+  for (const std::string& mode : modes) {
+    PrefillStageOptions p;
+    p.store_dir = store;
+    p.model_path = model;
+    p.mode = mode;
+    p.top_n = neighbors.top_n;
+    p.dtype = dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
+    p.system_message = cfg.get<std::string>("prefill", "system", "");
+    p.batch_tokens = cfg.get<int>("prefill", "batch_tokens", p.batch_tokens);
+    const PrefillStageResult r = run_prefill_stage(p);
+    on_step({"prefill " + mode, r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed"});
+  }
+}
+
+}  // namespace kvf
