@@ -88,6 +88,12 @@ HostKv KvModeReader::read(uint64_t chunk_id) const {
   return kv;
 }
 
+uint64_t KvModeReader::context(uint64_t chunk_id) const {
+  const auto it = where_.find(chunk_id);
+  KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);
+  return shards_[it->second.first]->index()[it->second.second].context;
+}
+
 const KvShardLayout& KvModeReader::layout() const {
   KVF_CHECK(!shards_.empty(), "no KV shards of this mode yet");
   return shards_.front()->layout();

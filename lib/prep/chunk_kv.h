@@ -39,11 +39,13 @@ class KvModeReader {
   size_t shards() const { return shards_.size(); }
   std::vector<uint64_t> ids() const;  // every chunk id with KV in this mode
   HostKv read(uint64_t chunk_id) const;
+  uint64_t context(uint64_t chunk_id) const;  // the stored entry's context hash
   const KvShardLayout& layout() const;  // of the first shard; throws when the mode has none
 
  private:
   std::vector<std::unique_ptr<KvShardReader>> shards_;
-  std::unordered_map<uint64_t, std::pair<size_t, size_t>> where_;  // chunk id -> (shard, entry)
+  // chunk id -> (shard, entry); a later shard's entry replaces an earlier one (recomputed KV)
+  std::unordered_map<uint64_t, std::pair<size_t, size_t>> where_;
 };
 
 }  // namespace kvf

@@ -13,6 +13,7 @@
 #include "model/decoder.h"
 #include "model/fingerprint.h"
 #include "prep/chunk_kv.h"
+#include "prep/retrieval_stages.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
 #include "store/neighbor_table.h"
@@ -95,8 +96,8 @@ class ShardSink {
   ShardSink(const std::string& dir, Manifest& m, KvShardLayout layout, uint64_t shard_bytes, size_t next_number)
       : dir_(dir), m_(m), layout_(std::move(layout)), shard_bytes_(shard_bytes), next_(next_number),
         writer_(layout_) {}
-  void add(uint64_t chunk_id, const HostKv& kv) {
-    writer_.add_chunk(chunk_id, kv.k.data(), kv.v.data(), kv.positions.data(), (uint32_t)kv.rows);
+  void add(uint64_t chunk_id, const HostKv& kv, uint64_t context = 0) {
+    writer_.add_chunk(chunk_id, kv.k.data(), kv.v.data(), kv.positions.data(), (uint32_t)kv.rows, context);
     if (writer_.bytes() >= shard_bytes_) flush();
   }
   void flush() {
@@ -176,8 +177,31 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   const KvSegment system_kv =
       host_to_segment(system_store.read(s_id), system_store.layout(), *backend, iota(s_len, 0));
 
+  std::unique_ptr<KvModeReader> independent;
+  std::unique_ptr<NeighborCache> cache;
+  NeighborTable neighbors;
+  if (similarity) {
+    independent = std::make_unique<KvModeReader>(o.store_dir, m, "independent", fingerprint);
+    cache = std::make_unique<NeighborCache>(*independent, independent->layout(), *backend, o.neighbor_cache_bytes);
+    neighbors = NeighborTable::read((fs::path(o.store_dir) / kNeighborsFile).string());
+    KVF_CHECK(neighbors.size() == chunks.size(), o.store_dir, ": neighbors.h5 covers ", neighbors.size(),
+              " chunks, the chunk table ", chunks.size(), "; run `kvprep embed`, `index` and `neighbors`");
+  }
+  const int top_n = similarity ? std::min(o.top_n, neighbors.top_n) : 0;
+  // What a chunk's KV is computed after, beyond S: its neighbours' ids (similarity), recorded with the KV.
+  const auto context_of = [&](size_t row) -> uint64_t {
+    if (!similarity) return 0;
+    std::vector<uint64_t> ids;
+    for (int j = 0; j < top_n && neighbors.rows[row * neighbors.top_n + j] >= 0; ++j)
+      ids.push_back(chunks.chunks()[(size_t)neighbors.rows[row * neighbors.top_n + j]].id);
+    return XXH3_64bits(ids.data(), ids.size() * sizeof(uint64_t));
+  };
   const std::string stage = "prefill-" + o.mode;
   const KvModeReader existing(o.store_dir, m, o.mode, fingerprint);
+  const auto needs = [&](size_t row) {
+    const uint64_t id = chunks.chunks()[row].id;
+    return !existing.contains(id) || (o.refresh_changed_neighbors && existing.context(id) != context_of(row));
+  };
   // Batches are fixed groups of the chunk table (cut every batch_tokens tokens), whichever chunks are missing:
   // a chunk's KV depends on nothing but its own inputs only if its batch is always the same (GEMM rounding
   // follows the batch's shape), so a resumed or incremental run stores exactly what one run would have.
@@ -187,7 +211,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     size_t end = begin, tokens = 0, todo_here = 0;
     while (end < chunks.size() && (end == begin || tokens < (size_t)o.batch_tokens)) {
       tokens += chunks.chunks()[end].tokens.size();
-      todo_here += !existing.contains(chunks.chunks()[end].id);
+      todo_here += needs(end);
       ++end;
     }
     if (todo_here) groups.push_back({begin, end});
@@ -202,17 +226,6 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     return res;
   }
 
-  std::unique_ptr<KvModeReader> independent;
-  std::unique_ptr<NeighborCache> cache;
-  NeighborTable neighbors;
-  if (similarity) {
-    independent = std::make_unique<KvModeReader>(o.store_dir, m, "independent", fingerprint);
-    cache = std::make_unique<NeighborCache>(*independent, independent->layout(), *backend, o.neighbor_cache_bytes);
-    neighbors = NeighborTable::read((fs::path(o.store_dir) / "neighbors.h5").string());
-    KVF_CHECK(neighbors.size() == chunks.size(), o.store_dir, ": neighbors.h5 covers ", neighbors.size(),
-              " chunks, the chunk table ", chunks.size(), "; run `kvprep embed`, `index` and `neighbors`");
-  }
-
   ShardSink sink(o.store_dir, m, layout_for(c, o.mode, fingerprint, o.dtype), o.shard_bytes,
                  count_shards(m, o.mode));
   Progress progress("prefill " + o.mode, "chunks", missing, o.progress);
@@ -225,7 +238,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
       std::vector<KvSegment> views;
       int32_t at = s_len;
       if (similarity) {
-        for (int j = 0; j < std::min(o.top_n, neighbors.top_n); ++j) {
+        for (int j = 0; j < top_n; ++j) {
           const int64_t nb_row = neighbors.rows[row * neighbors.top_n + j];
           if (nb_row < 0) break;
           const KvSegment& nb = cache->get(chunks.chunks()[(size_t)nb_row].id);
@@ -250,10 +263,10 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     const std::vector<ForwardResult> out = decoder->forward(batch);
     for (size_t i = 0; i < out.size(); ++i) {
       const uint64_t id = chunks.chunks()[begin + i].id;
-      if (existing.contains(id)) continue;  // computed only to keep the batch as it always is
+      if (!needs(begin + i)) continue;  // computed only to keep the batch as it always is
       HostKv kv = segment_to_host(out[i].kv, *backend);
       kv.positions = iota(kv.rows, 0);  // stored rows carry in-chunk positions
-      sink.add(id, kv);
+      sink.add(id, kv, context_of(begin + i));
       res.tokens += (uint64_t)kv.rows;
       res.context_rows += (uint64_t)batch[i].positions.front();
       ++res.computed;

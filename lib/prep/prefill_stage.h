@@ -24,6 +24,7 @@ struct PrefillStageOptions {
   uint64_t shard_bytes = 256ull << 20;  // a shard is committed once it holds this much KV
   int batch_tokens = 1024;              // chunks are computed in ragged batches of about this many tokens
   uint64_t neighbor_cache_bytes = 1ull << 30;  // similarity: independent KV kept in memory for reuse
+  bool refresh_changed_neighbors = false;      // similarity: also recompute chunks whose neighbour list changed
   ProgressOptions progress;
 };
 

@@ -66,7 +66,7 @@ KvShardWriter::KvShardWriter(KvShardLayout layout) : layout_(std::move(layout)) 
 }
 
 void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions,
-                              uint32_t rows) {
+                              uint32_t rows, uint64_t context) {
   KVF_CHECK(rows > 0, "kv shard: chunk ", fingerprint_hex(chunk_id), " has no rows");
   KVF_CHECK(ids_.insert(chunk_id).second, "kv shard: chunk ", fingerprint_hex(chunk_id), " added twice");
   const size_t elems = (size_t)rows * layout_.row_elems();
@@ -83,6 +83,7 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
   e.rows = rows;
   positions_.insert(positions_.end(), positions, positions + rows);
   e.checksum = chunk_checksum(k_.data() + at, v_.data() + at, positions_.data() + e.first_row, elems, rows);
+  e.context = context;
   index_.push_back(e);
 }
 
@@ -98,13 +99,14 @@ void KvShardWriter::set_deflate_level(int level) {
 void KvShardWriter::write(const std::string& path) const {
   const KvShardLayout& l = layout_;
   const uint64_t n = index_.size();
-  std::vector<uint64_t> ids(n), first(n), checksums(n);
+  std::vector<uint64_t> ids(n), first(n), checksums(n), contexts(n);
   std::vector<uint32_t> counts(n);
   for (size_t i = 0; i < n; ++i) {
     ids[i] = index_[i].chunk_id;
     first[i] = index_[i].first_row;
     counts[i] = index_[i].rows;
     checksums[i] = index_[i].checksum;
+    contexts[i] = index_[i].context;
   }
   const std::string tmp = path + ".tmp";
   {
@@ -129,6 +131,7 @@ void KvShardWriter::write(const std::string& path) const {
     f.write<uint64_t>("index/first_row", {n}, first.data());
     f.write<uint32_t>("index/row_count", {n}, counts.data());
     f.write<uint64_t>("index/checksum", {n}, checksums.data());
+    f.write<uint64_t>("index/context", {n}, contexts.data());
   }
   commit_file(tmp, path);
 }
@@ -182,11 +185,14 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
   const std::vector<uint64_t> first = f.read<uint64_t>("index/first_row", {n});
   const std::vector<uint32_t> counts = f.read<uint32_t>("index/row_count", {n});
   const std::vector<uint64_t> checksums = f.read<uint64_t>("index/checksum", {n});
+  // index/context came after the first shards were written: absent means "no context recorded".
+  const std::vector<uint64_t> contexts =
+      f.has("index/context") ? f.read<uint64_t>("index/context", {n}) : std::vector<uint64_t>(n, 0);
   r.index_.resize(n);
   std::unordered_set<uint64_t> seen;
   for (int64_t i = 0; i < n; ++i) {
     KvChunkEntry& e = r.index_[i];
-    e = {ids[i], first[i], counts[i], checksums[i]};
+    e = {ids[i], first[i], counts[i], checksums[i], contexts[i]};
     KVF_CHECK(e.rows > 0 && e.first_row < total && e.rows <= total - e.first_row, path, ": index entry ", i,
               " (chunk ", fingerprint_hex(e.chunk_id), ") holds rows ", e.first_row, "+", e.rows, ", outside [0, ",
               total, ")");

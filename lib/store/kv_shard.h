@@ -31,6 +31,7 @@ struct KvChunkEntry {
   uint64_t first_row = 0;
   uint32_t rows = 0;
   uint64_t checksum = 0;  // XXH3-64 over the chunk's stored k bytes, v bytes and positions (int32 LE)
+  uint64_t context = 0;   // what the KV was computed after (similarity: a hash of the neighbour ids); 0: nothing
 };
 
 class KvShardWriter {
@@ -39,7 +40,8 @@ class KvShardWriter {
   // k, v: host f32, row-major [rows, stored_layers, kv_heads, head_dim]; positions: in-chunk position per row.
   // Converts to the layout's dtype now (so memory held is the stored size) and computes the checksum.
   // A chunk id already added, or rows == 0, is refused.
-  void add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions, uint32_t rows);
+  void add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions, uint32_t rows,
+                 uint64_t context = 0);
   size_t chunks() const { return index_.size(); }
   uint64_t rows() const { return positions_.size(); }
   uint64_t bytes() const;  // stored bytes held so far (k, v, positions)

@@ -14,6 +14,7 @@ void add_prefill_command(CLI::App& app) {
   struct Args {
     std::string store, model = "smollm2", mode = "independent", system, dtype = "f16";
     int top_n = 10, threads = 0, batch_tokens = 1024;
+    bool refresh = false;
     double shard_mb = 256;
   };
   auto a = std::make_shared<Args>();
@@ -34,6 +35,8 @@ void add_prefill_command(CLI::App& app) {
   cmd->add_option("--top-n", a->top_n, "similarity: neighbours in each chunk's context")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  cmd->add_flag("--refresh-neighbors", a->refresh,
+                "similarity: also recompute chunks whose neighbour list changed since their KV was stored");
   cmd->add_option("--system", a->system, "system message (default: the chat template's own)");
   cmd->add_option("--dtype", a->dtype, "stored KV type")->capture_default_str()->check(CLI::IsMember({"f16", "bf16"}));
   cmd->add_option("--batch-tokens", a->batch_tokens, "chunk tokens per forward pass")->capture_default_str();
@@ -49,6 +52,7 @@ void add_prefill_command(CLI::App& app) {
     o.system_message = a->system;
     o.dtype = a->dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
     o.batch_tokens = a->batch_tokens;
+    o.refresh_changed_neighbors = a->refresh;
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
     const PrefillStageResult r = run_prefill_stage(o);
     if (r.unchanged) {
