@@ -175,6 +175,46 @@ TEST_F(KvprepPrefill, SimilarityKvIsTheChunkAfterItsNeighboursIndependentKv) {
   }
 }
 
+TEST_F(KvprepPrefill, RefreshRecomputesExactlyTheChunksWhoseNeighboursChanged) {
+  const auto retrieval = [&] {
+    EmbedStageOptions e;
+    e.store_dir = store;
+    e.embedder_dir = resolve_model("minilm");
+    e.progress.out = nullptr;
+    run_embed_stage(e);
+    run_index_stage({store, IndexSpec{}});
+    NeighborStageOptions n;
+    n.store_dir = store;
+    n.top_n = 2;
+    n.progress.out = nullptr;
+    run_neighbor_stage(n);
+  };
+  build(8);
+  retrieval();
+  prefill("independent");
+  prefill("similarity", 2);
+  // Neighbour lists of the first eight chunks as their KV was computed.
+  const NeighborTable before = NeighborTable::read(store + "/" + kNeighborsFile);
+  build(12);
+  retrieval();
+  prefill("independent");
+  const NeighborTable after = NeighborTable::read(store + "/" + kNeighborsFile);
+  uint64_t changed = 0;
+  for (size_t i = 0; i < 8; ++i)
+    changed += !std::equal(before.rows.begin() + i * 2, before.rows.begin() + i * 2 + 2, after.rows.begin() + i * 2);
+  EXPECT_EQ(prefill("similarity", 2).computed, 4u);  // without the flag: only the new chunks
+  PrefillStageOptions o;
+  o.store_dir = store;
+  o.model_path = test::smollm2_gguf();
+  o.mode = "similarity";
+  o.top_n = 2;
+  o.batch_tokens = 40;
+  o.refresh_changed_neighbors = true;
+  o.progress.out = nullptr;
+  EXPECT_EQ(run_prefill_stage(o).computed, changed);
+  EXPECT_GT(changed, 0u);  // the new passages are the nearest neighbours of some old ones
+}
+
 TEST_F(KvprepPrefill, AGrownCorpusComputesOnlyItsNewChunks) {
   build(5);
   EXPECT_EQ(prefill("independent").computed, 5u);
