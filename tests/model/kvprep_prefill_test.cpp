@@ -55,6 +55,20 @@ class KvprepPrefill : public ::testing::Test {
     c.progress.out = nullptr;
     run_chunk_stage(c);
   }
+  // embed, index and neighbors over the current chunks
+  void retrieval(int top_n) {
+    EmbedStageOptions e;
+    e.store_dir = store;
+    e.embedder_dir = resolve_model("minilm");
+    e.progress.out = nullptr;
+    run_embed_stage(e);
+    run_index_stage({store, IndexSpec{}});
+    NeighborStageOptions n;
+    n.store_dir = store;
+    n.top_n = top_n;
+    n.progress.out = nullptr;
+    run_neighbor_stage(n);
+  }
   PrefillStageResult prefill(const std::string& mode, int top_n = 3) {
     PrefillStageOptions o;
     o.store_dir = store;
@@ -126,17 +140,7 @@ TEST_F(KvprepPrefill, IndependentKvEqualsDirectForwardAfterTheSystemPrompt) {
 
 TEST_F(KvprepPrefill, SimilarityKvIsTheChunkAfterItsNeighboursIndependentKv) {
   build(8);
-  EmbedStageOptions e;
-  e.store_dir = store;
-  e.embedder_dir = resolve_model("minilm");
-  e.progress.out = nullptr;
-  run_embed_stage(e);
-  run_index_stage({store, IndexSpec{}});
-  NeighborStageOptions n;
-  n.store_dir = store;
-  n.top_n = 3;
-  n.progress.out = nullptr;
-  run_neighbor_stage(n);
+  retrieval(3);
   prefill("independent");
   EXPECT_EQ(prefill("similarity", 2).computed, 8u);
 
@@ -176,27 +180,14 @@ TEST_F(KvprepPrefill, SimilarityKvIsTheChunkAfterItsNeighboursIndependentKv) {
 }
 
 TEST_F(KvprepPrefill, RefreshRecomputesExactlyTheChunksWhoseNeighboursChanged) {
-  const auto retrieval = [&] {
-    EmbedStageOptions e;
-    e.store_dir = store;
-    e.embedder_dir = resolve_model("minilm");
-    e.progress.out = nullptr;
-    run_embed_stage(e);
-    run_index_stage({store, IndexSpec{}});
-    NeighborStageOptions n;
-    n.store_dir = store;
-    n.top_n = 2;
-    n.progress.out = nullptr;
-    run_neighbor_stage(n);
-  };
   build(8);
-  retrieval();
+  retrieval(2);
   prefill("independent");
   prefill("similarity", 2);
   // Neighbour lists of the first eight chunks as their KV was computed.
   const NeighborTable before = NeighborTable::read(store + "/" + kNeighborsFile);
   build(12);
-  retrieval();
+  retrieval(2);
   prefill("independent");
   const NeighborTable after = NeighborTable::read(store + "/" + kNeighborsFile);
   uint64_t changed = 0;
