@@ -93,9 +93,12 @@ class NeighborCache {
 // Writes shards of one mode as they fill, committing each with the manifest.
 class ShardSink {
  public:
-  ShardSink(const std::string& dir, Manifest& m, KvShardLayout layout, uint64_t shard_bytes, size_t next_number)
+  ShardSink(const std::string& dir, Manifest& m, KvShardLayout layout, uint64_t shard_bytes, size_t next_number,
+            int deflate_level = 0)
       : dir_(dir), m_(m), layout_(std::move(layout)), shard_bytes_(shard_bytes), next_(next_number),
-        writer_(layout_) {}
+        deflate_level_(deflate_level), writer_(layout_) {
+    writer_.set_deflate_level(deflate_level_);
+  }
   void add(uint64_t chunk_id, const HostKv& kv, uint64_t context = 0) {
     writer_.add_chunk(chunk_id, kv.k.data(), kv.v.data(), kv.positions.data(), (uint32_t)kv.rows, context);
     if (writer_.bytes() >= shard_bytes_) flush();
@@ -110,6 +113,7 @@ class ShardSink {
     save_manifest(dir_, m_);  // the shard is committed: a killed run resumes after it
     ++written_;
     writer_ = KvShardWriter(layout_);
+    writer_.set_deflate_level(deflate_level_);
   }
   uint64_t written() const { return written_; }
   uint64_t bytes() const { return bytes_; }
@@ -120,6 +124,7 @@ class ShardSink {
   KvShardLayout layout_;
   uint64_t shard_bytes_;
   size_t next_;
+  int deflate_level_;
   KvShardWriter writer_;
   uint64_t written_ = 0, bytes_ = 0;
 };
@@ -227,7 +232,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   }
 
   ShardSink sink(o.store_dir, m, layout_for(c, o.mode, fingerprint, o.dtype), o.shard_bytes,
-                 count_shards(m, o.mode));
+                 count_shards(m, o.mode), o.deflate_level);
   Progress progress("prefill " + o.mode, "chunks", missing, o.progress);
   for (const auto& [begin, end] : groups) {
     // One ragged batch; each request owns its view's placed segments.

@@ -13,7 +13,7 @@ namespace kvf::cli {
 void add_prefill_command(CLI::App& app) {
   struct Args {
     std::string store, model = "smollm2", mode = "independent", system, dtype = "f16";
-    int top_n = 10, threads = 0, batch_tokens = 1024;
+    int top_n = 10, threads = 0, batch_tokens = 1024, deflate = 0;
     bool refresh = false;
     double shard_mb = 256;
   };
@@ -39,6 +39,9 @@ void add_prefill_command(CLI::App& app) {
                 "similarity: also recompute chunks whose neighbour list changed since their KV was stored");
   cmd->add_option("--system", a->system, "system message (default: the chat template's own)");
   cmd->add_option("--dtype", a->dtype, "stored KV type")->capture_default_str()->check(CLI::IsMember({"f16", "bf16"}));
+  cmd->add_option("--deflate", a->deflate, "shuffle+deflate level for K and V, 1-9 (0: off, fastest reads)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 9));
   cmd->add_option("--batch-tokens", a->batch_tokens, "chunk tokens per forward pass")->capture_default_str();
   cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
@@ -53,6 +56,7 @@ void add_prefill_command(CLI::App& app) {
     o.dtype = a->dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
     o.batch_tokens = a->batch_tokens;
     o.refresh_changed_neighbors = a->refresh;
+    o.deflate_level = a->deflate;
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
     const PrefillStageResult r = run_prefill_stage(o);
     if (r.unchanged) {
