@@ -109,15 +109,25 @@ TEST(EmbedderMiniLM, BatchingDoesNotChangeEmbeddings) {
   EXPECT_TRUE(minilm().embed({}).empty());
 }
 
+// The tiny model as a loadable folder: a temp copy of the fixture with its weights under their real name.
+std::string tiny_bert_copy(const std::string& name) {
+  namespace fs = std::filesystem;
+  const std::string dir = ::testing::TempDir() + name;
+  fs::remove_all(dir);
+  fs::copy(test::fixture_path("tiny_bert_cls"), dir, fs::copy_options::recursive);
+  fs::rename(dir + "/model.safetensors.fixture", dir + "/model.safetensors");
+  return dir;
+}
+
 TEST(EmbedderMiniLM, FingerprintIsStableAndSeesTheWeights) {
   const auto again = SentenceEmbedder::load(minilm_dir(), backend());
   EXPECT_EQ(again->fingerprint(), minilm().fingerprint());
-  const auto tiny = SentenceEmbedder::load(test::fixture_path("tiny_bert_cls"), backend());
+  const auto tiny = SentenceEmbedder::load(tiny_bert_copy("kvf_tiny_bert_fingerprint"), backend());
   EXPECT_NE(tiny->fingerprint(), minilm().fingerprint());
 }
 
 TEST(EmbedderTinyBertCls, ClsPoolingMatchesSentenceTransformers) {
-  const auto model = SentenceEmbedder::load(test::fixture_path("tiny_bert_cls"), backend());
+  const auto model = SentenceEmbedder::load(tiny_bert_copy("kvf_tiny_bert_cls"), backend());
   EXPECT_EQ(model->pooling(), Pooling::Cls);
   EXPECT_EQ(model->max_length(), 24);
   expect_embeddings_match(*model, read_fixture("embeddings_tiny_bert_cls.json"), "tiny BERT, CLS pooling");
@@ -125,11 +135,8 @@ TEST(EmbedderTinyBertCls, ClsPoolingMatchesSentenceTransformers) {
 
 // A copy of the tiny model with one file replaced must fail to load, naming the file and the problem.
 TEST(EmbedderTinyBertCls, LoadErrorsNameTheFileAndField) {
-  namespace fs = std::filesystem;
-  const std::string dir = ::testing::TempDir() + "kvf_tiny_bert_cls_broken";
   const auto load_with = [&](const std::string& file, const json& content) {
-    fs::remove_all(dir);
-    fs::copy(test::fixture_path("tiny_bert_cls"), dir, fs::copy_options::recursive);
+    const std::string dir = tiny_bert_copy("kvf_tiny_bert_cls_broken");
     std::ofstream(dir + "/" + file) << content.dump();
     try {
       SentenceEmbedder::load(dir, backend());
@@ -152,7 +159,6 @@ TEST(EmbedderTinyBertCls, LoadErrorsNameTheFileAndField) {
   EXPECT_THAT(load_with("1_Pooling/config.json", {{"pooling_mode", "max"}}),
               ::testing::HasSubstr("pooling_mode 'max' is not supported"));
   EXPECT_THAT(load_with("model.safetensors", "not a model"), ::testing::HasSubstr("model.safetensors: header length"));
-  fs::remove_all(dir);
 }
 
 }  // namespace
