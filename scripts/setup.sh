@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev      # sgemm for the CPU backend
   libtbb-dev           # parallel loops across heads, rows and chunks
   libhdf5-dev          # the KV store (chunks.h5, kv shards)
+  zlib1g-dev           # gzip-compressed question files (kvrun batch/eval read .jsonl.gz)
   libfaiss-dev         # retrieval indexes (flat, IVF, HNSW)
   libcli11-dev         # command-line parsing for kvprep / kvrun
   libyaml-cpp-dev      # pipelines and model presets

@@ -35,8 +35,13 @@ void validate(const ForwardRequest& r, size_t index, const LlamaConfig& c) {
   for (int32_t row : r.probe_rows)
     KVF_CHECK(row >= 0 && (size_t)row < r.tokens.size(), where, ": probe row ", row, " outside [0, ",
               r.tokens.size(), ")");
+  KVF_CHECK(r.run_layers >= 0 && r.run_layers <= c.n_layers, where, ": run_layers ", r.run_layers,
+            " outside [0, ", c.n_layers, "]");
+  const int layers = r.run_layers ? r.run_layers : c.n_layers;
+  KVF_CHECK(layers == c.n_layers || r.logit_rows.empty(), where, ": logits need all ", c.n_layers,
+            " layers, run_layers is ", r.run_layers);
   for (int l : r.probe_layers)
-    KVF_CHECK(l >= 0 && l < c.n_layers, where, ": probe layer ", l, " outside [0, ", c.n_layers, ")");
+    KVF_CHECK(l >= 0 && l < layers, where, ": probe layer ", l, " outside the layers run [0, ", layers, ")");
   for (size_t s = 0; s < r.view.size(); ++s) {
     const KvSegment& seg = *r.view[s];
     KVF_CHECK((int)seg.k.size() == c.n_layers && (int)seg.v.size() == c.n_layers, where, ": view segment ", s,
@@ -75,20 +80,27 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
   p.offset = offset;
   p.n = (int64_t)r.tokens.size();
   p.pos = upload_i32(b, r.positions);
-  const std::unordered_set<int32_t> computed(r.positions.begin(), r.positions.end());
+  // A view row is superseded by a computed token or a later segment's row at its position: walk the segments
+  // from the last, claiming positions as they are seen.
+  std::unordered_set<int32_t> claimed(r.positions.begin(), r.positions.end());
+  std::vector<std::vector<int32_t>> kept_rows(r.view.size());
+  for (size_t s = r.view.size(); s-- > 0;) {
+    const KvSegment& seg = *r.view[s];
+    for (int64_t i = 0; i < seg.rows(); ++i)
+      if (!claimed.count(seg.positions[i])) kept_rows[s].push_back((int32_t)i);
+    if (s > 0) claimed.insert(seg.positions.begin(), seg.positions.end());
+  }
   std::vector<int32_t> key_pos;
   int64_t slot_base = 0;
-  for (const KvSegment* seg : r.view) {
-    std::vector<int32_t> rows;
-    for (int64_t i = 0; i < seg->rows(); ++i) {
-      if (computed.count(seg->positions[i])) continue;  // superseded by the computed token at that position
-      rows.push_back((int32_t)i);
-      key_pos.push_back(seg->positions[i]);
+  for (size_t s = 0; s < r.view.size(); ++s) {
+    const KvSegment& seg = *r.view[s];
+    for (int32_t i : kept_rows[s]) {
+      key_pos.push_back(seg.positions[i]);
       p.key_slot.push_back(slot_base + i);
     }
-    slot_base += seg->rows();
-    p.kept.push_back({upload_i32(b, rows), (int64_t)rows.size()});
-    p.n_view_kept += (int64_t)rows.size();
+    slot_base += seg.rows();
+    p.kept.push_back({upload_i32(b, kept_rows[s]), (int64_t)kept_rows[s].size()});
+    p.n_view_kept += (int64_t)kept_rows[s].size();
   }
   p.view_pos = upload_i32(b, key_pos);
   for (int64_t i = 0; i < p.n; ++i) {
@@ -127,6 +139,11 @@ std::vector<ForwardResult> Decoder::forward(const std::vector<ForwardRequest>& b
   const LlamaConfig& c = config_;
   Backend& b = backend_;
   for (size_t i = 0; i < batch.size(); ++i) validate(batch[i], i, c);
+  // The layer loop is shared by the batch, so its sequences stop at the same layer.
+  const int layers = batch.empty() || !batch[0].run_layers ? c.n_layers : batch[0].run_layers;
+  for (size_t i = 0; i < batch.size(); ++i)
+    KVF_CHECK((batch[i].run_layers ? batch[i].run_layers : c.n_layers) == layers, "forward request ", i,
+              " runs ", batch[i].run_layers, " layers, request 0 runs ", layers, ": a batch stops at one layer");
 
   std::vector<SequencePlan> plans;
   std::vector<int32_t> all_tokens, logit_rows_global;
@@ -143,7 +160,7 @@ std::vector<ForwardResult> Decoder::forward(const std::vector<ForwardRequest>& b
     ForwardResult& res = results[s];
     if (batch[s].return_kv) {
       res.kv.positions = batch[s].positions;
-      for (int l = 0; l < c.n_layers; ++l) {
+      for (int l = 0; l < layers; ++l) {
         res.kv.k.push_back(b.empty(DType::F32, {plans[s].n, KV, D}));
         res.kv.v.push_back(b.empty(DType::F32, {plans[s].n, KV, D}));
       }
@@ -165,7 +182,7 @@ std::vector<ForwardResult> Decoder::forward(const std::vector<ForwardRequest>& b
   const Tensor q2 = q.reshaped({N, H * D}), k2 = k.reshaped({N, KV * D}), v2 = v.reshaped({N, KV * D});
   const float scale = 1.0f / std::sqrt((float)D);
 
-  for (int l = 0; l < c.n_layers; ++l) {
+  for (int l = 0; l < layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
     b.rms_norm(x, w.attn_norm, c.norm_eps, xn);
     Tensor qm = q2, km = k2, vm = v2;

@@ -1,6 +1,8 @@
 // A Llama-family decoder and its one forward call (DESIGN.md §3): computed tokens with explicit positions
 // against a KV view. A computed token at position p attends to every view row and every computed token whose
-// position is <= p; a view row whose position equals a computed token's position is superseded by that token.
+// position is <= p; a view row whose position equals a computed token's position is superseded by that token,
+// and so is one whose position appears again in a later view segment (the latest writer of a position wins:
+// after a sparse prefill, the query's own rows hide the stored rows they replaced while it decodes).
 #pragma once
 #include <memory>
 #include <string>
@@ -21,11 +23,12 @@ struct ForwardRequest {
   bool return_kv = false;                  // return each layer's K (pre-RoPE) and V of the computed tokens
   std::vector<int> probe_layers;           // layers whose attention column sums are returned ...
   std::vector<int32_t> probe_rows;         // ... summed over these query rows (indices into tokens) and heads
+  int run_layers = 0;                      // > 0: stop after this many layers (no logits; KV of those layers)
 };
 
 struct ForwardResult {
   std::vector<float> logits;  // [logit_rows.size(), vocab], row-major
-  KvSegment kv;               // when return_kv: rows = computed tokens, in request order
+  KvSegment kv;               // when return_kv: rows = computed tokens, in request order; one entry per layer run
   // Per probe layer: one value per key, view rows first (segment order, superseded rows 0), then computed tokens.
   std::vector<std::vector<float>> attn_colsum;
 };

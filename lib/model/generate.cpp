@@ -37,10 +37,23 @@ GreedyResult generate_greedy(const Decoder& decoder, const std::vector<int32_t>&
   int32_t next = argmax(out.logits.data(), c.vocab);
   result.prefill_ms = ms_since(t0);
 
-  t0 = std::chrono::steady_clock::now();
-  KvBuffer cache(decoder.backend(), c.n_layers, c.n_kv_heads, c.head_dim, n + max_new);
-  cache.append(out.kv);
-  for (int64_t step = 0;; ++step) {
+  KvBuffer own(decoder.backend(), c.n_layers, c.n_kv_heads, c.head_dim, n + max_new);
+  own.append(out.kv);
+  GreedyOptions limited = options;
+  limited.max_new_tokens = (int)max_new;
+  decode_greedy(decoder, {}, own, next, (int32_t)n, limited, result);
+  return result;
+}
+
+void decode_greedy(const Decoder& decoder, const std::vector<const KvSegment*>& base_view, KvBuffer& own,
+                   int32_t first, int32_t next_position, const GreedyOptions& options, GreedyResult& result) {
+  const LlamaConfig& c = decoder.config();
+  const int64_t max_new =
+      std::min<int64_t>({options.max_new_tokens, c.context_length - next_position + 1,
+                         own.capacity() - own.rows() + 1});
+  const auto t0 = std::chrono::steady_clock::now();
+  int32_t next = first;
+  for (int64_t step = 0; max_new > 0; ++step) {
     if (options.is_end_token && options.is_end_token(next)) {
       result.ended = true;
       break;
@@ -51,19 +64,19 @@ GreedyResult generate_greedy(const Decoder& decoder, const std::vector<int32_t>&
       break;
     }
     if (step + 1 >= max_new) break;
-    const KvSegment view = cache.view();
+    const KvSegment mine = own.view();
     ForwardRequest step_req;
     step_req.tokens = {next};
-    step_req.positions = {(int32_t)(n + step)};
-    step_req.view = {&view};
+    step_req.positions = {next_position + (int32_t)step};
+    step_req.view = base_view;
+    step_req.view.push_back(&mine);
     step_req.logit_rows = {0};
     step_req.return_kv = true;
-    out = decoder.forward(step_req);
-    cache.append(out.kv);
+    const ForwardResult out = decoder.forward(step_req);
+    own.append(out.kv);
     next = argmax(out.logits.data(), c.vocab);
   }
   result.decode_ms = ms_since(t0);
-  return result;
 }
 
 }  // namespace kvf

@@ -28,4 +28,10 @@ int32_t argmax(const float* logits, int64_t n);
 // generation stops at the context's end.
 GreedyResult generate_greedy(const Decoder& decoder, const std::vector<int32_t>& prompt, const GreedyOptions& options);
 
+// Decodes greedily after a prefill that is already done: `first` is the argmax of its last logits, the next
+// token goes to `next_position`. Each step attends to `base_view` and then `own` (the query's buffer, holding the
+// prefill's computed rows; generated rows are appended to it). Fills tokens, ended and decode_ms.
+void decode_greedy(const Decoder& decoder, const std::vector<const KvSegment*>& base_view, KvBuffer& own,
+                   int32_t first, int32_t next_position, const GreedyOptions& options, GreedyResult& result);
+
 }  // namespace kvf

@@ -4,11 +4,10 @@
 
 #include <chrono>
 #include <filesystem>
-#include <list>
-#include <unordered_map>
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "fusion/chunk_kv_cache.h"
 #include "io/gguf.h"
 #include "model/decoder.h"
 #include "model/fingerprint.h"
@@ -47,48 +46,6 @@ KvShardLayout layout_for(const LlamaConfig& c, const std::string& mode, uint64_t
   l.dtype = dtype;
   return l;
 }
-
-// Independent KV of neighbours, kept in memory up to a byte budget (least recently used out first).
-class NeighborCache {
- public:
-  NeighborCache(const KvModeReader& source, const KvShardLayout& layout, Backend& backend, uint64_t budget)
-      : source_(source), layout_(layout), backend_(backend), budget_(budget) {}
-  const KvSegment& get(uint64_t chunk_id) {
-    const auto it = items_.find(chunk_id);
-    if (it != items_.end()) {
-      order_.splice(order_.begin(), order_, it->second.where);
-      return it->second.segment;
-    }
-    const HostKv kv = source_.read(chunk_id);
-    const uint64_t bytes = (kv.k.size() + kv.v.size()) * sizeof(float);
-    while (!order_.empty() && held_ + bytes > budget_) {
-      held_ -= items_.at(order_.back()).bytes;
-      items_.erase(order_.back());
-      order_.pop_back();
-    }
-    order_.push_front(chunk_id);
-    Item& item = items_[chunk_id];
-    item.segment = host_to_segment(kv, layout_, backend_, kv.positions);
-    item.bytes = bytes;
-    item.where = order_.begin();
-    held_ += bytes;
-    return item.segment;
-  }
-
- private:
-  struct Item {
-    KvSegment segment;
-    uint64_t bytes = 0;
-    std::list<uint64_t>::iterator where;
-  };
-  const KvModeReader& source_;
-  const KvShardLayout& layout_;
-  Backend& backend_;
-  uint64_t budget_;
-  uint64_t held_ = 0;
-  std::list<uint64_t> order_;
-  std::unordered_map<uint64_t, Item> items_;
-};
 
 // Writes shards of one mode as they fill, committing each with the manifest.
 class ShardSink {
@@ -183,11 +140,11 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
       host_to_segment(system_store.read(s_id), system_store.layout(), *backend, iota(s_len, 0));
 
   std::unique_ptr<KvModeReader> independent;
-  std::unique_ptr<NeighborCache> cache;
+  std::unique_ptr<ChunkKvCache> cache;  // neighbours' independent KV, reused across chunks
   NeighborTable neighbors;
   if (similarity) {
     independent = std::make_unique<KvModeReader>(o.store_dir, m, "independent", fingerprint);
-    cache = std::make_unique<NeighborCache>(*independent, independent->layout(), *backend, o.neighbor_cache_bytes);
+    cache = std::make_unique<ChunkKvCache>(*independent, *backend, o.neighbor_cache_bytes);
     neighbors = NeighborTable::read((fs::path(o.store_dir) / kNeighborsFile).string());
     KVF_CHECK(neighbors.size() == chunks.size(), o.store_dir, ": neighbors.h5 covers ", neighbors.size(),
               " chunks, the chunk table ", chunks.size(), "; run `kvprep embed`, `index` and `neighbors`");
@@ -246,11 +203,11 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
         for (int j = 0; j < top_n; ++j) {
           const int64_t nb_row = neighbors.rows[row * neighbors.top_n + j];
           if (nb_row < 0) break;
-          const KvSegment& nb = cache->get(chunks.chunks()[(size_t)nb_row].id);
-          if (at + nb.rows() + (int64_t)chunk.tokens.size() > c.context_length) break;  // the view must fit
-          KvSegment moved = nb;  // same tensors, placed at this view's positions
-          moved.positions = iota(nb.rows(), at);
-          at += (int32_t)nb.rows();
+          const std::shared_ptr<const KvSegment> nb = cache->get(chunks.chunks()[(size_t)nb_row].id).kv;
+          if (at + nb->rows() + (int64_t)chunk.tokens.size() > c.context_length) break;  // the view must fit
+          KvSegment moved = *nb;  // same tensors, placed at this view's positions
+          moved.positions = iota(nb->rows(), at);
+          at += (int32_t)nb->rows();
           views.push_back(std::move(moved));
         }
       }

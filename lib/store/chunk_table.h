@@ -40,6 +40,10 @@ class ChunkTable {
   size_t size() const { return chunks_.size(); }
   uint64_t n_tokens() const { return n_tokens_; }
   bool contains(uint64_t id) const { return rows_.count(id) != 0; }
+  const ChunkRecord* find(uint64_t id) const {  // nullptr when the table has no such chunk
+    const auto it = rows_.find(id);
+    return it == rows_.end() ? nullptr : &chunks_[it->second];
+  }
 
   // Adds the chunk unless its id is already stored; returns whether it was added. The id is computed here
   // (record.id is ignored). Throws kvf::Error on an id collision between different token ids.

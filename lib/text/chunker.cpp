@@ -83,7 +83,7 @@ class Splitter {
     // Most documents fit in one chunk: one tokenization settles them.
     TextChunk whole{begin, end, tokenize_(render_chunk(title_, text_.substr(begin, end - begin)))};
     if (whole.tokens.size() <= max_) return {std::move(whole)};
-    title_tokens_ = title_.empty() ? 0 : tokenize_(render_chunk(title_, "")).size();
+    title_tokens_ = tokenize_(render_chunk(title_, "")).size();  // the title and the closing separator
     KVF_CHECK(title_tokens_ < max_, "chunker: the title '", title_, "' takes ", title_tokens_,
               " tokens, leaving no room under the maximum of ", max_, " tokens per chunk");
     gaps_ = find_gaps(text_, begin, end);
@@ -220,10 +220,10 @@ class Splitter {
 }  // namespace
 
 std::string render_chunk(std::string_view title, std::string_view text) {
-  if (title.empty()) return std::string(text);
   std::string out;
-  out.reserve(title.size() + text.size() + 8);
-  out.append("Title: ").append(title).append("\n").append(text);
+  out.reserve(title.size() + text.size() + 10);
+  if (!title.empty()) out.append("Title: ").append(title).append("\n");
+  out.append(text).append("\n\n");
   return out;
 }
 

@@ -11,10 +11,11 @@
 namespace kvf {
 
 // The one way a chunk's text is shown to a model, offline (prefill, embedding) and at query time (kvrun prompts):
-// "Title: <title>\n<text>", or the text alone when the title is empty. Stored token ids and KV depend on it, so
-// any change must bump kChunkRenderingVersion, which the store manifest records.
+// "Title: <title>\n<text>\n\n" (no title line when the title is empty). The closing blank line separates chunks
+// whose stored tokens are concatenated in a prompt. Stored token ids and KV depend on it, so any change must bump
+// kChunkRenderingVersion, which the store manifest records.
 std::string render_chunk(std::string_view title, std::string_view text);
-inline constexpr int kChunkRenderingVersion = 1;
+inline constexpr int kChunkRenderingVersion = 2;
 
 struct ChunkerOptions {
   size_t chunk_tokens = 256;  // aim; a document's chunks are balanced around it

@@ -11,4 +11,9 @@ namespace kvf {
 // S as text. An empty system_message keeps the template's own default system message (if it has one).
 std::string rag_system_prefix(const ChatTemplate& chat, const std::string& system_message);
 
+// Q as text: what follows the chunks in the user turn (the instruction and the question), the end of the turn and
+// the assistant header. S + chunks + Q is exactly the template's rendering of one user message.
+std::string rag_question_suffix(const ChatTemplate& chat, const std::string& system_message,
+                                const std::string& question);
+
 }  // namespace kvf

@@ -22,7 +22,7 @@ class KvprepPipeline : public ::testing::Test {
     dir = test::fresh_test_dir();
     test::write_tiny_corpus((dir / "corpus.jsonl").string(), 5);
     yaml = (dir / "p.yaml").string();
-    std::ofstream(yaml) << "store: unused\ncorpus: " << (dir / "corpus.jsonl").string()
+    std::ofstream(yaml) << "store: " << (dir / "default-store").string() << "\ncorpus: " << (dir / "corpus.jsonl").string()
                         << "\nneighbors: {top_n: 2}\nprefill: {modes: [independent, similarity]}\n";
     recorded = &steps;
   }

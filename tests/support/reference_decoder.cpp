@@ -1,6 +1,8 @@
 #include "support/reference_decoder.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <unordered_set>
 
 #include "io/gguf.h"
 
@@ -52,9 +54,19 @@ void rope(Vec& x, int heads, int hd, int pos, double theta, bool adjacent) {
     }
 }
 
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("reference_forward: " + what);
+}
+
 }  // namespace
 
-std::vector<std::vector<double>> reference_logits(const std::string& path, const std::vector<int32_t>& tokens) {
+ReferenceView ReferenceTrace::as_view(const std::vector<int32_t>& positions) const {
+  require((int64_t)positions.size() == n_rows, "as_view needs one position per computed row");
+  return ReferenceView{positions, k, v};
+}
+
+ReferenceTrace reference_forward(const std::string& path, const std::vector<ReferenceView>& view,
+                                 const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions) {
   const auto f = gguf::File::open(path);
   const std::string arch = f->get_string("general.architecture"), a = arch + ".";
   const int n_layers = (int)f->get_int(a + "block_count");
@@ -63,11 +75,46 @@ std::vector<std::vector<double>> reference_logits(const std::string& path, const
   const int kv_heads = (int)f->get_int(a + "attention.head_count_kv");
   const double eps = f->get_float(a + "attention.layer_norm_rms_epsilon");
   const double theta = f->get_float(a + "rope.freq_base");
-  const int hd = hidden / heads;
+  const int hd = hidden / heads, width = kv_heads * hd;
   const bool adjacent = arch == "llama";
   const Mat embd = read_matrix(*f, "token_embd.weight");
   const Mat out_w = f->find_tensor("output.weight") ? read_matrix(*f, "output.weight") : embd;
   const int n = (int)tokens.size();
+  require(positions.size() == tokens.size(), "one position per token");
+
+  // Keys in output order: every view row, then every computed token; `readable` drops superseded view rows.
+  std::vector<int32_t> key_pos;
+  std::vector<bool> readable;
+  std::unordered_set<int32_t> later(positions.begin(), positions.end());  // positions written after a segment
+  std::vector<std::vector<bool>> superseded(view.size());
+  for (size_t s = view.size(); s-- > 0;) {
+    for (int32_t p : view[s].positions) superseded[s].push_back(later.count(p) > 0);
+    later.insert(view[s].positions.begin(), view[s].positions.end());
+  }
+  for (size_t s = 0; s < view.size(); ++s) {
+    const size_t rows = view[s].positions.size();
+    require((int)view[s].k.size() == n_layers && (int)view[s].v.size() == n_layers, "a view segment per layer");
+    for (int l = 0; l < n_layers; ++l)
+      require(view[s].k[l].size() == rows * width && view[s].v[l].size() == rows * width,
+              "view rows of kv_heads * head_dim values");
+    for (size_t r = 0; r < rows; ++r) {
+      key_pos.push_back(view[s].positions[r]);
+      readable.push_back(!superseded[s][r]);
+    }
+  }
+  const int64_t n_view = (int64_t)key_pos.size();
+  for (int i = 0; i < n; ++i) {
+    key_pos.push_back(positions[i]);
+    readable.push_back(true);
+  }
+  const int64_t m = (int64_t)key_pos.size();
+
+  ReferenceTrace trace;
+  trace.n_heads = heads;
+  trace.n_kv_heads = kv_heads;
+  trace.head_dim = hd;
+  trace.n_view_rows = n_view;
+  trace.n_rows = n;
 
   Mat x(n);
   for (int i = 0; i < n; ++i) x[i] = embd[tokens[i]];
@@ -79,40 +126,60 @@ std::vector<std::vector<double>> reference_logits(const std::string& path, const
               wd = read_matrix(*f, p + "ffn_down.weight");
     const Vec attn_norm = read_vector(*f, p + "attn_norm.weight"), ffn_norm = read_vector(*f, p + "ffn_norm.weight");
     const bool bias = f->find_tensor(p + "attn_q.bias") != nullptr;
-    Mat q(n), k(n), v(n);
-    for (int i = 0; i < n; ++i) {
+    const Vec bq = bias ? read_vector(*f, p + "attn_q.bias") : Vec(heads * hd, 0.0),
+              bk = bias ? read_vector(*f, p + "attn_k.bias") : Vec(width, 0.0),
+              bv = bias ? read_vector(*f, p + "attn_v.bias") : Vec(width, 0.0);
+
+    // Keys (RoPE at each key's own position) and values: the view's rows, then the computed tokens'.
+    Mat q(n), keys(m), values(m);
+    int64_t at = 0;
+    for (const ReferenceView& seg : view)
+      for (size_t r = 0; r < seg.positions.size(); ++r, ++at) {
+        keys[at].assign(seg.k[l].begin() + r * width, seg.k[l].begin() + (r + 1) * width);
+        values[at].assign(seg.v[l].begin() + r * width, seg.v[l].begin() + (r + 1) * width);
+        rope(keys[at], kv_heads, hd, seg.positions[r], theta, adjacent);
+      }
+    trace.k.emplace_back();
+    trace.v.emplace_back();
+    for (int i = 0; i < n; ++i, ++at) {
       const Vec xn = rms_norm(x[i], attn_norm, eps);
       q[i] = matvec(wq, xn);
-      k[i] = matvec(wk, xn);
-      v[i] = matvec(wv, xn);
-      if (bias) {
-        const Vec bq = read_vector(*f, p + "attn_q.bias"), bk = read_vector(*f, p + "attn_k.bias"),
-                  bv = read_vector(*f, p + "attn_v.bias");
-        for (size_t j = 0; j < bq.size(); ++j) q[i][j] += bq[j];
-        for (size_t j = 0; j < bk.size(); ++j) k[i][j] += bk[j], v[i][j] += bv[j];
-      }
-      rope(q[i], heads, hd, i, theta, adjacent);
-      rope(k[i], kv_heads, hd, i, theta, adjacent);
+      keys[at] = matvec(wk, xn);
+      values[at] = matvec(wv, xn);
+      for (size_t j = 0; j < bq.size(); ++j) q[i][j] += bq[j];
+      for (int j = 0; j < width; ++j) keys[at][j] += bk[j], values[at][j] += bv[j];
+      trace.k[l].insert(trace.k[l].end(), keys[at].begin(), keys[at].end());
+      trace.v[l].insert(trace.v[l].end(), values[at].begin(), values[at].end());
+      rope(q[i], heads, hd, positions[i], theta, adjacent);
+      rope(keys[at], kv_heads, hd, positions[i], theta, adjacent);
     }
+
+    trace.probs.emplace_back((size_t)heads * n * m, 0.0);
     for (int i = 0; i < n; ++i) {
       Vec attn(heads * hd, 0.0);
       for (int h = 0; h < heads; ++h) {
         const int g = h / (heads / kv_heads);
-        Vec s(i + 1);
+        double* w = &trace.probs[l][((size_t)h * n + i) * m];
+        Vec s(m, 0.0);
         double mx = -1e300;
-        for (int j = 0; j <= i; ++j) {
-          s[j] = 0;
-          for (int d = 0; d < hd; ++d) s[j] += q[i][h * hd + d] * k[j][g * hd + d];
+        for (int64_t j = 0; j < m; ++j) {
+          if (!readable[j] || key_pos[j] > positions[i]) continue;
+          for (int d = 0; d < hd; ++d) s[j] += q[i][h * hd + d] * keys[j][g * hd + d];
           s[j] /= std::sqrt((double)hd);
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (int j = 0; j <= i; ++j) sum += (s[j] = std::exp(s[j] - mx));
-        for (int j = 0; j <= i; ++j)
-          for (int d = 0; d < hd; ++d) attn[h * hd + d] += s[j] / sum * v[j][g * hd + d];
+        for (int64_t j = 0; j < m; ++j)
+          if (readable[j] && key_pos[j] <= positions[i]) sum += (w[j] = std::exp(s[j] - mx));
+        for (int64_t j = 0; j < m; ++j) {
+          w[j] /= sum;
+          for (int d = 0; d < hd; ++d) attn[h * hd + d] += w[j] * values[j][g * hd + d];
+        }
       }
       const Vec o = matvec(wo, attn);
       for (int c = 0; c < hidden; ++c) x[i][c] += o[c];
+    }
+    for (int i = 0; i < n; ++i) {
       const Vec xn = rms_norm(x[i], ffn_norm, eps);
       const Vec gate = matvec(wg, xn), up = matvec(wu, xn);
       Vec act(gate.size());
@@ -122,9 +189,15 @@ std::vector<std::vector<double>> reference_logits(const std::string& path, const
     }
   }
   const Vec out_norm = read_vector(*f, "output_norm.weight");
-  std::vector<std::vector<double>> logits(n);
-  for (int i = 0; i < n; ++i) logits[i] = matvec(out_w, rms_norm(x[i], out_norm, eps));
-  return logits;
+  trace.logits.resize(n);
+  for (int i = 0; i < n; ++i) trace.logits[i] = matvec(out_w, rms_norm(x[i], out_norm, eps));
+  return trace;
+}
+
+std::vector<std::vector<double>> reference_logits(const std::string& path, const std::vector<int32_t>& tokens) {
+  std::vector<int32_t> positions(tokens.size());
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = (int32_t)i;
+  return reference_forward(path, {}, tokens, positions).logits;
 }
 
 }  // namespace kvf::test

@@ -93,8 +93,8 @@ void expect_valid_chunks(std::string_view title, std::string_view text, const st
 }
 
 TEST(RenderChunk, TitleLineThenText) {
-  EXPECT_EQ(render_chunk("Paris", "Paris is the capital."), "Title: Paris\nParis is the capital.");
-  EXPECT_EQ(render_chunk("", "No title here."), "No title here.");
+  EXPECT_EQ(render_chunk("Paris", "Paris is the capital."), "Title: Paris\nParis is the capital.\n\n");
+  EXPECT_EQ(render_chunk("", "No title here."), "No title here.\n\n");
 }
 
 TEST(ChunkerOptions, DefaultsAndChecks) {
@@ -171,7 +171,7 @@ TEST(Chunker, FallsBackToWhitespaceInALongSentence) {
   o.chunk_tokens = 100;
   const auto chunks = chunk_document("", text, o, word_tokens);
   expect_valid_chunks("", text, chunks, o, word_tokens);
-  EXPECT_EQ(chunks.size(), 10u);
+  EXPECT_EQ(chunks.size(), 11u);  // 1,000 words and each chunk's closing blank line (2 tokens here), aim 100
   for (const TextChunk& c : chunks) {
     EXPECT_GE(c.tokens.size(), 75u);  // balanced around the aim, not a tiny tail
     EXPECT_TRUE(c.end == text.size() || text[c.end] == ' ');
@@ -192,7 +192,7 @@ TEST(Chunker, KeepsADocumentUnderTheMaximumWhole) {
   const std::string text = paragraph(30, 10, 4);  // 300 tokens: above the aim, under the maximum
   const auto chunks = chunk_document("", text, {}, word_tokens);
   ASSERT_EQ(chunks.size(), 1u);
-  EXPECT_EQ(chunks[0].tokens.size(), 300u);
+  EXPECT_EQ(chunks[0].tokens.size(), 302u);  // and the closing blank line
 }
 
 TEST(Chunker, NeverCutsInsideAUtf8Character) {

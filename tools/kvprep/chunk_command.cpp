@@ -67,7 +67,7 @@ void add_chunk_command(CLI::App& app) {
       "  kvprep chunk --corpus data/corpus.jsonl --store stores/demo\n"
       "  kvprep chunk --corpus notes/ --store stores/notes --chunk-tokens 128\n"
       "The corpus is JSONL, one {\"id\", \"title\" (optional), \"text\"} per line, or a directory of .txt files\n"
-      "(id = relative path, title = file name). Each chunk is shown to the model as \"Title: <title>\\n<text>\".\n"
+      "(id = relative path, title = file name). Each chunk is shown to the model as \"Title: <title>\\n<text>\\n\\n\".\n"
       "Rerunning over the same corpus does nothing; over a grown corpus it adds only the new chunks. A store\n"
       "keeps its model and chunking settings: a run with others is refused.");
   cmd->add_option("--corpus", args->corpus, "JSONL file or directory of .txt files")->required();

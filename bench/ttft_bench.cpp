@@ -1,0 +1,138 @@
+// Time to first token of every kvrun method against full, side by side in one run (DESIGN.md §9): for each
+// question, its first --chunks chunks (from the passages the store was built from), every method at every ratio,
+// in rotating order, --runs times; medians per phase. Chunk KV is read from the store on every query (cache off),
+// so load is the real cost of fetching it. Prints a markdown table; bench/ttft_bench.sh builds the store.
+#include <tbb/global_control.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "fusion/query_engine.h"
+#include "fusion/query_file.h"
+#include "core/error.h"
+#include "fusion/token_selection.h"
+
+namespace {
+
+using kvf::FusionMethod;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+struct Setting {
+  FusionMethod method;
+  double ratio;
+  std::string label() const {
+    if (method == FusionMethod::Full || method == FusionMethod::Reuse) return kvf::method_name(method);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s %.2f", kvf::method_name(method).c_str(), ratio);
+    return buf;
+  }
+};
+
+// Token-layers full computes over those the setting computes: the bound compute puts on its TTFT ratio (the
+// linear layers and attention both scale with the computed rows at a fixed context). n context tokens, q
+// question tokens, L layers; the probes are cacheblend's and a3's layers 0-1 over the context, fusion's Q pass.
+double ideal_ratio(const Setting& s, double n, double q, double L) {
+  const double count = s.method == FusionMethod::Full ? n : (double)kvf::recompute_count(s.ratio, (int64_t)n);
+  const double answer = (count + q) * L;
+  const bool probe = count > 0 && count < n;
+  double probe_cost = 0;
+  if (probe && s.method == FusionMethod::CacheBlend) probe_cost = n * 2;
+  if (probe && s.method == FusionMethod::A3) probe_cost = (n + q) * 2;
+  if (probe && s.method == FusionMethod::Fusion) probe_cost = q * L;
+  return (n + q) * L / (answer + probe_cost);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kvf_ttft_bench: TTFT of kvrun's methods against full, side by side"};
+  std::string store, queries, model = "smollm2";
+  int questions = 5, chunks = 10, runs = 5, threads = 2;
+  std::vector<double> ratios{0.0, 0.05, 0.15, 0.3, 1.0};
+  app.add_option("--store", store, "store built from the questions' passages")->required();
+  app.add_option("--queries", queries, "question file with \"contexts\"")->required();
+  app.add_option("--model", model, "the store's decoder")->capture_default_str();
+  app.add_option("--questions", questions, "questions to time")->capture_default_str();
+  app.add_option("--chunks", chunks, "chunks per question (its first ones)")->capture_default_str();
+  app.add_option("--runs", runs, "timed runs per setting and question (after one warm-up)")->capture_default_str();
+  app.add_option("--threads", threads, "worker threads")->capture_default_str();
+  app.add_option("--ratios", ratios, "recompute ratios of cacheblend, a3 and fusion")->delimiter(',');
+  CLI11_PARSE(app, argc, argv);
+  try {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    kvf::QueryEngineOptions eo;
+    eo.store_dir = store;
+    eo.model = model;
+    eo.cache_bytes = 0;  // every query reads its chunks from the store
+    kvf::QueryEngine engine(eo);
+    std::vector<kvf::ResolvedQuery> picked;
+    for (const kvf::QueryRecord& r : kvf::read_query_file(queries)) {
+      if ((int)picked.size() == questions) break;
+      kvf::ResolvedQuery q = engine.resolve(r.query, 0);
+      if ((int)q.chunk_ids.size() < chunks) continue;
+      q.chunk_ids.resize((size_t)chunks);
+      picked.push_back(q);
+    }
+    KVF_CHECK((int)picked.size() == questions, queries, ": only ", picked.size(), " questions have ", chunks,
+              " chunks");
+    std::vector<Setting> settings{{FusionMethod::Full, 1.0}, {FusionMethod::Reuse, 0.0}};
+    for (FusionMethod m : {FusionMethod::CacheBlend, FusionMethod::A3, FusionMethod::Fusion})
+      for (double r : ratios) settings.push_back({m, r});
+
+    kvf::AnswerOptions ao;
+    ao.max_tokens = 1;  // the first token is all TTFT needs
+    std::map<std::string, std::vector<kvf::QueryAnswer>> timed;
+    std::vector<double> n_context, n_question;
+    for (int run = 0; run <= runs; ++run) {
+      for (const kvf::ResolvedQuery& q : picked) {
+        // Rotate the order every run so no setting always follows another (cache and frequency effects).
+        for (size_t i = 0; i < settings.size(); ++i) {
+          const Setting& s = settings[(i + (size_t)run) % settings.size()];
+          ao.method = s.method;
+          ao.recompute = s.ratio;
+          kvf::QueryAnswer a = engine.answer(q, ao);
+          if (run == 0) continue;  // warm-up
+          if (s.method == FusionMethod::Full) {
+            n_context.push_back((double)a.n_context_tokens);
+            n_question.push_back((double)a.n_question_tokens);
+          }
+          timed[s.label()].push_back(std::move(a));
+        }
+      }
+      std::fprintf(stderr, "ttft bench: run %d/%d done\n", run, runs);
+    }
+    const double full_ttft = [&] {
+      std::vector<double> v;
+      for (const auto& a : timed["full"]) v.push_back(a.ms.ttft);
+      return median(v);
+    }();
+    const double n = median(n_context), q = median(n_question);
+    std::printf("%d questions x %d chunks: median %.0f context tokens, %.0f question tokens; %d runs each, %d threads\n\n",
+                questions, chunks, n, q, runs, threads);
+    std::printf("| method | recompute | ttft ms | load | select | prefill | speedup vs full | ideal |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const Setting& s : settings) {
+      std::vector<double> ttft, load, select, prefill;
+      for (const auto& a : timed[s.label()]) {
+        ttft.push_back(a.ms.ttft);
+        load.push_back(a.ms.load);
+        select.push_back(a.ms.select);
+        prefill.push_back(a.ms.prefill);
+      }
+      const double t = median(ttft);
+      std::printf("| %s | %.2f | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx |\n", kvf::method_name(s.method).c_str(),
+                  s.method == FusionMethod::Full ? 1.0 : s.ratio, t, median(load), median(select), median(prefill),
+                  full_ttft / t, ideal_ratio(s, n, q, engine.model_layers()));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# TTFT of kvrun's methods against full (issue: 10 chunks of ~200 tokens, SmolLM2, 2 threads, median of 5 runs).
+# Builds a store (chunks of ~200 tokens, independent KV) from the passages of the first QUESTIONS questions of a
+# data set, then runs build/bin/kvf_ttft_bench over them and prints its markdown table.
+# Usage: bench/ttft_bench.sh [DATASET.jsonl] ; env BUILD_DIR, THREADS (2), QUESTIONS (5), RUNS (5), KVFUSE_DATA
+#   default data set: $KVFUSE_DATA/musique_cacheblend150.jsonl (10 passages of ~512 tokens per question)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$here/build}
+data=${KVFUSE_DATA:-$here/../shared/data}
+threads=${THREADS:-2}
+questions=${QUESTIONS:-5}
+runs=${RUNS:-5}
+dataset=${1:-$data/musique_cacheblend150.jsonl}
+[ -f "$dataset" ] || { echo "error: $dataset not found" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The questions (with their passages) and a corpus of exactly those passages.
+python3 - "$dataset" "$questions" "$work" <<'PY'
+import gzip, json, sys
+path, n, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+opener = gzip.open if path.endswith(".gz") else open
+with opener(path, "rt") as f:
+    rows = [json.loads(l) for l in f if l.strip()][:n]
+seen = {}
+for r in rows:
+    for c in r["contexts"]:
+        seen.setdefault((c.get("title") or "", c["text"]), len(seen))
+with open(f"{work}/corpus.jsonl", "w") as f:
+    for (title, text), i in seen.items():
+        f.write(json.dumps({"id": i, "title": title, "text": text}) + "\n")
+with open(f"{work}/questions.jsonl", "w") as f:
+    for r in rows:
+        f.write(json.dumps({"id": r["id"], "question": r["question"], "contexts": r["contexts"]}) + "\n")
+PY
+"$build/bin/kvprep" chunk --corpus "$work/corpus.jsonl" --store "$work/store" --chunk-tokens 200 >/dev/null
+"$build/bin/kvprep" prefill --store "$work/store" --mode independent --threads "$threads" >/dev/null 2>&1
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; data: $(basename "$dataset")"
+"$build/bin/kvf_ttft_bench" --store "$work/store" --queries "$work/questions.jsonl" --questions "$questions" \
+  --chunks 10 --runs "$runs" --threads "$threads"

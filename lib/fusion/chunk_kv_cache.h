@@ -1,0 +1,107 @@
+// Stored chunk KV kept in memory in engine form, so a chunk read once is not read and converted again: the
+// prefill stage reuses neighbours' KV across chunks, kvrun reuses retrieved chunks' KV across questions and loads
+// the next questions' chunks in the background (FusionRAG §4.2) while the current one computes.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "model/kv_segment.h"
+#include "prep/chunk_kv.h"
+
+namespace kvf {
+
+// Chunk KV in engine form (KvSegment with in-chunk positions), kept in memory by chunk id up to a byte budget,
+// least recently used out first. Thread-safe: kvrun's background loader fills it while the query thread reads.
+//
+// An entry's bytes are the f32 bytes of its stored K and V (rows * stored_layers * kv_heads * head_dim * 4 * 2;
+// layers that share a stored layer share its tensors, so they are counted once).
+// Counting: a miss is a load from the store (whichever thread did it, prefetches included); a hit is a get()
+// served without loading, either from memory or by waiting for a load another thread had already started.
+//
+// Threads: every call into the KvModeReader (HDF5) is serialised by a mutex of the cache, since HDF5 files are
+// used from one thread at a time here (lib/store/hdf5_file.h). Loads call the backend's empty() and
+// copy_from_host() outside any lock, at the same time as the query thread's own backend calls: the CPU backend
+// keeps no mutable state of its own (aligned_alloc + memcpy), so that is safe there; a backend that has some
+// (ProfilingBackend's op table, a device stream) must make those two calls thread-safe before it is used here.
+class ChunkKvCache {
+ public:
+  ChunkKvCache(const KvModeReader& source, Backend& backend, uint64_t budget_bytes);  // budget 0: keep nothing
+  ChunkKvCache(const ChunkKvCache&) = delete;
+  ChunkKvCache& operator=(const ChunkKvCache&) = delete;
+
+  struct Lookup {
+    std::shared_ptr<const KvSegment> kv;  // stays valid after eviction for as long as it is held
+    bool hit = false;
+  };
+  // Loads on a miss; throws kvf::Error if the mode lacks the chunk (or the error a failed prefetch of it kept).
+  Lookup get(uint64_t chunk_id);
+  // Loads the chunk if it is neither held nor loading, else only marks it recently used. Never throws: an error
+  // is kept and rethrown (once) by the next get() of that id, so a bad prefetch is reported by the thread that
+  // needs the chunk.
+  void prefetch(uint64_t chunk_id);
+
+  struct Stats {
+    uint64_t hits = 0, misses = 0, bytes_held = 0, chunks_held = 0, evictions = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Flight;  // one load in progress, awaited by other threads asking for the same chunk
+  struct Item {
+    std::shared_ptr<const KvSegment> kv;
+    uint64_t bytes = 0;
+    std::list<uint64_t>::iterator where;  // in order_
+  };
+  // Loads chunk_id, whose Flight the caller registered; lock is held on entry and on return (also when it throws).
+  std::shared_ptr<const KvSegment> load(uint64_t chunk_id, const std::shared_ptr<Flight>& flight,
+                                        std::unique_lock<std::mutex>& lock);
+  void keep(uint64_t chunk_id, std::shared_ptr<const KvSegment> kv, uint64_t bytes);  // under mutex_
+  bool touch(uint64_t chunk_id);                                                      // under mutex_
+
+  const KvModeReader& source_;
+  Backend& backend_;
+  const uint64_t budget_;
+  std::mutex read_mutex_;  // every call into source_
+
+  mutable std::mutex mutex_;  // everything below
+  std::condition_variable loaded_;
+  std::unordered_map<uint64_t, std::shared_ptr<Flight>> loading_;
+  std::unordered_map<uint64_t, std::exception_ptr> failed_;  // prefetch errors not yet reported
+  std::list<uint64_t> order_;                                // most recently used first
+  std::unordered_map<uint64_t, Item> items_;
+  Stats stats_;
+};
+
+// One background thread that loads chunk ids into a cache (FusionRAG §4.2: the next questions' chunks load while
+// the current one computes). enqueue() returns at once; errors are kept by the cache and rethrown by the next
+// get() of that id, so a failed prefetch never kills the process: the query thread's own get() reports it.
+class BackgroundLoader {
+ public:
+  explicit BackgroundLoader(ChunkKvCache& cache);
+  ~BackgroundLoader();  // stops and joins; pending work is dropped
+  BackgroundLoader(const BackgroundLoader&) = delete;
+  BackgroundLoader& operator=(const BackgroundLoader&) = delete;
+
+  void enqueue(std::vector<uint64_t> chunk_ids);
+  void wait_idle();  // until the queue is empty and no load runs: for tests and benchmarks
+
+ private:
+  void run();
+
+  ChunkKvCache& cache_;
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<uint64_t> queue_;
+  bool busy_ = false, stop_ = false;
+  std::thread thread_;  // last: starts once the members it uses exist
+};
+
+}  // namespace kvf

@@ -1,0 +1,47 @@
+// The prefill of a RAG prompt from stored chunk KV by one of kvrun's methods (DESIGN.md §6), every step through
+// the one forward rule of DESIGN.md §3. The stored KV is only read: a chunk is placed at its prompt positions by
+// sharing its tensors under new positions, and recomputed rows live in the result's own segment, which
+// supersedes the stored rows at the same positions (Decoder::forward's rule) while the answer is decoded.
+//
+//   full        one pass: every context token, link and question token over S.
+//   reuse       one pass: links and Q over S and the placed chunks.
+//   cacheblend  probe: context (and links) over S for layers 0-1; score = |V_fresh - V_stored| at layer 1
+//               (FusionRAG eq. 8); final: the top r*N with links and Q over S and the placed chunks (eq. 9).
+//   a3          probe: context, links and Q over S for layers 0-1; score = layer-1 attention of Q's rows on each
+//               context token, summed over Q's tokens and heads (A3 eq. 3); final as cacheblend (A3 eq. 4-5).
+//   fusion      probe: links and Q over S and the placed chunks, all layers; score = last-layer attention of
+//               Q's rows on each stored context row, summed over Q's tokens and heads (FusionRAG §3.2); final
+//               as above. With nothing to recompute the probe is the answer pass (it equals reuse).
+// With nothing to recompute, cacheblend and a3 are reuse (no probe); with everything, every selector computes
+// exactly full's tokens over exactly full's view.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "fusion/fusion_method.h"
+#include "fusion/rag_layout.h"
+#include "model/decoder.h"
+
+namespace kvf {
+
+struct FusionInputs {
+  const KvSegment* system = nullptr;     // S's KV at positions [0, layout.system_rows)
+  std::vector<const KvSegment*> chunks;  // each chunk's stored KV, its rows at in-chunk positions (full: unused)
+  RagLayout layout;
+};
+
+struct FusedPrefill {
+  std::vector<float> logits;           // of Q's last token
+  const KvSegment* system = nullptr;
+  std::vector<KvSegment> placed;       // the chunks' stored KV at their prompt positions (tensors shared)
+  KvSegment computed;                  // K, V of every token the answer pass computed, in position order
+  std::vector<int64_t> selected;       // recomputed context tokens (indices into layout.context_tokens), ascending
+  double select_ms = 0, prefill_ms = 0;
+  // What decoding attends to before the query's own rows: S, then the placed chunks (none for full).
+  std::vector<const KvSegment*> base_view() const;
+};
+
+FusedPrefill fused_prefill(const Decoder& decoder, const FusionInputs& inputs, FusionMethod method,
+                           double recompute);
+
+}  // namespace kvf

@@ -1,0 +1,230 @@
+#include "fusion/query_engine.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "fusion/chunk_kv_cache.h"
+#include "fusion/fused_prefill.h"
+#include "io/gguf.h"
+#include "io/model_paths.h"
+#include "model/decoder.h"
+#include "model/fingerprint.h"
+#include "model/generate.h"
+#include "prep/chunk_kv.h"
+#include "prep/store_search.h"
+#include "store/chunk_table.h"
+#include "store/manifest.h"
+#include "text/bpe_tokenizer.h"
+#include "text/chat_template.h"
+#include "text/chunker.h"
+#include "text/rag_prompt.h"
+
+namespace kvf {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+Manifest load_store_manifest(const QueryEngineOptions& o) {
+  KVF_CHECK(has_manifest(o.store_dir), o.store_dir, ": not a kvfuse store (no manifest.json); build one with `kvprep run`");
+  Manifest m = load_manifest(o.store_dir);
+  KVF_CHECK(m.find_stage("prefill-" + o.kv_mode), o.store_dir, ": no '", o.kv_mode,
+            "' KV in this store; run `kvprep prefill --mode ", o.kv_mode, "` (stored modes are listed by `kvprep inspect`)");
+  return m;
+}
+
+}  // namespace
+
+struct QueryEngine::State {
+  QueryEngineOptions options;
+  Manifest manifest;
+  std::shared_ptr<const gguf::File> file;
+  uint64_t fingerprint = 0;
+  BpeTokenizer tokenizer;
+  ChatTemplate chat;
+  std::string system_text;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Decoder> decoder;
+  ChunkTable chunks;
+  KvSegment system_kv;
+  std::unique_ptr<KvModeReader> kv;
+  std::unique_ptr<ChunkKvCache> cache;
+  std::unique_ptr<BackgroundLoader> loader;
+  std::unique_ptr<StoreSearcher> searcher;  // loaded on the first retrieval
+
+  explicit State(const QueryEngineOptions& o)
+      : options(o),
+        manifest(load_store_manifest(o)),
+        file(gguf::File::open(resolve_model(o.model))),
+        fingerprint(model_fingerprint(*file)),
+        tokenizer(bpe_vocabulary_from_gguf(*file)),
+        chat(chat_template_from_gguf(*file)),
+        chunks(ChunkTable::read((fs::path(o.store_dir) / kChunksFile).string())) {
+    const std::string model_path = resolve_model(o.model);
+    require_same_model(manifest, fingerprint, fs::path(model_path).filename().string(), o.store_dir);
+    system_text = manifest.settings.at("prefill").at("system_prompt").get<std::string>();
+    if (!o.system_message.empty()) {
+      const std::string wanted = rag_system_prefix(chat, o.system_message);
+      KVF_CHECK(wanted == system_text, o.store_dir, ": the store's KV was computed after another system prompt; "
+                "build a store with this system message or leave --system out");
+    }
+    backend = make_cpu_backend();
+    decoder = Decoder::load_gguf(model_path, *backend);
+    const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
+    const uint64_t s_id = XXH3_64bits_withSeed(s_tokens.data(), s_tokens.size() * sizeof(int32_t), fingerprint);
+    const KvModeReader system_store(o.store_dir, manifest, "system", fingerprint);
+    KVF_CHECK(system_store.contains(s_id), o.store_dir, ": the system prompt's KV is missing; run `kvprep prefill`");
+    std::vector<int32_t> positions(s_tokens.size());
+    for (size_t i = 0; i < positions.size(); ++i) positions[i] = (int32_t)i;
+    system_kv = host_to_segment(system_store.read(s_id), system_store.layout(), *backend, positions);
+    kv = std::make_unique<KvModeReader>(o.store_dir, manifest, o.kv_mode, fingerprint);
+    cache = std::make_unique<ChunkKvCache>(*kv, *backend, o.cache_bytes);
+    loader = std::make_unique<BackgroundLoader>(*cache);
+  }
+
+  std::vector<uint64_t> chunks_of_passages(const Query& q) const {
+    const nlohmann::json& c = manifest.settings.at("chunking");
+    ChunkerOptions chunker;
+    chunker.chunk_tokens = c.at("chunk_tokens").get<size_t>();
+    chunker.max_tokens = c.at("max_tokens").get<size_t>();
+    const Tokenize tokenize = [&](std::string_view text) { return tokenizer.encode(text, false, false); };
+    std::vector<uint64_t> ids;
+    for (size_t i = 0; i < q.contexts.size(); ++i) {
+      const Passage& p = q.contexts[i];
+      for (const TextChunk& piece : chunk_document(p.title, p.text, chunker, tokenize)) {
+        const uint64_t id = chunk_id(piece.tokens, fingerprint);
+        KVF_CHECK(chunks.contains(id), "question '", q.id, "': passage ", i, " ('", p.title.substr(0, 60),
+                  "') is not in the store ", options.store_dir, " (chunk ", fingerprint_hex(id),
+                  "); build the store from the data set's passages");
+        ids.push_back(id);
+      }
+    }
+    return ids;
+  }
+};
+
+QueryEngine::QueryEngine(const QueryEngineOptions& options) : s_(std::make_unique<State>(options)) {}
+QueryEngine::~QueryEngine() = default;
+QueryEngine::QueryEngine(QueryEngine&&) noexcept = default;
+QueryEngine& QueryEngine::operator=(QueryEngine&&) noexcept = default;
+
+const std::string& QueryEngine::kv_mode() const { return s_->options.kv_mode; }
+int QueryEngine::model_layers() const { return s_->decoder->config().n_layers; }
+
+std::vector<int32_t> QueryEngine::link_token_ids(int count) const {
+  // A model trained for KVLink names its link tokens in its GGUF; others get a neutral separator, the newline.
+  std::vector<int32_t> preset;
+  if (s_->file->has("kvfuse.link_token_ids"))
+    for (int64_t id : s_->file->get_int_array("kvfuse.link_token_ids")) preset.push_back((int32_t)id);
+  if (preset.empty()) preset = s_->tokenizer.encode("\n", false, false);
+  std::vector<int32_t> ids;
+  for (int i = 0; i < count; ++i) ids.push_back(preset[(size_t)i % preset.size()]);
+  return ids;
+}
+
+ResolvedQuery QueryEngine::resolve(const Query& q, int top_k) {
+  KVF_CHECK(!q.question.empty(), "question '", q.id, "' is empty");
+  ResolvedQuery r{q.id, q.question, {}, {}, 0};
+  const auto t0 = Clock::now();
+  if (!q.chunk_ids.empty()) {
+    for (uint64_t id : q.chunk_ids)
+      KVF_CHECK(s_->chunks.contains(id), "question '", q.id, "': chunk ", fingerprint_hex(id), " is not in the store ",
+                s_->options.store_dir);
+    r.chunk_ids = q.chunk_ids;
+  } else if (!q.contexts.empty()) {
+    r.chunk_ids = s_->chunks_of_passages(q);
+  } else {
+    KVF_CHECK(top_k > 0, "--top-k must be positive, got ", top_k);
+    if (!s_->searcher) s_->searcher = std::make_unique<StoreSearcher>(s_->options.store_dir, resolve_model(s_->options.embedder));
+    for (const RetrievedChunk& hit : s_->searcher->search(q.question, top_k)) {
+      r.chunk_ids.push_back(hit.chunk->id);
+      r.scores.push_back(hit.score);
+    }
+    r.retrieve_ms = ms_since(t0);
+  }
+  return r;
+}
+
+void QueryEngine::prefetch(const std::vector<uint64_t>& chunk_ids) { s_->loader->enqueue(chunk_ids); }
+void QueryEngine::wait_prefetched() { s_->loader->wait_idle(); }
+
+QueryAnswer QueryEngine::answer(const ResolvedQuery& q, const AnswerOptions& o) {
+  State& s = *s_;
+  const LlamaConfig& c = s.decoder->config();
+  QueryAnswer a;
+  a.id = q.id;
+  a.question = q.question;
+  a.method = o.method;
+  a.recompute = o.method == FusionMethod::Full ? 1.0 : o.method == FusionMethod::Reuse ? 0.0 : o.recompute;
+  a.kv_mode = s.options.kv_mode;
+  a.chunk_ids = q.chunk_ids;
+  a.scores = q.scores;
+  a.ms.retrieve = q.retrieve_ms;
+  KVF_CHECK(o.link_tokens >= 0, "--link-tokens must be >= 0, got ", o.link_tokens);
+
+  const auto t0 = Clock::now();
+  std::vector<std::shared_ptr<const KvSegment>> held;  // keeps each chunk's KV alive while it is used
+  FusionInputs in;
+  in.system = &s.system_kv;
+  std::vector<std::vector<int32_t>> chunk_tokens;
+  for (uint64_t id : q.chunk_ids) {
+    chunk_tokens.push_back(s.chunks.find(id)->tokens);
+    if (o.method == FusionMethod::Full) continue;  // a plain prefill reads no stored chunk KV
+    ChunkKvCache::Lookup hit = s.cache->get(id);
+    (hit.hit ? a.cache_hits : a.cache_misses)++;
+    held.push_back(hit.kv);
+    in.chunks.push_back(held.back().get());
+  }
+  a.ms.load = ms_since(t0);
+  const std::vector<int32_t> question =
+      s.tokenizer.encode(rag_question_suffix(s.chat, "", q.question), false, true);
+  in.layout = make_rag_layout(s.system_kv.rows(), chunk_tokens, link_token_ids(o.link_tokens), question,
+                              c.context_length);
+  const FusedPrefill fused = fused_prefill(*s.decoder, in, o.method, a.recompute);
+  a.ms.select = fused.select_ms;
+  a.ms.prefill = fused.prefill_ms;
+  a.ms.ttft = q.retrieve_ms + ms_since(t0);
+  a.n_context_tokens = in.layout.n_context();
+  a.n_recomputed = (int64_t)fused.selected.size();
+  a.n_link_tokens = (int64_t)in.layout.link_tokens.size();
+  a.n_question_tokens = (int64_t)question.size();
+  a.n_prompt_tokens = in.layout.end;
+
+  const int32_t first = argmax(fused.logits.data(), c.vocab);
+  a.first_logits = fused.logits;
+  GreedyOptions g;
+  g.max_new_tokens = o.max_tokens;
+  g.is_end_token = [&](int32_t id) { return s.tokenizer.is_eog(id); };
+  bool stopped_by_string = false;
+  if (!o.stop.empty())
+    g.should_stop = [&](const std::vector<int32_t>& tokens) {
+      const std::string text = s.tokenizer.decode(tokens);
+      for (const std::string& stop : o.stop)
+        if (!stop.empty() && text.find(stop) != std::string::npos) return stopped_by_string = true;
+      return false;
+    };
+  KvBuffer own(*s.backend, c.n_layers, c.n_kv_heads, c.head_dim, fused.computed.rows() + o.max_tokens);
+  own.append(fused.computed);
+  GreedyResult gen;
+  decode_greedy(*s.decoder, fused.base_view(), own, first, in.layout.end, g, gen);
+  a.ms.decode = gen.decode_ms;
+  a.tokens = gen.tokens;
+  a.answer = s.tokenizer.decode(gen.tokens);
+  for (const std::string& stop : o.stop)
+    if (!stop.empty() && a.answer.find(stop) != std::string::npos) a.answer.resize(a.answer.find(stop));
+  const size_t b = a.answer.find_first_not_of(" \t\n\r"), e = a.answer.find_last_not_of(" \t\n\r");
+  a.answer = b == std::string::npos ? "" : a.answer.substr(b, e - b + 1);
+  a.stopped_by = stopped_by_string ? "stop_string" : gen.ended ? "end_token" : "max_tokens";
+  return a;
+}
+
+}  // namespace kvf

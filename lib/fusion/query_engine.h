@@ -1,0 +1,96 @@
+// Query time over a store (DESIGN.md §6): a question's chunks (retrieved with the store's embedder and index, or
+// given), their stored KV (through an in-memory cache that a background loader can fill ahead), a fused prefill
+// by one of the methods, and greedy decoding; every phase timed.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion_method.h"
+
+namespace kvf {
+
+struct QueryEngineOptions {
+  std::string store_dir;
+  std::string model = "smollm2";        // the store's decoder: a name for resolve_model or a GGUF path
+  std::string embedder = "minilm";      // the store's embedder, for retrieval
+  std::string kv_mode = "independent";  // which stored KV: independent | similarity
+  uint64_t cache_bytes = 1ull << 30;    // chunk KV kept in memory (f32), least recently used out first
+  std::string system_message;           // must match the store's S; empty: the store's own
+};
+
+struct Passage {
+  std::string title, text;
+};
+
+struct Query {
+  std::string id;
+  std::string question;
+  std::vector<uint64_t> chunk_ids;  // the chunks in prompt order; empty: retrieve
+  std::vector<Passage> contexts;    // or passages, mapped to the store's chunks of them (in order)
+};
+
+// A query whose chunks are settled (retrieved or given), ready to answer.
+struct ResolvedQuery {
+  std::string id, question;
+  std::vector<uint64_t> chunk_ids;
+  std::vector<float> scores;  // retrieval scores; empty for given chunks
+  double retrieve_ms = 0;
+};
+
+struct AnswerOptions {
+  FusionMethod method = FusionMethod::Fusion;
+  double recompute = 0.15;
+  int top_k = 5;                   // chunks retrieved when a query has none given
+  int link_tokens = 0;             // KVLink link tokens after each chunk
+  int max_tokens = 64;             // generated tokens at most
+  std::vector<std::string> stop;   // generation ends when the answer text contains one of these
+};
+
+struct QueryTimings {
+  double retrieve = 0, load = 0, select = 0, prefill = 0, ttft = 0, decode = 0;  // milliseconds
+};
+
+struct QueryAnswer {
+  std::string id, question, answer;
+  FusionMethod method = FusionMethod::Full;
+  double recompute = 0;
+  std::string kv_mode;
+  std::vector<uint64_t> chunk_ids;
+  std::vector<float> scores;
+  int64_t n_context_tokens = 0, n_recomputed = 0, n_link_tokens = 0, n_question_tokens = 0, n_prompt_tokens = 0;
+  std::vector<int32_t> tokens;  // generated ids, the end token excluded
+  std::vector<float> first_logits;  // the prefill's logits for the first generated token (vocab entries)
+  std::string stopped_by;       // end_token | stop_string | max_tokens
+  uint64_t cache_hits = 0, cache_misses = 0;  // chunk KV lookups of this query
+  QueryTimings ms;
+};
+
+class QueryEngine {
+ public:
+  // Loads the store's manifest, chunk table, decoder and S's KV; checks that the model and the KV mode match the
+  // store. Throws kvf::Error naming the store and what is missing or different.
+  explicit QueryEngine(const QueryEngineOptions& options);
+  ~QueryEngine();
+  QueryEngine(QueryEngine&&) noexcept;
+  QueryEngine& operator=(QueryEngine&&) noexcept;
+
+  // Settles a query's chunks: given ids are checked against the store, passages are chunked as the store chunks
+  // and looked up, and otherwise the top_k chunks are retrieved (loading the embedder and index on first use).
+  ResolvedQuery resolve(const Query& query, int top_k);
+  // Starts loading these chunks' KV in the background (the next question's, while this one computes).
+  void prefetch(const std::vector<uint64_t>& chunk_ids);
+  void wait_prefetched();  // until the background loader is idle (tests, benchmarks)
+  QueryAnswer answer(const ResolvedQuery& query, const AnswerOptions& options);
+
+  const std::string& kv_mode() const;
+  int model_layers() const;
+  std::vector<int32_t> link_token_ids(int count) const;  // the model's link tokens, `count` per chunk
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace kvf

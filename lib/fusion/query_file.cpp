@@ -1,0 +1,110 @@
+#include "fusion/query_file.h"
+
+#include <zlib.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "model/fingerprint.h"
+
+namespace kvf {
+namespace {
+
+// The whole file, decompressed when it is gzip (zlib reads plain files unchanged).
+std::string read_maybe_gzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  KVF_CHECK(f, path, ": cannot open");
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, (size_t)n);
+  int err = 0;
+  const std::string message = n < 0 ? gzerror(f, &err) : "";
+  gzclose(f);
+  KVF_CHECK(n == 0, path, ": read failed: ", message);
+  return out;
+}
+
+std::string text_field(const nlohmann::json& j, const char* key, bool required) {
+  if (!j.contains(key) || j[key].is_null()) {
+    KVF_CHECK(!required, "missing \"", key, "\"");
+    return "";
+  }
+  KVF_CHECK(j[key].is_string(), "\"", key, "\" must be a string, got ", j[key].dump().substr(0, 60));
+  return j[key].get<std::string>();
+}
+
+QueryRecord parse_record(const std::string& line_text, size_t line) {
+  QueryRecord r;
+  r.line = line;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(line_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail("not JSON (", e.what(), ")");
+  }
+  KVF_CHECK(j.is_object(), "expected a JSON object, got ", line_text.substr(0, 60));
+  Query& q = r.query;
+  if (j.contains("id") && j["id"].is_number_integer())
+    q.id = std::to_string(j["id"].get<int64_t>());
+  else
+    q.id = text_field(j, "id", false);
+  if (q.id.empty()) q.id = "line " + std::to_string(line);
+  q.question = text_field(j, "question", true);
+  KVF_CHECK(!q.question.empty(), "\"question\" is empty");
+  if (j.contains("answers")) {
+    KVF_CHECK(j["answers"].is_array(), "\"answers\" must be an array of strings");
+    for (const auto& a : j["answers"]) {
+      KVF_CHECK(a.is_string(), "\"answers\" must be an array of strings, got ", a.dump().substr(0, 60));
+      r.answers.push_back(a.get<std::string>());
+    }
+  }
+  if (j.contains("chunk_ids")) {
+    KVF_CHECK(j["chunk_ids"].is_array(), "\"chunk_ids\" must be an array of 16-hex-digit strings");
+    for (size_t i = 0; i < j["chunk_ids"].size(); ++i) {
+      const auto& id = j["chunk_ids"][i];
+      KVF_CHECK(id.is_string(), "\"chunk_ids\"[", i, "] must be a string, got ", id.dump().substr(0, 60));
+      q.chunk_ids.push_back(parse_fingerprint_hex(id.get<std::string>(), "\"chunk_ids\"[" + std::to_string(i) + "]"));
+    }
+  }
+  if (j.contains("contexts")) {
+    KVF_CHECK(j["contexts"].is_array(), "\"contexts\" must be an array of {\"title\", \"text\"} objects");
+    for (size_t i = 0; i < j["contexts"].size(); ++i) {
+      const auto& c = j["contexts"][i];
+      KVF_CHECK(c.is_object(), "\"contexts\"[", i, "] must be an object with \"text\"");
+      Passage p{text_field(c, "title", false), text_field(c, "text", true)};
+      q.contexts.push_back(std::move(p));
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<QueryRecord> read_query_file(const std::string& path) {
+  const std::string all = read_maybe_gzip(path);
+  std::vector<QueryRecord> records;
+  std::vector<std::string> problems;
+  std::istringstream in(all);
+  std::string line_text;
+  for (size_t line = 1; std::getline(in, line_text); ++line) {
+    if (line_text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      records.push_back(parse_record(line_text, line));
+    } catch (const Error& e) {
+      problems.push_back(path + ":" + std::to_string(line) + ": " + e.what());
+    }
+  }
+  if (problems.size() == 1) fail(problems[0]);
+  if (!problems.empty()) {
+    std::string message = std::to_string(problems.size()) + " bad line(s) in the question file:";
+    for (size_t i = 0; i < problems.size() && i < 20; ++i) message += "\n  " + problems[i];
+    if (problems.size() > 20) message += "\n  ... and " + std::to_string(problems.size() - 20) + " more";
+    fail(message);
+  }
+  KVF_CHECK(!records.empty(), path, ": no questions");
+  return records;
+}
+
+}  // namespace kvf

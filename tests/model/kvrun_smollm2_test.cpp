@@ -1,0 +1,186 @@
+// kvrun's methods on SmolLM2 over a real store (tiny corpus, both KV modes): the exactness invariants with real
+// weights and f16-stored KV, retrieval, the chunk cache and the background loader.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.h"
+#include "fusion/query_engine.h"
+#include "fusion/token_selection.h"
+#include "io/model_paths.h"
+#include "prep/chunk_stage.h"
+#include "prep/prefill_stage.h"
+#include "prep/retrieval_stages.h"
+#include "support/model_files.h"
+#include "support/tiny_corpus.h"
+
+namespace kvf {
+namespace {
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+int64_t argmax_of(const std::vector<float>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); }
+
+const std::vector<FusionMethod> kSelectors = {FusionMethod::CacheBlend, FusionMethod::A3, FusionMethod::Fusion};
+
+class KvrunSmollm2 : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "kvf_KvrunSmollm2_store";
+    std::filesystem::remove_all(dir);  // a suite-wide store: fresh_test_dir() needs a running test
+    std::filesystem::create_directories(dir);
+    store = new std::string((dir / "store").string());
+    const std::string corpus = (dir / "corpus.jsonl").string();
+    test::write_tiny_corpus(corpus, 12);
+    ChunkStageOptions c;
+    c.corpus = corpus;
+    c.store_dir = *store;
+    c.model_path = test::smollm2_gguf();
+    c.progress.out = nullptr;
+    run_chunk_stage(c);
+    EmbedStageOptions e;
+    e.store_dir = *store;
+    e.embedder_dir = resolve_model("minilm");
+    e.progress.out = nullptr;
+    run_embed_stage(e);
+    run_index_stage({*store, IndexSpec{}});
+    NeighborStageOptions n;
+    n.store_dir = *store;
+    n.top_n = 3;
+    n.progress.out = nullptr;
+    run_neighbor_stage(n);
+    for (const char* mode : {"independent", "similarity"}) {
+      PrefillStageOptions p;
+      p.store_dir = *store;
+      p.model_path = test::smollm2_gguf();
+      p.mode = mode;
+      p.top_n = 3;
+      p.progress.out = nullptr;
+      run_prefill_stage(p);
+    }
+  }
+  static void TearDownTestSuite() { delete store; }
+
+  static QueryEngine engine(const std::string& mode, uint64_t cache_bytes = 64ull << 20) {
+    QueryEngineOptions o;
+    o.store_dir = *store;
+    o.model = test::smollm2_gguf();
+    o.embedder = resolve_model("minilm");
+    o.kv_mode = mode;
+    o.cache_bytes = cache_bytes;
+    return QueryEngine(o);
+  }
+  static QueryAnswer ask(QueryEngine& e, const ResolvedQuery& q, FusionMethod m, double r, int links = 0) {
+    AnswerOptions o;
+    o.method = m;
+    o.recompute = r;
+    o.link_tokens = links;
+    o.max_tokens = 8;
+    return e.answer(q, o);
+  }
+  static std::string* store;
+};
+std::string* KvrunSmollm2::store = nullptr;
+
+TEST_F(KvrunSmollm2, FullRecomputeIsFullAndZeroIsReuse) {
+  QueryEngine e = engine("independent");
+  const ResolvedQuery q = e.resolve({"q", "Which instrument is played seated between the knees?", {}, {}}, 4);
+  ASSERT_EQ(q.chunk_ids.size(), 4u);
+  for (int links : {0, 2}) {
+    const QueryAnswer full = ask(e, q, FusionMethod::Full, 1.0, links);
+    const QueryAnswer reuse = ask(e, q, FusionMethod::Reuse, 0.0, links);
+    EXPECT_GT(max_abs_diff(reuse.first_logits, full.first_logits), 1e-2f) << "reuse must differ from full here";
+    for (FusionMethod m : kSelectors) {
+      const QueryAnswer all = ask(e, q, m, 1.0, links);
+      EXPECT_EQ(all.n_recomputed, full.n_context_tokens);
+      EXPECT_EQ(max_abs_diff(all.first_logits, full.first_logits), 0.0f) << method_name(m);
+      EXPECT_EQ(all.tokens, full.tokens) << method_name(m);
+      const QueryAnswer none = ask(e, q, m, 0.0, links);
+      EXPECT_EQ(none.n_recomputed, 0);
+      EXPECT_EQ(max_abs_diff(none.first_logits, reuse.first_logits), 0.0f) << method_name(m);
+      EXPECT_EQ(none.tokens, reuse.tokens) << method_name(m);
+    }
+  }
+}
+
+TEST_F(KvrunSmollm2, ReuseOfOneChunkIsFullToStorageRounding) {
+  QueryEngine e = engine("independent");
+  const ResolvedQuery q = e.resolve({"q", "What is espresso?", {}, {}}, 1);
+  const QueryAnswer full = ask(e, q, FusionMethod::Full, 1.0);
+  const QueryAnswer reuse = ask(e, q, FusionMethod::Reuse, 0.0);
+  // The stored chunk was computed in exactly this context; only its f16 rounding differs.
+  EXPECT_LT(max_abs_diff(reuse.first_logits, full.first_logits), 0.05f);
+  EXPECT_EQ(argmax_of(reuse.first_logits), argmax_of(full.first_logits));
+}
+
+TEST_F(KvrunSmollm2, EveryMethodAnswersOverBothModes) {
+  for (const char* mode : {"independent", "similarity"}) {
+    QueryEngine e = engine(mode);
+    const ResolvedQuery q = e.resolve({"q", "Which planet has bright rings?", {}, {}}, 3);
+    EXPECT_EQ(q.scores.size(), 3u);
+    EXPECT_TRUE(std::is_sorted(q.scores.rbegin(), q.scores.rend()));
+    for (FusionMethod m : all_methods()) {
+      const QueryAnswer a = ask(e, q, m, 0.15, 1);
+      EXPECT_FALSE(a.tokens.empty()) << mode << " " << method_name(m);
+      EXPECT_EQ(a.kv_mode, mode);
+      EXPECT_EQ(a.n_link_tokens, 3);
+      const int64_t want = m == FusionMethod::Full    ? a.n_context_tokens
+                           : m == FusionMethod::Reuse ? 0
+                                                      : recompute_count(0.15, a.n_context_tokens);
+      EXPECT_EQ(a.n_recomputed, want) << method_name(m);
+      EXPECT_GT(a.ms.ttft, 0);
+      EXPECT_GE(a.ms.ttft, a.ms.retrieve + a.ms.select + a.ms.prefill);
+    }
+  }
+}
+
+TEST_F(KvrunSmollm2, CacheAndPrefetch) {
+  QueryEngine e = engine("independent");
+  const ResolvedQuery q1 = e.resolve({"a", "What is a glacier?", {}, {}}, 3);
+  const QueryAnswer first = ask(e, q1, FusionMethod::Reuse, 0);
+  EXPECT_EQ(first.cache_misses, 3u);
+  const QueryAnswer again = ask(e, q1, FusionMethod::Reuse, 0);
+  EXPECT_EQ(again.cache_hits, 3u);
+  EXPECT_EQ(again.tokens, first.tokens);
+  const ResolvedQuery q2 = e.resolve({"b", "Who plays chess?", {}, {}}, 5);
+  e.prefetch(q2.chunk_ids);
+  e.wait_prefetched();
+  const QueryAnswer prefetched = ask(e, q2, FusionMethod::Reuse, 0);
+  EXPECT_EQ(prefetched.cache_hits, 5u);  // every chunk was loaded by the background thread
+
+  QueryEngine no_cache = engine("independent", 0);
+  const QueryAnswer uncached = ask(no_cache, q1, FusionMethod::Reuse, 0);
+  EXPECT_EQ(uncached.tokens, first.tokens);
+  EXPECT_EQ(ask(no_cache, q1, FusionMethod::Reuse, 0).cache_misses, 3u);
+}
+
+TEST_F(KvrunSmollm2, GivenChunksAndPassages) {
+  QueryEngine e = engine("independent");
+  const ResolvedQuery retrieved = e.resolve({"q", "What is Rust?", {}, {}}, 2);
+  const ResolvedQuery given = e.resolve({"q", "What is Rust?", retrieved.chunk_ids, {}}, 0);
+  EXPECT_EQ(given.chunk_ids, retrieved.chunk_ids);
+  EXPECT_TRUE(given.scores.empty());
+  // Passages of the corpus map to their stored chunks, in the order given.
+  const ResolvedQuery passages =
+      e.resolve({"q", "?", {}, {{test::kTopics[5][0], test::kTopics[5][1]}, {test::kTopics[0][0], test::kTopics[0][1]}}}, 0);
+  ASSERT_EQ(passages.chunk_ids.size(), 2u);
+  EXPECT_NE(passages.chunk_ids[0], passages.chunk_ids[1]);
+  try {
+    e.resolve({"q7", "?", {}, {{"Nowhere", "A passage the store never saw."}}}, 0);
+    FAIL() << "an unknown passage must be refused";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("question 'q7': passage 0 ('Nowhere') is not in the store"),
+              std::string::npos)
+        << err.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvf

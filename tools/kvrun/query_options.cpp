@@ -1,0 +1,91 @@
+#include "query_options.h"
+
+#include "model/fingerprint.h"
+
+namespace kvf::cli {
+
+QueryEngineOptions QueryCliOptions::engine_options() const {
+  QueryEngineOptions e = engine;
+  e.cache_bytes = (uint64_t)(cache_mb * 1024 * 1024);
+  return e;
+}
+
+AnswerOptions QueryCliOptions::answer_options() const {
+  AnswerOptions a = answer;
+  a.method = parse_method(method);
+  return a;
+}
+
+void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
+  cmd.add_option("--store", o.engine.store_dir, "the store built by kvprep (e.g. stores/demo)")->required();
+  cmd.add_option("--model", o.engine.model, "the store's decoder: smollm2 or a GGUF path")->capture_default_str();
+  cmd.add_option("--embedder", o.engine.embedder, "the store's embedder, for retrieval: minilm or a folder")
+      ->capture_default_str();
+  cmd.add_option("--kv", o.engine.kv_mode, "stored KV to use: independent | similarity (FusionRAG offline stage)")
+      ->capture_default_str();
+  cmd.add_option("--method", o.method,
+                 "full (plain prefill) | reuse (stored KV, question only) | cacheblend | a3 | fusion")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"full", "reuse", "cacheblend", "a3", "fusion"}));
+  cmd.add_option("--recompute", o.answer.recompute,
+                 "share of context tokens cacheblend/a3/fusion recompute, 0..1")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--top-k", o.answer.top_k, "chunks to retrieve when none are given")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd.add_option("--link-tokens", o.answer.link_tokens, "KVLink link tokens computed after each chunk")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
+  cmd.add_option("--max-tokens", o.answer.max_tokens, "most tokens to generate")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 8192));
+  cmd.add_option("--stop", o.answer.stop, "stop when the answer contains this text (repeatable)");
+  cmd.add_option("--cache-mb", o.cache_mb, "chunk KV kept in memory between questions, MiB")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--threads", o.threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd.add_flag("--json", o.json, "print one JSON object per question");
+}
+
+nlohmann::json answer_json(const QueryAnswer& a) {
+  std::vector<std::string> ids;
+  for (uint64_t id : a.chunk_ids) ids.push_back(fingerprint_hex(id));
+  return {{"id", a.id},
+          {"question", a.question},
+          {"answer", a.answer},
+          {"method", method_name(a.method)},
+          {"recompute", a.recompute},
+          {"kv_mode", a.kv_mode},
+          {"chunk_ids", ids},
+          {"retrieval_scores", a.scores},
+          {"n_context_tokens", a.n_context_tokens},
+          {"n_recomputed", a.n_recomputed},
+          {"n_link_tokens", a.n_link_tokens},
+          {"n_question_tokens", a.n_question_tokens},
+          {"n_prompt_tokens", a.n_prompt_tokens},
+          {"generated_tokens", a.tokens.size()},
+          {"stopped_by", a.stopped_by},
+          {"cache", {{"hits", a.cache_hits}, {"misses", a.cache_misses}}},
+          {"timings_ms",
+           {{"retrieve", a.ms.retrieve},
+            {"load", a.ms.load},
+            {"select", a.ms.select},
+            {"prefill", a.ms.prefill},
+            {"ttft", a.ms.ttft},
+            {"decode", a.ms.decode}}}};
+}
+
+void print_answer_text(const QueryAnswer& a) {
+  std::printf("%s\n", a.answer.c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "[%s r=%.2f kv=%s | %zu chunks, %lld context tokens, %lld recomputed | ttft %.1f ms = retrieve %.1f + "
+               "load %.1f + select %.1f + prefill %.1f | %zu tokens in %.1f ms | cache %llu hit / %llu miss]\n",
+               method_name(a.method).c_str(), a.recompute, a.kv_mode.c_str(), a.chunk_ids.size(),
+               (long long)a.n_context_tokens, (long long)a.n_recomputed, a.ms.ttft, a.ms.retrieve, a.ms.load,
+               a.ms.select, a.ms.prefill, a.tokens.size(), a.ms.decode, (unsigned long long)a.cache_hits,
+               (unsigned long long)a.cache_misses);
+}
+
+}  // namespace kvf::cli

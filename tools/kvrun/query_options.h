@@ -1,0 +1,33 @@
+// The options `kvrun ask` and `kvrun batch` share: which store and KV, which method, how to generate; and how
+// an answer is printed (one JSON object, or text with a timing line).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "fusion/query_engine.h"
+
+namespace kvf::cli {
+
+struct QueryCliOptions {
+  QueryEngineOptions engine;
+  AnswerOptions answer;
+  std::string method = "fusion";
+  double cache_mb = 1024;
+  int threads = 0;
+  bool json = false;
+
+  QueryEngineOptions engine_options() const;
+  AnswerOptions answer_options() const;  // parses the method; throws kvf::Error naming a bad value
+};
+
+// Registers --store, --model, --embedder, --kv, --method, --recompute, --top-k, --link-tokens, --max-tokens,
+// --stop, --cache-mb, --threads and --json on `cmd`.
+void add_query_options(CLI::App& cmd, QueryCliOptions& o);
+
+nlohmann::json answer_json(const QueryAnswer& a);
+// The answer, then one line of counts and timings (to stderr, so stdout holds only answers).
+void print_answer_text(const QueryAnswer& a);
+
+}  // namespace kvf::cli
