@@ -29,9 +29,9 @@ test: setup build
 test-unit: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit -j $(JOBS)
 
+# Builds the demo store and answers the demo questions with every method, answers and TTFT side by side.
 demo: setup build
-	$(BUILD_DIR)/bin/kvrun generate --model smollm2 --chat --max-tokens 64 \
-	  --prompt "In two sentences, what is a key-value cache in a transformer?"
+	BUILD_DIR=$(BUILD_DIR) scripts/demo.sh
 
 # Prefill speed against llama.cpp on the same GGUF, side by side (needs the reference venv).
 bench: setup build

@@ -72,6 +72,11 @@ struct SequencePlan {
   std::vector<int64_t> key_slot;  // key index -> index in the colsum output (view rows, then computed)
   int64_t n_slots = 0;
   Tensor keys_k, keys_v;          // [n_view_kept + n, n_kv, hd] scratch, refilled every layer
+  // Keys in position order let attention stop each row at its last visible key. Stored rows then computed ones
+  // are out of order after a sparse prefill, so the staged keys are gathered into position order each layer.
+  bool reorder = false;
+  Tensor key_order;               // i32: staged key index of each position-ordered key
+  Tensor ordered_k, ordered_v, ordered_pos;
   Tensor probe_rows;
 };
 
@@ -112,6 +117,23 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
   const int64_t m = (int64_t)key_pos.size();
   p.keys_k = b.empty(DType::F32, {m, c.n_kv_heads, c.head_dim});
   p.keys_v = b.empty(DType::F32, {m, c.n_kv_heads, c.head_dim});
+  p.reorder = !std::is_sorted(key_pos.begin(), key_pos.end());
+  if (p.reorder) {
+    std::vector<int32_t> order((size_t)m);
+    for (int64_t i = 0; i < m; ++i) order[i] = (int32_t)i;
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return key_pos[a] < key_pos[b]; });
+    std::vector<int32_t> pos_sorted((size_t)m);
+    std::vector<int64_t> slot_sorted((size_t)m);
+    for (int64_t i = 0; i < m; ++i) {
+      pos_sorted[i] = key_pos[order[i]];
+      slot_sorted[i] = p.key_slot[order[i]];
+    }
+    p.key_slot = std::move(slot_sorted);  // colsum entries come back in position order
+    p.key_order = upload_i32(b, order);
+    p.ordered_pos = upload_i32(b, pos_sorted);
+    p.ordered_k = b.empty(DType::F32, {m, c.n_kv_heads, c.head_dim});
+    p.ordered_v = b.empty(DType::F32, {m, c.n_kv_heads, c.head_dim});
+  }
   if (!r.probe_layers.empty()) p.probe_rows = upload_i32(b, r.probe_rows);
   return p;
 }
@@ -225,6 +247,13 @@ std::vector<ForwardResult> Decoder::forward(const std::vector<ForwardRequest>& b
       args.k = p.keys_k;
       args.v = p.keys_v;
       args.k_pos = p.key_pos;
+      if (p.reorder) {
+        b.gather_rows(p.keys_k, p.key_order, p.ordered_k);
+        b.gather_rows(p.keys_v, p.key_order, p.ordered_v);
+        args.k = p.ordered_k;
+        args.v = p.ordered_v;
+        args.k_pos = p.ordered_pos;
+      }
       args.out = attn.rows(p.offset, p.n);
       args.scale = scale;
       const auto probe = std::find(r.probe_layers.begin(), r.probe_layers.end(), l);
