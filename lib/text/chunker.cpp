@@ -83,7 +83,9 @@ class Splitter {
     // Most documents fit in one chunk: one tokenization settles them.
     TextChunk whole{begin, end, tokenize_(render_chunk(title_, text_.substr(begin, end - begin)))};
     if (whole.tokens.size() <= max_) return {std::move(whole)};
-    title_tokens_ = tokenize_(render_chunk(title_, "")).size();  // the title and the closing separator
+    // The title and the closing separator; +1 because rendered alone their newlines can merge into one token
+    // that a text between them keeps apart.
+    title_tokens_ = tokenize_(render_chunk(title_, "")).size() + 1;
     KVF_CHECK(title_tokens_ < max_, "chunker: the title '", title_, "' takes ", title_tokens_,
               " tokens, leaving no room under the maximum of ", max_, " tokens per chunk");
     gaps_ = find_gaps(text_, begin, end);
