@@ -1,4 +1,5 @@
 #include "fusion/fused_prefill.h"
+#include "core/stopwatch.h"
 
 #include <algorithm>
 #include <chrono>
@@ -13,9 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // A set of computed tokens in position order, and what each one is.
 struct ComputedSet {

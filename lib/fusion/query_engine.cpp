@@ -1,4 +1,5 @@
 #include "fusion/query_engine.h"
+#include "core/stopwatch.h"
 
 #include <xxhash.h>
 
@@ -30,9 +31,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 Manifest load_store_manifest(const QueryEngineOptions& o) {
   KVF_CHECK(has_manifest(o.store_dir), o.store_dir, ": not a kvfuse store (no manifest.json); build one with `kvprep run`");

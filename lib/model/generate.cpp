@@ -1,4 +1,5 @@
 #include "model/generate.h"
+#include "core/stopwatch.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,9 +7,6 @@
 namespace kvf {
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace
 
