@@ -129,6 +129,10 @@ std::vector<int32_t> QueryEngine::link_token_ids(int count) const {
   return ids;
 }
 
+std::vector<int32_t> QueryEngine::encode_answer(const std::string& text) const {
+  return s_->tokenizer.encode(text, false, false);
+}
+
 ResolvedQuery QueryEngine::resolve(const Query& q, int top_k) {
   KVF_CHECK(!q.question.empty(), "question '", q.id, "' is empty");
   ResolvedQuery r{q.id, q.question, {}, {}, 0};
@@ -210,6 +214,10 @@ QueryAnswer QueryEngine::answer(const ResolvedQuery& q, const AnswerOptions& o) 
         if (!stop.empty() && text.find(stop) != std::string::npos) return stopped_by_string = true;
       return false;
     };
+  if (o.return_context_kv) a.context_kv = gather_context_kv(*s.backend, fused, in.layout);
+  if (!o.teacher_tokens.empty())
+    a.teacher_logits = forced_logits(*s.decoder, fused.base_view(), fused.computed, fused.logits, in.layout.end,
+                                     o.teacher_tokens);
   KvBuffer own(*s.backend, c.n_layers, c.n_kv_heads, c.head_dim, fused.computed.rows() + o.max_tokens);
   own.append(fused.computed);
   GreedyResult gen;

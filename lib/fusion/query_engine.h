@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/context_kv.h"
 #include "fusion/fusion_method.h"
 
 namespace kvf {
@@ -46,6 +47,9 @@ struct AnswerOptions {
   int link_tokens = 0;             // KVLink link tokens after each chunk
   int max_tokens = 64;             // generated tokens at most
   std::vector<std::string> stop;   // generation ends when the answer text contains one of these
+  // For eval: tokens to score under teacher forcing after the prefill (a gold answer, see encode_answer) ...
+  std::vector<int32_t> teacher_tokens;
+  bool return_context_kv = false;  // ... and whether to return the context's K and V as decoding saw them
 };
 
 struct QueryTimings {
@@ -62,6 +66,8 @@ struct QueryAnswer {
   int64_t n_context_tokens = 0, n_recomputed = 0, n_link_tokens = 0, n_question_tokens = 0, n_prompt_tokens = 0;
   std::vector<int32_t> tokens;  // generated ids, the end token excluded
   std::vector<float> first_logits;  // the prefill's logits for the first generated token (vocab entries)
+  std::vector<float> teacher_logits;  // [teacher_tokens.size(), vocab]: the logits at each teacher token
+  ContextKv context_kv;             // when return_context_kv
   std::string stopped_by;       // end_token | stop_string | max_tokens
   uint64_t cache_hits = 0, cache_misses = 0;  // chunk KV lookups of this query
   QueryTimings ms;
@@ -87,6 +93,8 @@ class QueryEngine {
   const std::string& kv_mode() const;
   int model_layers() const;
   std::vector<int32_t> link_token_ids(int count) const;  // the model's link tokens, `count` per chunk
+  // An answer's tokens as the assistant would write them right after the prompt (no end token).
+  std::vector<int32_t> encode_answer(const std::string& text) const;
 
  private:
   struct State;

@@ -77,4 +77,28 @@ void decode_greedy(const Decoder& decoder, const std::vector<const KvSegment*>& 
   result.decode_ms = ms_since(t0);
 }
 
+std::vector<float> forced_logits(const Decoder& decoder, const std::vector<const KvSegment*>& base_view,
+                                 const KvSegment& own, const std::vector<float>& first_logits,
+                                 int32_t next_position, const std::vector<int32_t>& tokens) {
+  const int64_t vocab = decoder.config().vocab;
+  KVF_CHECK((int64_t)first_logits.size() == vocab, "forced_logits: first logits have ", first_logits.size(),
+            " entries, the vocabulary ", vocab);
+  std::vector<float> logits;
+  if (tokens.empty()) return logits;
+  logits = first_logits;
+  if (tokens.size() == 1) return logits;
+  // One pass over all but the last token gives the logits for every later one.
+  ForwardRequest req;
+  req.tokens.assign(tokens.begin(), tokens.end() - 1);
+  for (size_t i = 0; i < req.tokens.size(); ++i) {
+    req.positions.push_back(next_position + (int32_t)i);
+    req.logit_rows.push_back((int32_t)i);
+  }
+  req.view = base_view;
+  req.view.push_back(&own);
+  const ForwardResult out = decoder.forward(req);
+  logits.insert(logits.end(), out.logits.begin(), out.logits.end());
+  return logits;
+}
+
 }  // namespace kvf

@@ -34,4 +34,11 @@ GreedyResult generate_greedy(const Decoder& decoder, const std::vector<int32_t>&
 void decode_greedy(const Decoder& decoder, const std::vector<const KvSegment*>& base_view, KvBuffer& own,
                    int32_t first, int32_t next_position, const GreedyOptions& options, GreedyResult& result);
 
+// Teacher forcing after a prefill that is already done: the logits at each of `tokens` ([tokens.size(), vocab]),
+// row 0 being `first_logits` (the prefill's) and row t those after tokens[0..t-1] were fed at `next_position`
+// on. Reads `base_view` then `own` without changing them.
+std::vector<float> forced_logits(const Decoder& decoder, const std::vector<const KvSegment*>& base_view,
+                                 const KvSegment& own, const std::vector<float>& first_logits,
+                                 int32_t next_position, const std::vector<int32_t>& tokens);
+
 }  // namespace kvf

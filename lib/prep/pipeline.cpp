@@ -78,6 +78,7 @@ class Config {
     for (const auto& kv : root_) {
       const std::string key = kv.first.as<std::string>();
       if (scalars.count(key)) continue;
+      if (key == "eval") continue;  // the sweep settings kvrun eval reads (it checks them)
       const auto it = known.find(key);
       KVF_CHECK(it != known.end(), file_, ": unknown key '", key, "'");
       KVF_CHECK(kv.second.IsMap(), file_, ": '", key, "' must be a mapping");

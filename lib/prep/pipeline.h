@@ -9,6 +9,7 @@
 //   index:     {kind: flat}            # flat | ivf | hnsw, with ivf_nlist, ivf_nprobe, hnsw_m, ...
 //   neighbors: {top_n: 10}
 //   prefill:   {modes: [independent, similarity], dtype: f16, system: ""}
+//   eval:      {...}                   # kvrun eval's sweep (see docs/eval.md); kvprep ignores it
 //
 // Overrides: "key=value" with dotted keys ("prefill.modes=[independent]", "store=/tmp/s"); values are YAML.
 #pragma once

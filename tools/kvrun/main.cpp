@@ -8,6 +8,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   kvf::cli::add_ask_command(app);
   kvf::cli::add_batch_command(app);
+  kvf::cli::add_eval_command(app);
   kvf::cli::add_generate_command(app);
   return kvf::cli::run_app(app, argc, argv);
 }

@@ -1,4 +1,5 @@
-// `kvrun ask` (one question) and `kvrun batch` (a question file, with the next questions' KV loaded ahead).
+// `kvrun ask` (one question), `kvrun batch` (a question file, with the next questions' KV loaded ahead) and
+// `kvrun eval` (a method x ratio x KV-mode sweep over a QA data set, with its report).
 #pragma once
 #include <CLI/CLI.hpp>
 
@@ -6,5 +7,6 @@ namespace kvf::cli {
 
 void add_ask_command(CLI::App& app);
 void add_batch_command(CLI::App& app);
+void add_eval_command(CLI::App& app);  // eval_command.cpp
 
 }  // namespace kvf::cli

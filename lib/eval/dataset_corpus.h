@@ -1,0 +1,15 @@
+// The corpus of a QA data set's own passages, for building a store that answers its questions in the fixed-
+// context setting: every distinct (title, text) of the questions' contexts, in first-seen order, ids 1, 2, ...
+#pragma once
+#include <string>
+#include <vector>
+
+#include "fusion/query_file.h"
+
+namespace kvf {
+
+// Writes JSONL {"id", "title", "text"} to `path` (through path.partial, renamed when complete); leaves an
+// existing identical file untouched so that a rebuilt store sees an unchanged corpus. Returns the passage count.
+size_t write_dataset_corpus(const std::vector<QueryRecord>& records, const std::string& path);
+
+}  // namespace kvf

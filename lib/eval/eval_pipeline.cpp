@@ -1,0 +1,70 @@
+#include "eval/eval_pipeline.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace kvf {
+
+std::string data_dir() {
+  const char* env = std::getenv("KVFUSE_DATA");
+  return env && *env ? env : "../shared/data";
+}
+
+std::string resolve_dataset(const std::string& name) {
+  if (name.empty() || std::filesystem::exists(name) || name.find('/') != std::string::npos) return name;
+  return (std::filesystem::path(data_dir()) / name).string();
+}
+
+void apply_eval_pipeline(const std::string& path, const std::set<std::string>& given, EvalOptions& o) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    fail(path, ": ", e.what());
+  }
+  const YAML::Node eval = root["eval"];
+  KVF_CHECK(eval && eval.IsMap(), path, ": no 'eval' section (the sweep to run); see pipelines/paper-hotpotqa.yaml");
+  const std::set<std::string> known = {"dataset", "limit",  "setting",     "methods", "ratios",
+                                       "kv",      "max_tokens", "top_k", "link_tokens", "out"};
+  for (const auto& kv : eval)
+    KVF_CHECK(known.count(kv.first.as<std::string>()), path, ": unknown key 'eval.", kv.first.as<std::string>(), "'");
+  const auto take = [&](const YAML::Node& section, const std::string& prefix, const std::string& key, auto& into) {
+    if (given.count(key) || !section[key]) return;
+    try {
+      into = section[key].as<std::decay_t<decltype(into)>>();
+    } catch (const YAML::Exception&) {
+      fail(path, ": '", prefix, key, "' has the wrong type (", YAML::Dump(section[key]), ")");
+    }
+  };
+  take(root, "", "store", o.store_dir);
+  take(root, "", "model", o.model);
+  take(root, "", "embedder", o.embedder);
+  take(eval, "eval.", "dataset", o.dataset);
+  take(eval, "eval.", "limit", o.limit);
+  take(eval, "eval.", "setting", o.setting);
+  take(eval, "eval.", "ratios", o.ratios);
+  take(eval, "eval.", "kv", o.kv_modes);
+  take(eval, "eval.", "max_tokens", o.max_tokens);
+  take(eval, "eval.", "top_k", o.top_k);
+  take(eval, "eval.", "link_tokens", o.link_tokens);
+  take(eval, "eval.", "out", o.out_dir);
+  std::vector<std::string> methods;
+  take(eval, "eval.", "methods", methods);
+  if (!methods.empty()) {
+    o.methods.clear();
+    for (const std::string& m : methods) {
+      try {
+        o.methods.push_back(parse_method(m));
+      } catch (const Error& e) {
+        fail(path, ": eval.methods: ", e.what());
+      }
+    }
+  }
+  o.dataset = resolve_dataset(o.dataset);
+}
+
+}  // namespace kvf

@@ -1,0 +1,21 @@
+// A pipeline file's eval section (pipelines/paper-*.yaml): the sweep `kvrun eval --pipeline FILE` runs over the
+// store the same file builds. Command-line options win over the file.
+#pragma once
+#include <set>
+#include <string>
+
+#include "eval/eval_sweep.h"
+
+namespace kvf {
+
+// Where benchmark data sets live: $KVFUSE_DATA, else ../shared/data.
+std::string data_dir();
+// A data set path as given, or a bare file name looked up in data_dir().
+std::string resolve_dataset(const std::string& name);
+
+// Fills `o` from the file's store, model, embedder and eval keys, except the option names in `given`
+// ("dataset", "limit", "setting", "methods", "ratios", "kv", "max_tokens", "top_k", "link_tokens", "out",
+// "store"). Throws kvf::Error naming the file and key for unknown keys and bad values.
+void apply_eval_pipeline(const std::string& path, const std::set<std::string>& given, EvalOptions& o);
+
+}  // namespace kvf

@@ -1,0 +1,341 @@
+#include "eval/eval_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "eval/bootstrap.h"
+#include "eval/eval_sweep.h"
+
+namespace kvf {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One point of the sweep with its per-question runs (questions in file order).
+struct PointRuns {
+  FusionMethod method;
+  std::string kv;
+  double ratio;
+  std::vector<const EvalRun*> runs;
+  std::string label() const {
+    if (method == FusionMethod::Full || method == FusionMethod::Reuse) return method_name(method);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s %.2f", method_name(method).c_str(), ratio);
+    return buf;
+  }
+};
+
+struct Aggregate {
+  Interval em, f1, substring, norm_f1, gold_ll, norm_ll, kl_first, top1;
+  double recomputed = 0, ttft = 0, retrieve = 0, load = 0, select = 0, prefill = 0, decode = 0, speedup = 0;
+  std::vector<double> dev_k, dev_v;  // mean over questions, per layer
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double mean_at(const std::vector<double>& v, const std::vector<size_t>& idx) {
+  double s = 0;
+  for (size_t i : idx) s += v[i];
+  return s / (double)idx.size();
+}
+
+std::vector<double> field(const PointRuns& p, double EvalRun::*member) {
+  std::vector<double> out;
+  for (const EvalRun* r : p.runs) out.push_back(r->*member);
+  return out;
+}
+
+// (m - low) / (high - low) of means over the same resampled questions (FusionRAG eq. 11).
+Interval normalized(const std::vector<double>& m, const std::vector<double>& low, const std::vector<double>& high) {
+  return bootstrap(m.size(), [&](const std::vector<size_t>& idx) {
+    const double lo = mean_at(low, idx), hi = mean_at(high, idx);
+    return hi == lo ? NAN : (mean_at(m, idx) - lo) / (hi - lo);
+  });
+}
+
+std::vector<PointRuns> group(const std::vector<EvalQuestion>& questions) {
+  std::vector<PointRuns> points;
+  for (const EvalRun& r : questions.at(0).runs) points.push_back({r.method, r.kv, r.ratio, {}});
+  for (const EvalQuestion& q : questions) {
+    KVF_CHECK(q.runs.size() == points.size(), "question '", q.id, "' has ", q.runs.size(), " runs, the first ",
+              points.size(), ": results of different sweeps are mixed");
+    for (size_t i = 0; i < points.size(); ++i) points[i].runs.push_back(&q.runs[i]);
+  }
+  return points;
+}
+
+Aggregate aggregate(const PointRuns& p, const PointRuns& full, const PointRuns& reuse) {
+  Aggregate a;
+  a.em = bootstrap_mean(field(p, &EvalRun::em));
+  a.f1 = bootstrap_mean(field(p, &EvalRun::f1));
+  a.substring = bootstrap_mean(field(p, &EvalRun::substring));
+  a.gold_ll = bootstrap_mean(field(p, &EvalRun::gold_ll));
+  a.kl_first = bootstrap_mean(field(p, &EvalRun::kl_first));
+  a.top1 = bootstrap_mean(field(p, &EvalRun::top1));
+  a.norm_f1 = normalized(field(p, &EvalRun::f1), field(reuse, &EvalRun::f1), field(full, &EvalRun::f1));
+  a.norm_ll = normalized(field(p, &EvalRun::gold_ll), field(reuse, &EvalRun::gold_ll), field(full, &EvalRun::gold_ll));
+  std::vector<double> rec, ttft, retrieve, load, select, prefill, decode, full_ttft;
+  for (size_t i = 0; i < p.runs.size(); ++i) {
+    const EvalRun& r = *p.runs[i];
+    rec.push_back((double)r.n_recomputed);
+    ttft.push_back(r.ms.ttft), retrieve.push_back(r.ms.retrieve), load.push_back(r.ms.load);
+    select.push_back(r.ms.select), prefill.push_back(r.ms.prefill), decode.push_back(r.ms.decode);
+    full_ttft.push_back(full.runs[i]->ms.ttft);
+    const LayerDeviation& d = r.deviation;
+    a.dev_k.resize(d.k.size()), a.dev_v.resize(d.v.size());
+    for (size_t l = 0; l < d.k.size(); ++l) a.dev_k[l] += d.k[l] / (double)p.runs.size();
+    for (size_t l = 0; l < d.v.size(); ++l) a.dev_v[l] += d.v[l] / (double)p.runs.size();
+  }
+  a.recomputed = median(rec), a.ttft = median(ttft), a.retrieve = median(retrieve), a.load = median(load);
+  a.select = median(select), a.prefill = median(prefill), a.decode = median(decode);
+  a.speedup = median(full_ttft) / a.ttft;
+  return a;
+}
+
+std::string fmt(double v, int digits = 3) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+std::string with_interval(const Interval& i, int digits = 3) {
+  return fmt(i.value, digits) + " [" + fmt(i.low, digits) + ", " + fmt(i.high, digits) + "]";
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  KVF_CHECK(out, path.string(), ": write failed");
+}
+
+std::string metrics_csv(const std::vector<PointRuns>& points, const std::vector<Aggregate>& aggs) {
+  std::ostringstream o;
+  o << "method,kv,ratio,n";
+  for (const char* m : {"em", "f1", "substring", "norm_f1", "gold_ll", "norm_ll", "kl_first", "top1"})
+    o << "," << m << "," << m << "_low," << m << "_high";
+  o << ",recomputed,ttft_ms,retrieve_ms,load_ms,select_ms,prefill_ms,decode_ms,speedup_vs_full\n";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const PointRuns& p = points[i];
+    const Aggregate& a = aggs[i];
+    o << method_name(p.method) << "," << p.kv << "," << p.ratio << "," << p.runs.size();
+    for (const Interval* v : {&a.em, &a.f1, &a.substring, &a.norm_f1, &a.gold_ll, &a.norm_ll, &a.kl_first, &a.top1})
+      o << "," << fmt(v->value, 6) << "," << fmt(v->low, 6) << "," << fmt(v->high, 6);
+    o << "," << a.recomputed << "," << fmt(a.ttft, 2) << "," << fmt(a.retrieve, 2) << "," << fmt(a.load, 2) << ","
+      << fmt(a.select, 2) << "," << fmt(a.prefill, 2) << "," << fmt(a.decode, 2) << "," << fmt(a.speedup, 3) << "\n";
+  }
+  return o.str();
+}
+
+std::string deviation_csv(const std::vector<PointRuns>& points, const std::vector<Aggregate>& aggs) {
+  std::ostringstream o;
+  o << "method,kv,ratio,layer,k_deviation,v_deviation\n";
+  for (size_t i = 0; i < points.size(); ++i)
+    for (size_t l = 0; l < aggs[i].dev_k.size(); ++l)
+      o << method_name(points[i].method) << "," << points[i].kv << "," << points[i].ratio << "," << l << ","
+        << aggs[i].dev_k[l] << "," << aggs[i].dev_v[l] << "\n";
+  return o.str();
+}
+
+// gnuplot data blocks and scripts; each figure is one .gp file kept next to its PNG so it can be re-drawn.
+
+std::string curve_block(const std::vector<PointRuns>& points, const std::vector<Aggregate>& aggs,
+                        const std::string& kv, FusionMethod method, Interval Aggregate::*metric) {
+  std::ostringstream o;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const PointRuns& p = points[i];
+    if (p.kv != kv || (p.method != method && p.method != FusionMethod::Reuse)) continue;
+    const Interval& v = aggs[i].*metric;
+    o << p.ratio << " " << v.value << " " << v.low << " " << v.high << "\n";
+  }
+  return o.str();
+}
+
+std::string quality_figure(const std::vector<PointRuns>& points, const std::vector<Aggregate>& aggs,
+                           Interval Aggregate::*metric, const std::string& png, const std::string& ylabel,
+                           const std::string& title) {
+  std::set<std::string> kvs;
+  for (const PointRuns& p : points)
+    if (p.kv != "-") kvs.insert(p.kv);
+  std::ostringstream o, plot;
+  int block = 0;
+  const std::map<FusionMethod, int> color = {{FusionMethod::CacheBlend, 1}, {FusionMethod::A3, 2}, {FusionMethod::Fusion, 3}};
+  for (const std::string& kv : kvs)
+    for (const auto& [method, c] : color) {
+      const std::string data = curve_block(points, aggs, kv, method, metric);
+      if (std::count(data.begin(), data.end(), '\n') < 2) continue;
+      o << "$d" << block << " << EOD\n" << data << "EOD\n";
+      plot << (block ? ", \\\n  " : "plot ") << "$d" << block << " using 1:2:3:4 with yerrorlines lc " << c
+           << " dt " << (kv == "similarity" ? 1 : 2) << " pt " << (kv == "similarity" ? 7 : 6) << " title '"
+           << method_name(method) << " (" << kv << ")'";
+      ++block;
+    }
+  o << "set terminal pngcairo size 900,560 font ',11'\nset output '" << png << "'\n"
+    << "set title '" << title << "'\nset xlabel 'recompute ratio'\nset ylabel '" << ylabel << "'\n"
+    << "set key outside right\nset grid\nset xrange [-0.01:*]\n"
+    << "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 3 lc rgb 'gray'\n"
+    << "set label 'full attention' at graph 0.02, first 1 offset 0,0.6 tc rgb 'gray'\n";
+  return o.str() + plot.str() + "\n";
+}
+
+std::string ttft_figure(const std::vector<PointRuns>& points, const std::vector<Aggregate>& aggs,
+                        const std::string& kv, const std::string& title) {
+  std::ostringstream o;
+  o << "$t << EOD\n";
+  for (size_t i = 0; i < points.size(); ++i)
+    if (points[i].kv == "-" || points[i].kv == kv)
+      o << "\"" << points[i].label() << "\" " << aggs[i].retrieve + aggs[i].load << " " << aggs[i].select << " "
+        << aggs[i].prefill << "\n";
+  o << "EOD\n"
+    << "set terminal pngcairo size 1000,520 font ',11'\nset output 'ttft.png'\n"
+    << "set title '" << title << "'\nset ylabel 'median time to first token, ms'\n"
+    << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
+    << "set boxwidth 0.7\nset xtics rotate by -40\nset key top right\nset grid ytics\n"
+    << "plot $t using 2:xtic(1) title 'load KV', '' using 3 title 'select', '' using 4 title 'prefill'\n";
+  return o.str();
+}
+
+std::string deviation_figure(const std::vector<PointRuns>& points, const std::vector<Aggregate>& aggs,
+                             const std::string& title) {
+  std::ostringstream o, plot;
+  int block = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const PointRuns& p = points[i];
+    const bool wanted = p.method == FusionMethod::Reuse || std::abs(p.ratio - 0.15) < 1e-9;
+    if (p.kv == "-" || !wanted) continue;
+    o << "$v" << block << " << EOD\n";
+    for (size_t l = 0; l < aggs[i].dev_k.size(); ++l) o << l << " " << aggs[i].dev_k[l] + aggs[i].dev_v[l] << "\n";
+    o << "EOD\n";
+    plot << (block ? ", \\\n  " : "plot ") << "$v" << block << " using 1:2 with linespoints dt "
+         << (p.kv == "similarity" ? 1 : 2) << " title '" << p.label() << " (" << p.kv << ")'";
+    ++block;
+  }
+  o << "set terminal pngcairo size 900,560 font ',11'\nset output 'kv_deviation.png'\n"
+    << "set title '" << title << "'\nset xlabel 'layer'\nset ylabel 'mean KV deviation from full (eq. 7)'\n"
+    << "set logscale y\nset key outside right\nset grid\n";
+  return o.str() + plot.str() + "\n";
+}
+
+bool draw(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& scripts) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return false;
+  for (const auto& [name, script] : scripts) {
+    write_file(dir / name, script);
+    const std::string cmd = "cd '" + dir.string() + "' && gnuplot '" + name + "'";
+    KVF_CHECK(std::system(cmd.c_str()) == 0, (dir / name).string(), ": gnuplot failed");
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string describe_machine(int threads) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  int cores = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0 && model == "unknown CPU") model = line.substr(line.find(':') + 2);
+    if (line.rfind("processor", 0) == 0) ++cores;
+  }
+  return model + ", " + std::to_string(cores) + " cores, " + std::to_string(threads) + " threads";
+}
+
+bool write_eval_report(const std::string& out_dir, const ReportContext& context) {
+  const std::vector<EvalQuestion> questions = read_eval_results(out_dir);
+  KVF_CHECK(!questions.empty(), out_dir, "/results.jsonl: no results to report; run the sweep first");
+  const std::vector<PointRuns> points = group(questions);
+  const auto find = [&](FusionMethod m, const std::string& kv) -> const PointRuns* {
+    for (const PointRuns& p : points)
+      if (p.method == m && (kv.empty() || p.kv == kv)) return &p;
+    return nullptr;
+  };
+  const PointRuns* full = find(FusionMethod::Full, "");
+  const PointRuns* reuse = find(FusionMethod::Reuse, "independent");
+  if (!reuse) reuse = find(FusionMethod::Reuse, "");
+  KVF_CHECK(full && reuse, out_dir, ": results lack full or reuse runs");
+  std::vector<Aggregate> aggs;
+  for (const PointRuns& p : points) aggs.push_back(aggregate(p, *full, *reuse));
+
+  const fs::path dir(out_dir);
+  write_file(dir / "metrics.csv", metrics_csv(points, aggs));
+  write_file(dir / "kv_deviation.csv", deviation_csv(points, aggs));
+
+  double context_tokens = 0, question_tokens = 0, chunks = 0;
+  for (const EvalQuestion& q : questions)
+    context_tokens += q.n_context_tokens, question_tokens += q.n_question_tokens, chunks += q.n_chunks;
+  const double n = (double)questions.size();
+  const std::string ttft_kv = find(FusionMethod::Reuse, "similarity") ? "similarity" : reuse->kv;
+  const bool plotted = draw(
+      dir, {{"norm_f1.gp", quality_figure(points, aggs, &Aggregate::norm_f1, "norm_f1.png", "normalized F1",
+                                          context.title + ": normalized F1 (95% CI)")},
+            {"norm_ll.gp", quality_figure(points, aggs, &Aggregate::norm_ll, "norm_ll.png",
+                                          "normalized gold log-likelihood", context.title + ": gold-answer log-likelihood recovery (95% CI)")},
+            {"ttft.gp", ttft_figure(points, aggs, ttft_kv, context.title + ": TTFT by phase (" + ttft_kv + " KV)")},
+            {"kv_deviation.gp", deviation_figure(points, aggs, context.title + ": KV deviation by layer")}});
+
+  std::ostringstream r;
+  std::ifstream sweep_in(dir / "sweep.json");
+  nlohmann::json sweep;
+  if (sweep_in) sweep_in >> sweep;
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  r << "# kvrun eval: " << context.title << "\n\n"
+    << "- Questions: " << questions.size() << " (setting " << sweep.value("setting", "?") << "), mean "
+    << fmt(chunks / n, 1) << " chunks, " << fmt(context_tokens / n, 0) << " context tokens and "
+    << fmt(question_tokens / n, 0) << " question tokens per question\n"
+    << "- Store: `" << sweep.value("store", "?") << "`, model " << sweep.value("model", "?")
+    << "; answers are greedy, at most " << sweep.value("max_tokens", 0) << " tokens, cut at the first blank line\n"
+    << "- Command: `" << context.command << "`\n"
+    << "- Machine: " << context.machine << "; report written " << date << "\n\n"
+    << "Intervals are 95% percentile bootstrap intervals over questions (1000 resamples). Normalized scores are\n"
+    << "(x - reuse) / (full - reuse) of the means over the same questions (FusionRAG eq. 11), with reuse of the\n"
+    << "independent KV (Full Reuse) as 0 and full attention as 1: a similarity-mode point above 0 at ratio 0 is what\n"
+    << "the offline stage alone buys. Every selector at ratio 0 is reuse itself, so its curve starts at reuse.\n"
+    << "Gold LL is the mean log-probability of the first gold answer's tokens under teacher forcing; KL is\n"
+    << "KL(full || method) of the first answer token; top-1 is the share of gold-answer steps whose most likely\n"
+    << "token equals full attention's.\n\n## Quality\n\n"
+    << "| method | kv | ratio | F1 | EM | substring | normalized F1 | gold LL | normalized LL | KL first | top-1 |\n"
+    << "|---|---|---:|---|---:|---:|---|---:|---|---:|---:|\n";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Aggregate& a = aggs[i];
+    r << "| " << method_name(points[i].method) << " | " << points[i].kv << " | " << fmt(points[i].ratio, 2) << " | "
+      << with_interval(a.f1) << " | " << fmt(a.em.value) << " | " << fmt(a.substring.value) << " | "
+      << with_interval(a.norm_f1, 2) << " | " << fmt(a.gold_ll.value) << " | " << with_interval(a.norm_ll, 2)
+      << " | " << fmt(a.kl_first.value, 4) << " | " << fmt(a.top1.value) << " |\n";
+  }
+  r << "\n## Time to first token (medians over questions, ms)\n\n"
+    << "| method | kv | ratio | recomputed tokens | TTFT | load | select | prefill | speedup vs full |\n"
+    << "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Aggregate& a = aggs[i];
+    r << "| " << method_name(points[i].method) << " | " << points[i].kv << " | " << fmt(points[i].ratio, 2) << " | "
+      << fmt(a.recomputed, 0) << " | " << fmt(a.ttft, 1) << " | " << fmt(a.load, 1) << " | " << fmt(a.select, 1)
+      << " | " << fmt(a.prefill, 1) << " | " << fmt(a.speedup, 2) << "x |\n";
+  }
+  r << "\n## Plots\n\n";
+  if (plotted)
+    r << "![normalized F1](norm_f1.png)\n\n![log-likelihood recovery](norm_ll.png)\n\n![TTFT by phase](ttft.png)\n\n"
+      << "![KV deviation](kv_deviation.png)\n\nEach plot's gnuplot script (`*.gp`) sits next to it.\n";
+  else
+    r << "gnuplot was not found, so the plots were not drawn (scripts/setup.sh installs it; then rerun with "
+         "`--report-only`).\n";
+  r << "\nPer-question answers and scores: `results.jsonl`; the tables as CSV: `metrics.csv`, `kv_deviation.csv`.\n";
+  write_file(dir / "report.md", r.str());
+  return plotted;
+}
+
+}  // namespace kvf

@@ -1,0 +1,299 @@
+#include "eval/eval_sweep.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "eval/answer_metrics.h"
+#include "fusion/query_file.h"
+
+namespace kvf {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kResultsFile = "results.jsonl";
+constexpr const char* kSweepFile = "sweep.json";
+
+// What makes two sweeps comparable: a results file is only continued by the same sweep.
+json sweep_json(const EvalOptions& o) {
+  std::vector<std::string> methods;
+  for (FusionMethod m : o.methods) methods.push_back(method_name(m));
+  return {{"dataset", fs::absolute(o.dataset).lexically_normal().string()},
+          {"store", fs::absolute(o.store_dir).lexically_normal().string()},
+          {"model", o.model},
+          {"methods", methods},
+          {"ratios", o.ratios},
+          {"kv", o.kv_modes},
+          {"setting", o.setting},
+          {"top_k", o.top_k},
+          {"max_tokens", o.max_tokens},
+          {"link_tokens", o.link_tokens}};
+}
+
+void validate(const EvalOptions& o) {
+  KVF_CHECK(!o.dataset.empty(), "eval: --dataset is required");
+  KVF_CHECK(fs::exists(o.dataset), o.dataset, ": no such data set");
+  KVF_CHECK(!o.out_dir.empty(), "eval: --out is required");
+  KVF_CHECK(o.setting == "fixed" || o.setting == "retrieval", "eval: --setting must be fixed or retrieval, got '",
+            o.setting, "'");
+  KVF_CHECK(!o.kv_modes.empty(), "eval: --kv lists no KV mode");
+  KVF_CHECK(!o.ratios.empty(), "eval: --ratios lists no ratio");
+  for (double r : o.ratios) KVF_CHECK(r >= 0 && r <= 1, "eval: recompute ratio ", r, " is outside [0, 1]");
+  KVF_CHECK(o.max_tokens > 0, "eval: --max-tokens must be positive, got ", o.max_tokens);
+}
+
+json deviation_json(const LayerDeviation& d) { return {{"k", d.k}, {"v", d.v}}; }
+
+json run_json(const EvalRun& r) {
+  return {{"method", method_name(r.method)},
+          {"kv", r.kv},
+          {"ratio", r.ratio},
+          {"answer", r.answer},
+          {"em", r.em},
+          {"f1", r.f1},
+          {"substring", r.substring},
+          {"gold_ll", r.gold_ll},
+          {"kl_first", r.kl_first},
+          {"top1", r.top1},
+          {"n_recomputed", r.n_recomputed},
+          {"ms",
+           {{"retrieve", r.ms.retrieve},
+            {"load", r.ms.load},
+            {"select", r.ms.select},
+            {"prefill", r.ms.prefill},
+            {"ttft", r.ms.ttft},
+            {"decode", r.ms.decode}}},
+          {"kv_deviation", deviation_json(r.deviation)}};
+}
+
+EvalRun run_from_json(const json& j) {
+  EvalRun r;
+  r.method = parse_method(j.at("method").get<std::string>());
+  r.kv = j.at("kv");
+  r.ratio = j.at("ratio");
+  r.answer = j.at("answer");
+  r.em = j.at("em");
+  r.f1 = j.at("f1");
+  r.substring = j.at("substring");
+  r.gold_ll = j.at("gold_ll");
+  r.kl_first = j.at("kl_first");
+  r.top1 = j.at("top1");
+  r.n_recomputed = j.at("n_recomputed");
+  const json& ms = j.at("ms");
+  r.ms = {ms.at("retrieve"), ms.at("load"), ms.at("select"), ms.at("prefill"), ms.at("ttft"), ms.at("decode")};
+  r.deviation.k = j.at("kv_deviation").at("k").get<std::vector<double>>();
+  r.deviation.v = j.at("kv_deviation").at("v").get<std::vector<double>>();
+  return r;
+}
+
+json question_json(const EvalQuestion& q) {
+  json runs = json::array();
+  for (const EvalRun& r : q.runs) runs.push_back(run_json(r));
+  return {{"id", q.id},
+          {"question", q.question},
+          {"answers", q.answers},
+          {"n_chunks", q.n_chunks},
+          {"n_context_tokens", q.n_context_tokens},
+          {"n_question_tokens", q.n_question_tokens},
+          {"n_gold_tokens", q.n_gold_tokens},
+          {"runs", runs}};
+}
+
+EvalQuestion question_from_json(const json& j) {
+  EvalQuestion q;
+  q.id = j.at("id");
+  q.question = j.at("question");
+  q.answers = j.at("answers").get<std::vector<std::string>>();
+  q.n_chunks = j.at("n_chunks");
+  q.n_context_tokens = j.at("n_context_tokens");
+  q.n_question_tokens = j.at("n_question_tokens");
+  q.n_gold_tokens = j.at("n_gold_tokens");
+  for (const json& r : j.at("runs")) q.runs.push_back(run_from_json(r));
+  return q;
+}
+
+// The sweep's points after full, in a fixed order: per KV mode, reuse, then each selector at each ratio > 0.
+struct Point {
+  FusionMethod method;
+  std::string kv;
+  double ratio;
+};
+std::vector<Point> sweep_points(const EvalOptions& o) {
+  std::vector<Point> points;
+  for (const std::string& kv : o.kv_modes) {
+    points.push_back({FusionMethod::Reuse, kv, 0.0});
+    for (FusionMethod m : o.methods) {
+      if (m == FusionMethod::Full || m == FusionMethod::Reuse) continue;
+      for (double r : o.ratios)
+        if (r > 0) points.push_back({m, kv, r});
+    }
+  }
+  return points;
+}
+
+// Scores one answer against the gold answers and against full attention's state on the same prompt.
+EvalRun score(const QueryAnswer& a, const QueryAnswer& full, const std::vector<std::string>& golds,
+              const std::vector<int32_t>& gold_tokens, int64_t vocab, const std::string& kv) {
+  EvalRun r;
+  r.method = a.method;
+  r.kv = kv;
+  r.ratio = a.recompute;
+  r.answer = a.answer;
+  r.em = exact_match(a.answer, golds);
+  r.f1 = token_f1(a.answer, golds);
+  r.substring = substring_match(a.answer, golds);
+  r.gold_ll = mean_log_likelihood(a.teacher_logits, gold_tokens, vocab);
+  r.kl_first = kl_divergence(full.first_logits, a.first_logits);
+  r.top1 = top1_agreement(full.teacher_logits, a.teacher_logits, vocab);
+  r.n_recomputed = a.n_recomputed;
+  r.ms = a.ms;
+  r.deviation = kv_deviation(full.context_kv, a.context_kv);
+  return r;
+}
+
+// Opens the results file for appending, after checking that what is there comes from this same sweep.
+std::set<std::string> prepare_out_dir(const EvalOptions& o) {
+  fs::create_directories(o.out_dir);
+  const fs::path sweep = fs::path(o.out_dir) / kSweepFile;
+  const json wanted = sweep_json(o);
+  if (fs::exists(sweep)) {
+    std::ifstream in(sweep);
+    json have;
+    try {
+      in >> have;
+    } catch (const json::exception& e) {
+      fail(sweep.string(), ": unreadable (", e.what(), ")");
+    }
+    KVF_CHECK(have == wanted, o.out_dir, " holds results of another sweep (", sweep.string(),
+              " differs); choose another --out or pass --fresh to discard them");
+  } else {
+    std::ofstream out(sweep);
+    out << wanted.dump(2) << "\n";
+    KVF_CHECK(out, sweep.string(), ": write failed");
+  }
+  std::set<std::string> done;
+  for (const EvalQuestion& q : read_eval_results(o.out_dir)) done.insert(q.id);
+  return done;
+}
+
+}  // namespace
+
+std::vector<EvalQuestion> read_eval_results(const std::string& out_dir) {
+  const fs::path path = fs::path(out_dir) / kResultsFile;
+  std::vector<EvalQuestion> out;
+  if (!fs::exists(path)) return out;
+  std::ifstream in(path);
+  std::string line;
+  std::vector<std::string> lines;
+  while (std::getline(in, line)) lines.push_back(line);
+  const bool torn_tail = !lines.empty() && in.eof() && !lines.back().empty();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    try {
+      out.push_back(question_from_json(json::parse(lines[i])));
+    } catch (const std::exception& e) {
+      if (i + 1 == lines.size() && torn_tail) break;  // the line a killed run was writing
+      fail(path.string(), ":", i + 1, ": ", e.what());
+    }
+  }
+  return out;
+}
+
+void run_eval_sweep(const EvalOptions& o) {
+  validate(o);
+  std::vector<QueryRecord> records = read_query_file(o.dataset);
+  if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
+  for (const QueryRecord& r : records) {
+    KVF_CHECK(!r.answers.empty() && !r.answers[0].empty(), o.dataset, ":", r.line, ": question '", r.query.id,
+              "' has no gold answer; eval scores against \"answers\"");
+    KVF_CHECK(o.setting == "retrieval" || !r.query.contexts.empty() || !r.query.chunk_ids.empty(), o.dataset, ":",
+              r.line, ": question '", r.query.id, "' has no contexts for --setting fixed");
+  }
+  const std::set<std::string> done = prepare_out_dir(o);
+
+  std::map<std::string, QueryEngine> engines;
+  for (const std::string& kv : o.kv_modes) {
+    QueryEngineOptions e;
+    e.store_dir = o.store_dir;
+    e.model = o.model;
+    e.embedder = o.embedder;
+    e.kv_mode = kv;
+    e.cache_bytes = o.cache_bytes;
+    engines.emplace(kv, QueryEngine(e));
+  }
+  QueryEngine& first = engines.at(o.kv_modes[0]);
+  const std::vector<Point> points = sweep_points(o);
+
+  std::ofstream results(fs::path(o.out_dir) / kResultsFile, std::ios::app);
+  KVF_CHECK(results, o.out_dir, ": cannot append to ", kResultsFile);
+  const auto resolve = [&](const QueryRecord& r) {
+    Query q = r.query;
+    if (o.setting == "retrieval") q.chunk_ids.clear(), q.contexts.clear();
+    try {
+      return first.resolve(q, o.top_k);
+    } catch (const Error& e) {
+      fail(o.dataset, ":", r.line, ": ", e.what());
+    }
+  };
+  size_t todo = 0;
+  for (const QueryRecord& r : records) todo += !done.count(r.query.id);
+  if (todo < records.size())
+    std::fprintf(stderr, "eval: %zu of %zu questions already in %s/%s; answering the other %zu\n",
+                 records.size() - todo, records.size(), o.out_dir.c_str(), kResultsFile, todo);
+  Progress progress("eval", "questions", todo);
+  for (size_t i = 0; i < records.size(); ++i) {
+    const QueryRecord& rec = records[i];
+    if (done.count(rec.query.id)) continue;
+    const ResolvedQuery rq = resolve(rec);
+    // The next question's chunks load in the background while this one computes (FusionRAG §4.2).
+    for (size_t j = i + 1; j < records.size(); ++j)
+      if (!done.count(records[j].query.id)) {
+        const ResolvedQuery next = resolve(records[j]);
+        for (auto& [kv, engine] : engines) engine.prefetch(next.chunk_ids);
+        break;
+      }
+
+    AnswerOptions base;
+    base.top_k = o.top_k;
+    base.max_tokens = o.max_tokens;
+    base.link_tokens = o.link_tokens;
+    base.stop = {"\n\n"};  // small models often put the answer on the line after "The answer is:"
+    base.teacher_tokens = first.encode_answer(rec.answers[0]);
+    base.return_context_kv = true;
+    AnswerOptions full_options = base;
+    full_options.method = FusionMethod::Full;
+    const QueryAnswer full = first.answer(rq, full_options);
+    const int64_t vocab = (int64_t)full.first_logits.size();
+
+    EvalQuestion q;
+    q.id = rec.query.id;
+    q.question = rec.query.question;
+    q.answers = rec.answers;
+    q.n_chunks = (int64_t)rq.chunk_ids.size();
+    q.n_context_tokens = full.n_context_tokens;
+    q.n_question_tokens = full.n_question_tokens;
+    q.n_gold_tokens = (int64_t)base.teacher_tokens.size();
+    q.runs.push_back(score(full, full, rec.answers, base.teacher_tokens, vocab, "-"));
+    for (const Point& p : points) {
+      AnswerOptions a = base;
+      a.method = p.method;
+      a.recompute = p.ratio;
+      q.runs.push_back(
+          score(engines.at(p.kv).answer(rq, a), full, rec.answers, base.teacher_tokens, vocab, p.kv));
+    }
+    results << question_json(q).dump() << "\n";
+    results.flush();
+    KVF_CHECK(results, o.out_dir, "/", kResultsFile, ": write failed");
+    progress.advance(1);
+  }
+  progress.finish();
+}
+
+}  // namespace kvf

@@ -1,0 +1,60 @@
+// `kvrun eval`'s sweep: every question of a data set answered by full attention, full reuse and each selector at
+// each recompute ratio over each stored KV mode, scored against the gold answers (answer_metrics.h) and against
+// full attention on the same prompt (fidelity.h). One JSON line per question goes to OUT/results.jsonl as soon as
+// it is done, so a killed sweep resumes where it stopped; eval_report.h turns the file into tables and plots.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eval/fidelity.h"
+#include "fusion/query_engine.h"
+
+namespace kvf {
+
+struct EvalOptions {
+  std::string dataset;                     // JSONL(.gz) of {id, question, answers, contexts}
+  std::string store_dir;
+  std::string model = "smollm2", embedder = "minilm";
+  std::vector<FusionMethod> methods;       // full and reuse always run: they are the normalisation's ends
+  std::vector<double> ratios;              // recompute ratios of the selectors (0 is reuse itself)
+  std::vector<std::string> kv_modes;       // stored KV modes to compare
+  std::string setting = "fixed";           // fixed: each question's own passages in order | retrieval: top_k
+  int top_k = 10;
+  size_t limit = 0;                        // the first N questions; 0: all
+  int max_tokens = 32;
+  int link_tokens = 0;
+  uint64_t cache_bytes = 1ull << 30;
+  std::string out_dir;
+};
+
+// One point of the sweep. Full reads no stored KV: its kv is "-".
+struct EvalRun {
+  FusionMethod method = FusionMethod::Full;
+  std::string kv = "-";
+  double ratio = 1.0;
+  std::string answer;
+  double em = 0, f1 = 0, substring = 0;  // against the gold answers
+  double gold_ll = 0;                    // mean log-likelihood of the first gold answer's tokens (teacher forced)
+  double kl_first = 0;                   // KL(full || this) of the first generated token's distribution
+  double top1 = 0;                       // share of gold-answer steps whose argmax equals full's
+  int64_t n_recomputed = 0;
+  QueryTimings ms;
+  LayerDeviation deviation;              // context KV against full's, per layer
+};
+
+struct EvalQuestion {
+  std::string id, question;
+  std::vector<std::string> answers;
+  int64_t n_chunks = 0, n_context_tokens = 0, n_question_tokens = 0, n_gold_tokens = 0;
+  std::vector<EvalRun> runs;
+};
+
+// Validates the options (methods, ratios, modes, setting), reads the data set, answers every question not
+// already in OUT/results.jsonl and appends it there. Throws kvf::Error naming the file, line or option.
+void run_eval_sweep(const EvalOptions& options);
+
+// Reads OUT/results.jsonl (a torn last line from a killed run is ignored).
+std::vector<EvalQuestion> read_eval_results(const std::string& out_dir);
+
+}  // namespace kvf

@@ -1,0 +1,26 @@
+// How close a method's model state is to full attention's on the same prompt: the first token's distribution
+// (KL divergence), the gold answer under teacher forcing (log-likelihood, top-1 agreement) and the context KV
+// itself (FusionRAG eq. 7, per layer).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "fusion/context_kv.h"
+
+namespace kvf {
+
+// KL(P || Q) in nats between the softmax distributions of two logit vectors of equal length.
+double kl_divergence(const std::vector<float>& logits_p, const std::vector<float>& logits_q);
+
+// Mean over t of log softmax(logits[t])[tokens[t]]: logits is [tokens.size(), vocab].
+double mean_log_likelihood(const std::vector<float>& logits, const std::vector<int32_t>& tokens, int64_t vocab);
+
+// Share of rows whose argmax agrees between two [rows, vocab] logit arrays (ties to the lowest id).
+double top1_agreement(const std::vector<float>& logits_a, const std::vector<float>& logits_b, int64_t vocab);
+
+struct LayerDeviation {
+  std::vector<double> k, v;  // per layer: mean over context tokens of sum_j (a - b)^2 (eq. 7)
+};
+LayerDeviation kv_deviation(const ContextKv& reference, const ContextKv& other);
+
+}  // namespace kvf

@@ -1,0 +1,114 @@
+// kvrun eval's scoring: SQuAD-style answer metrics, fidelity to full attention, bootstrap intervals and the
+// corpus written from a data set's passages, each against values worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "eval/answer_metrics.h"
+#include "eval/bootstrap.h"
+#include "eval/dataset_corpus.h"
+#include "eval/fidelity.h"
+#include "support/temp_dir.h"
+
+namespace kvf {
+namespace {
+
+TEST(AnswerMetrics, NormalizationFollowsSquad) {
+  EXPECT_EQ(normalize_answer("The  Eiffel Tower!"), "eiffel tower");
+  EXPECT_EQ(normalize_answer("An apple, a day"), "apple day");
+  EXPECT_EQ(normalize_answer("  Theatre  "), "theatre");  // only whole-word articles go
+  EXPECT_EQ(normalize_answer("U.S.A."), "usa");
+}
+
+TEST(AnswerMetrics, ExactMatchF1AndSubstring) {
+  EXPECT_EQ(exact_match("the Animorphs.", {"Animorphs"}), 1.0);
+  EXPECT_EQ(exact_match("Animorphs series", {"Animorphs"}), 0.0);
+  // prediction "chief protocol officer" vs gold "chief of protocol": common {chief, protocol}: P 2/3, R 2/3.
+  EXPECT_NEAR(token_f1("Chief protocol officer", {"Chief of Protocol"}), 2.0 / 3, 1e-12);
+  // The best gold answer counts.
+  EXPECT_NEAR(token_f1("G. Stanley Hall", {"Wundt", "Stanley Hall"}), 2 * (2.0 / 3) * 1 / (2.0 / 3 + 1), 1e-12);
+  EXPECT_EQ(token_f1("nothing", {"Animorphs"}), 0.0);
+  // Repeated words count once per occurrence in the gold answer.
+  EXPECT_NEAR(token_f1("new new york", {"new york"}), 2 * (2.0 / 3) * 1 / (2.0 / 3 + 1), 1e-12);
+  EXPECT_EQ(substring_match("The answer to this question is: \"Animorphs\"", {"Animorphs"}), 1.0);
+  EXPECT_EQ(substring_match("born in 1995", {"1"}), 0.0);  // whole words only
+  EXPECT_EQ(substring_match("anything", {""}), 0.0);
+}
+
+TEST(Fidelity, KlDivergenceOfKnownDistributions) {
+  EXPECT_EQ(kl_divergence({1, 2, 3}, {1, 2, 3}), 0.0);
+  EXPECT_NEAR(kl_divergence({1, 2, 3}, {11, 12, 13}), 0.0, 1e-12);  // softmax ignores a shift
+  // P = (0.5, 0.5), Q = softmax(0, log 3) = (0.25, 0.75): KL = 0.5 ln 2 + 0.5 ln(2/3).
+  EXPECT_NEAR(kl_divergence({0, 0}, {0, (float)std::log(3.0)}), 0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3),
+              1e-7);
+  EXPECT_THROW(kl_divergence({1, 2}, {1, 2, 3}), Error);
+}
+
+TEST(Fidelity, GoldLogLikelihoodAndTopOneAgreement) {
+  // Two steps over a vocabulary of 2: log softmax(0, 0)[1] = ln 0.5, log softmax(ln 3, 0)[0] = ln 0.75.
+  const std::vector<float> logits = {0, 0, (float)std::log(3.0), 0};
+  EXPECT_NEAR(mean_log_likelihood(logits, {1, 0}, 2), (std::log(0.5) + std::log(0.75)) / 2, 1e-7);
+  EXPECT_THROW(mean_log_likelihood(logits, {1}, 2), Error);
+  EXPECT_EQ(top1_agreement({0, 1, 5, 2}, {0, 3, 1, 0}, 2), 1.0);
+  EXPECT_EQ(top1_agreement({0, 1, 5, 2}, {2, 1, 1, 0}, 2), 0.5);
+}
+
+TEST(Fidelity, KvDeviationIsMeanSquaredDistancePerLayer) {
+  ContextKv a, b;
+  a.rows = b.rows = 2;
+  a.width = b.width = 2;
+  a.k = {{0, 0, 0, 0}, {1, 1, 1, 1}};
+  a.v = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+  b.k = {{3, 4, 0, 0}, {1, 1, 1, 1}};  // layer 0: row 0 off by (3, 4): 25, row 1 exact: mean 12.5
+  b.v = {{0, 0, 0, 1}, {0, 0, 0, 0}};
+  const LayerDeviation d = kv_deviation(a, b);
+  EXPECT_EQ(d.k, (std::vector<double>{12.5, 0}));
+  EXPECT_EQ(d.v, (std::vector<double>{0.5, 0}));
+  b.rows = 1;
+  EXPECT_THROW(kv_deviation(a, b), Error);
+}
+
+TEST(Bootstrap, IntervalsAreDeterministicAndBracketTheMean) {
+  std::vector<double> values;
+  for (int i = 0; i < 50; ++i) values.push_back(i % 5 == 0 ? 1.0 : 0.0);  // mean 0.2
+  const Interval a = bootstrap_mean(values), b = bootstrap_mean(values);
+  EXPECT_DOUBLE_EQ(a.value, 0.2);
+  EXPECT_EQ(a.low, b.low);
+  EXPECT_EQ(a.high, b.high);
+  EXPECT_LT(a.low, 0.2);
+  EXPECT_GT(a.high, 0.2);
+  // The binomial standard error is 0.057: a 95% interval is about +-0.11 wide, not +-0.01 or +-0.3.
+  EXPECT_GT(a.high - a.low, 0.15);
+  EXPECT_LT(a.high - a.low, 0.35);
+  const Interval flat = bootstrap_mean(std::vector<double>(10, 3.0));
+  EXPECT_EQ(flat.low, 3.0);
+  EXPECT_EQ(flat.high, 3.0);
+  // A statistic that is undefined on every resample leaves the interval undefined, not made up.
+  const Interval none = bootstrap(4, [](const std::vector<size_t>&) { return NAN; });
+  EXPECT_TRUE(std::isnan(none.low));
+}
+
+TEST(DatasetCorpus, DistinctPassagesInFirstSeenOrder) {
+  const auto dir = test::fresh_test_dir();
+  std::vector<QueryRecord> records(2);
+  records[0].query.contexts = {{"A", "alpha \"quoted\""}, {"B", "beta"}};
+  records[1].query.contexts = {{"B", "beta"}, {"A", "other text"}};
+  const std::string path = (dir / "corpus.jsonl").string();
+  EXPECT_EQ(write_dataset_corpus(records, path), 3u);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text,
+            "{\"id\": 1, \"title\": \"A\", \"text\": \"alpha \\\"quoted\\\"\"}\n"
+            "{\"id\": 2, \"title\": \"B\", \"text\": \"beta\"}\n"
+            "{\"id\": 3, \"title\": \"A\", \"text\": \"other text\"}\n");
+  // An unchanged corpus is not rewritten (a store built from it sees the same file).
+  const auto written = std::filesystem::last_write_time(path);
+  std::filesystem::last_write_time(path, written - std::chrono::hours(1));
+  write_dataset_corpus(records, path);
+  EXPECT_EQ(std::filesystem::last_write_time(path), written - std::chrono::hours(1));
+  EXPECT_THROW(write_dataset_corpus({QueryRecord{}}, (dir / "empty.jsonl").string()), Error);
+}
+
+}  // namespace
+}  // namespace kvf

@@ -1,0 +1,164 @@
+#include <tbb/global_control.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "common/cli.h"
+#include "core/error.h"
+#include "eval/dataset_corpus.h"
+#include "eval/eval_pipeline.h"
+#include "eval/eval_report.h"
+#include "eval/eval_sweep.h"
+#include "fusion/query_file.h"
+#include "prep/pipeline.h"
+#include "query_commands.h"
+
+namespace kvf::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct EvalArgs {
+  EvalOptions eval;
+  std::vector<std::string> methods{"full", "reuse", "cacheblend", "a3", "fusion"};
+  std::string pipeline, build_store;
+  bool build = false, fresh = false, report_only = false;
+  double cache_mb = 2048;
+  int threads = 0;
+};
+
+// The command line as typed, for the report (arguments with spaces quoted).
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), out, arg;
+  for (char c : all) {
+    if (c) {
+      arg += c;
+      continue;
+    }
+    out += (out.empty() ? "" : " ") + (arg.find(' ') == std::string::npos ? arg : "'" + arg + "'");
+    arg.clear();
+  }
+  return out;
+}
+
+// The store built from the data set's own passages (--build-store): a pipeline's settings, or the defaults.
+void build_store(const EvalArgs& a, const EvalOptions& o) {
+  std::vector<QueryRecord> records = read_query_file(o.dataset);
+  if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
+  const std::string corpus = (fs::path(o.store_dir) / "corpus.jsonl").string();
+  const size_t passages = write_dataset_corpus(records, corpus);
+  std::fprintf(stderr, "eval: building %s from %zu passages of %zu questions (%s)\n", o.store_dir.c_str(), passages,
+               records.size(), corpus.c_str());
+  std::string modes = "[";
+  for (const std::string& kv : o.kv_modes) modes += (modes.size() > 1 ? "," : "") + kv;
+  modes += "]";
+  std::string pipeline = a.pipeline;
+  if (pipeline.empty()) {  // the defaults of kvprep run, with this store, corpus and model
+    pipeline = (fs::path(o.store_dir) / "eval-pipeline.yaml").string();
+    std::ofstream out(pipeline);
+    out << "store: " << o.store_dir << "\ncorpus: " << corpus << "\nmodel: " << o.model
+        << "\nembedder: " << o.embedder << "\n";
+    KVF_CHECK(out, pipeline, ": write failed");
+  }
+  run_pipeline(pipeline,
+               {"store=" + o.store_dir, "corpus=" + corpus, "model=" + o.model, "embedder=" + o.embedder,
+                "prefill.modes=" + modes, "threads=" + std::to_string(a.threads)},
+               [](const PipelineStep& s) { std::fprintf(stderr, "  %-22s %s\n", s.name.c_str(), s.outcome.c_str()); });
+}
+
+void run_eval(EvalArgs& a, const CLI::App& cmd) {
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a.threads));
+  EvalOptions& o = a.eval;
+  o.methods.clear();
+  for (const std::string& m : a.methods) o.methods.push_back(parse_method(m));
+  o.cache_bytes = (uint64_t)(a.cache_mb * 1024 * 1024);
+  o.dataset = resolve_dataset(o.dataset);
+  if (!a.pipeline.empty()) {
+    std::set<std::string> given;
+    for (const char* name : {"dataset", "limit", "setting", "methods", "ratios", "kv", "max-tokens", "top-k",
+                             "link-tokens", "out", "store"}) {
+      std::string key = name;
+      std::replace(key.begin(), key.end(), '-', '_');
+      if (cmd.count(std::string("--") + name)) given.insert(key);
+    }
+    if (!a.build_store.empty()) given.insert("store");
+    apply_eval_pipeline(a.pipeline, given, o);
+  }
+  if (!a.build_store.empty()) o.store_dir = a.build_store;
+  KVF_CHECK(!o.store_dir.empty(), "eval: give --store DIR (a built store), --build-store DIR or --pipeline FILE");
+  KVF_CHECK(!o.out_dir.empty(), "eval: --out is required (or eval.out in the pipeline)");
+  const ReportContext context{fs::path(o.dataset).filename().string(), command_line(), describe_machine(thread_count(a.threads))};
+  if (a.report_only) {
+    write_eval_report(o.out_dir, context);
+    return;
+  }
+  KVF_CHECK(!o.dataset.empty(), "eval: --dataset is required (or eval.dataset in the pipeline)");
+  KVF_CHECK(fs::exists(o.dataset), o.dataset, ": no such data set (bare names are looked up in KVFUSE_DATA=",
+            data_dir(), ")");
+  if (a.fresh) {
+    fs::remove(fs::path(o.out_dir) / "results.jsonl");
+    fs::remove(fs::path(o.out_dir) / "sweep.json");
+  }
+  if (a.build || !a.build_store.empty()) build_store(a, o);
+  run_eval_sweep(o);
+  if (!write_eval_report(o.out_dir, context))
+    std::fprintf(stderr, "eval: gnuplot not found, plots skipped (scripts/setup.sh installs it)\n");
+  std::fprintf(stderr, "eval: report in %s/report.md\n", o.out_dir.c_str());
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto args = std::make_shared<EvalArgs>();
+  CLI::App* cmd = app.add_subcommand("eval", "Sweep methods x recompute ratios x KV modes over a QA data set; report");
+  cmd->footer(
+      "Every question is answered by full attention, full reuse (per KV mode) and each selector at each ratio > 0,\n"
+      "then scored: EM, token F1, substring accuracy against the gold answers; gold-answer log-likelihood, first-\n"
+      "token KL, top-1 agreement and per-layer KV deviation against full attention on the same prompt. Results go to\n"
+      "OUT/results.jsonl one question at a time (a killed sweep resumes), then OUT/metrics.csv, kv_deviation.csv,\n"
+      "report.md and PNG plots (gnuplot). Bare data set names are looked up in $KVFUSE_DATA (../shared/data).\n"
+      "Examples:\n"
+      "  kvrun eval --pipeline pipelines/paper-hotpotqa.yaml --build-store      # the committed sweep\n"
+      "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/hq --limit 20 \\\n"
+      "      --methods full,reuse,fusion --ratios 0.15 --kv independent --out eval/hq\n"
+      "  kvrun eval --store stores/hq --dataset hotpotqa_dev500_ircot.jsonl --out eval/hq --report-only");
+  cmd->add_option("--pipeline", args->pipeline, "a pipeline file with an eval section (pipelines/paper-*.yaml)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--dataset", args->eval.dataset, "questions with answers and contexts: JSONL or .jsonl.gz");
+  cmd->add_option("--store", args->eval.store_dir, "a store holding the data set's passages");
+  cmd->add_option("--build-store", args->build_store,
+                  "build this store first from the data set's passages (with --pipeline and no DIR: its store)")
+      ->expected(0, 1);
+  cmd->add_option("--methods", args->methods, "comma-separated: full, reuse, cacheblend, a3, fusion")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--ratios", args->eval.ratios, "comma-separated recompute ratios for the selectors")
+      ->delimiter(',')
+      ->default_str("0,0.05,0.1,0.15,0.3");
+  cmd->add_option("--kv", args->eval.kv_modes, "comma-separated stored KV modes")->delimiter(',')->default_str("independent,similarity");
+  cmd->add_option("--setting", args->eval.setting, "fixed: each question's own passages | retrieval: --top-k retrieved")
+      ->capture_default_str();
+  cmd->add_option("--top-k", args->eval.top_k, "chunks retrieved per question in the retrieval setting")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--limit", args->eval.limit, "the first N questions (0: all)")->capture_default_str();
+  cmd->add_option("--max-tokens", args->eval.max_tokens, "answer length limit (answers also stop at a blank line)")
+      ->capture_default_str();
+  cmd->add_option("--link-tokens", args->eval.link_tokens, "KVLink link tokens after each chunk")
+      ->capture_default_str();
+  cmd->add_option("--out", args->eval.out_dir, "folder for results.jsonl, metrics.csv, report.md and plots");
+  cmd->add_option("--cache-mb", args->cache_mb, "chunk KV kept in memory per KV mode, MiB")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)");
+  cmd->add_flag("--fresh", args->fresh, "discard OUT's earlier results instead of resuming");
+  cmd->add_flag("--report-only", args->report_only, "only redraw the report from OUT/results.jsonl");
+  cmd->callback([args, cmd] {
+    if (cmd->count("--build-store") && args->build_store.empty()) args->build = true;
+    if (args->eval.ratios.empty()) args->eval.ratios = {0, 0.05, 0.1, 0.15, 0.3};
+    if (args->eval.kv_modes.empty()) args->eval.kv_modes = {"independent", "similarity"};
+    run_eval(*args, *cmd);
+  });
+}
+
+}  // namespace kvf::cli
