@@ -17,6 +17,7 @@ packages=(
   libfaiss-dev         # retrieval indexes (flat, IVF, HNSW)
   libcli11-dev         # command-line parsing for kvprep / kvrun
   libyaml-cpp-dev      # pipelines and model presets
+  gnuplot-nox          # kvrun eval plots (PNG)
   nlohmann-json3-dev   # manifest, JSONL corpora, --json output
   libpcre2-dev         # pre-tokenizer regexes with \p{L} / \p{N}
   libutf8proc-dev      # Unicode normalisation (NFD) for WordPiece

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# kvrun eval end to end on a tiny data set: --build-store builds both KV modes from the questions' passages, the
+# sweep's invariants hold (recompute 1.0 is full attention exactly; reuse and full are the normalisation's 0 and
+# 1), the report, CSVs and plots are written, a rerun resumes instead of recomputing, and another sweep into
+# the same folder is refused.
+# Usage: kvrun_eval_test.sh KVRUN
+set -euo pipefail
+kvrun=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cat >"$work/qa.jsonl" <<'JSON'
+{"id": "rings", "question": "Which planet is known for its rings?", "answers": ["Saturn"], "contexts": [{"title": "Volcano", "text": "A volcano is a rupture in the crust where lava, ash and gases escape."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}]}
+{"id": "bow", "question": "What is the violin played with?", "answers": ["a bow", "bow"], "contexts": [{"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}, {"title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}]}
+{"id": "ice", "question": "What is a glacier made of?", "answers": ["ice"], "contexts": [{"title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}, {"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}]}
+JSON
+args=(--dataset "$work/qa.jsonl" --methods full,reuse,cacheblend,a3,fusion --ratios 0,0.5,1 --max-tokens 6
+      --out "$work/eval")
+"$kvrun" eval "${args[@]}" --build-store "$work/store" 2>"$work/log" || { cat "$work/log"; fail "eval"; }
+for f in results.jsonl metrics.csv kv_deviation.csv report.md norm_f1.png norm_ll.png ttft.png kv_deviation.png; do
+  [ -s "$work/eval/$f" ] || fail "eval wrote no $f"
+done
+[ "$(wc -l <"$work/store/corpus.jsonl")" -eq 4 ] || fail "corpus: 4 distinct passages expected"
+
+python3 - "$work/eval" <<'PY' || fail "sweep invariants"
+import csv, json, sys
+out = sys.argv[1]
+questions = [json.loads(l) for l in open(f"{out}/results.jsonl")]
+assert [q["id"] for q in questions] == ["rings", "bow", "ice"], [q["id"] for q in questions]
+for q in questions:
+    runs = q["runs"]
+    # full, then per KV mode: reuse and each selector at 0.5 and 1.0
+    assert len(runs) == 1 + 2 * (1 + 3 * 2), len(runs)
+    full = runs[0]
+    assert full["method"] == "full" and full["kl_first"] == 0 and full["top1"] == 1
+    for r in runs:
+        if r["ratio"] == 1.0:  # every selector at 1.0 computes exactly full attention's tokens over its view
+            assert r["answer"] == full["answer"] and r["gold_ll"] == full["gold_ll"], (r, full)
+            assert r["kl_first"] == 0 and max(r["kv_deviation"]["k"] + r["kv_deviation"]["v"]) == 0, r
+        if r["method"] == "reuse":
+            assert r["n_recomputed"] == 0 and max(r["kv_deviation"]["v"]) > 0, r
+rows = list(csv.DictReader(open(f"{out}/metrics.csv")))
+assert len(rows) == 15, len(rows)
+by = {(r["method"], r["kv"], float(r["ratio"])): r for r in rows}
+assert float(by[("full", "-", 1.0)]["norm_ll"]) == 1.0
+assert float(by[("reuse", "independent", 0.0)]["norm_ll"]) == 0.0
+assert abs(float(by[("fusion", "similarity", 1.0)]["norm_ll"]) - 1.0) < 1e-9
+for r in rows:
+    assert int(r["n"]) == 3 and float(r["ttft_ms"]) > 0, r
+report = open(f"{out}/report.md").read()
+assert "| fusion | similarity | 0.50 |" in report and "![normalized F1](norm_f1.png)" in report
+PY
+
+# A rerun of the same sweep answers nothing again; --report-only redraws from the results.
+lines=$(wc -l <"$work/eval/results.jsonl")
+"$kvrun" eval "${args[@]}" --store "$work/store" 2>"$work/log2" || { cat "$work/log2"; fail "rerun"; }
+grep -q "3 of 3 questions already in" "$work/log2" || fail "rerun did not resume: $(cat "$work/log2")"
+[ "$(wc -l <"$work/eval/results.jsonl")" -eq "$lines" ] || fail "rerun appended results"
+rm "$work/eval/report.md"
+"$kvrun" eval --store "$work/store" --out "$work/eval" --report-only 2>/dev/null || fail "--report-only"
+[ -s "$work/eval/report.md" ] || fail "--report-only wrote no report"
+
+# Another sweep into the same folder is refused, naming the way out.
+if "$kvrun" eval "${args[@]}" --store "$work/store" --ratios 0.3 2>"$work/log3"; then fail "mixed sweeps accepted"; fi
+grep -q "holds results of another sweep.*--fresh" "$work/log3" || fail "message: $(cat "$work/log3")"
+echo "ok: kvrun eval (build store, sweep invariants, report, resume, refusal)"
