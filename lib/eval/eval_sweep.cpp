@@ -267,9 +267,19 @@ void run_eval_sweep(const EvalOptions& o) {
     base.stop = {"\n\n"};  // small models often put the answer on the line after "The answer is:"
     base.teacher_tokens = first.encode_answer(rec.answers[0]);
     base.return_context_kv = true;
-    AnswerOptions full_options = base;
-    full_options.method = FusionMethod::Full;
-    const QueryAnswer full = first.answer(rq, full_options);
+    // Per KV mode one batch: its answers are decoded together (full goes with the first mode's).
+    std::map<std::string, std::vector<AnswerOptions>> batches;
+    std::map<std::string, std::vector<QueryAnswer>> answered;
+    batches[o.kv_modes[0]].push_back(base);
+    batches[o.kv_modes[0]].back().method = FusionMethod::Full;
+    for (const Point& p : points) {
+      AnswerOptions a = base;
+      a.method = p.method;
+      a.recompute = p.ratio;
+      batches[p.kv].push_back(a);
+    }
+    for (const std::string& kv : o.kv_modes) answered[kv] = engines.at(kv).answer_all(rq, batches[kv]);
+    const QueryAnswer& full = answered[o.kv_modes[0]][0];
     const int64_t vocab = (int64_t)full.first_logits.size();
 
     EvalQuestion q;
@@ -281,13 +291,10 @@ void run_eval_sweep(const EvalOptions& o) {
     q.n_question_tokens = full.n_question_tokens;
     q.n_gold_tokens = (int64_t)base.teacher_tokens.size();
     q.runs.push_back(score(full, full, rec.answers, base.teacher_tokens, vocab, "-"));
-    for (const Point& p : points) {
-      AnswerOptions a = base;
-      a.method = p.method;
-      a.recompute = p.ratio;
-      q.runs.push_back(
-          score(engines.at(p.kv).answer(rq, a), full, rec.answers, base.teacher_tokens, vocab, p.kv));
-    }
+    std::map<std::string, size_t> next;  // per mode, the next answer (after full in the first)
+    next[o.kv_modes[0]] = 1;
+    for (const Point& p : points)
+      q.runs.push_back(score(answered[p.kv][next[p.kv]++], full, rec.answers, base.teacher_tokens, vocab, p.kv));
     results << question_json(q).dump() << "\n";
     results.flush();
     KVF_CHECK(results, o.out_dir, "/", kResultsFile, ": write failed");

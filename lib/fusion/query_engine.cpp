@@ -159,10 +159,21 @@ ResolvedQuery QueryEngine::resolve(const Query& q, int top_k) {
 void QueryEngine::prefetch(const std::vector<uint64_t>& chunk_ids) { s_->loader->enqueue(chunk_ids); }
 void QueryEngine::wait_prefetched() { s_->loader->wait_idle(); }
 
-QueryAnswer QueryEngine::answer(const ResolvedQuery& q, const AnswerOptions& o) {
+// One answer between its prefill and its decoding: what decoding reads must stay alive until then.
+struct QueryEngine::Pending {
+  QueryAnswer answer;
+  std::vector<std::shared_ptr<const KvSegment>> held;  // each chunk's KV, alive while it is read
+  FusedPrefill fused;
+  std::unique_ptr<KvBuffer> own;
+  int32_t first = 0, end = 0;
+  bool stopped_by_string = false;
+};
+
+QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOptions& o) {
   State& s = *s_;
   const LlamaConfig& c = s.decoder->config();
-  QueryAnswer a;
+  Pending p;
+  QueryAnswer& a = p.answer;
   a.id = q.id;
   a.question = q.question;
   a.method = o.method;
@@ -174,7 +185,6 @@ QueryAnswer QueryEngine::answer(const ResolvedQuery& q, const AnswerOptions& o) 
   KVF_CHECK(o.link_tokens >= 0, "--link-tokens must be >= 0, got ", o.link_tokens);
 
   const auto t0 = Clock::now();
-  std::vector<std::shared_ptr<const KvSegment>> held;  // keeps each chunk's KV alive while it is used
   FusionInputs in;
   in.system = &s.system_kv;
   std::vector<std::vector<int32_t>> chunk_tokens;
@@ -183,54 +193,82 @@ QueryAnswer QueryEngine::answer(const ResolvedQuery& q, const AnswerOptions& o) 
     if (o.method == FusionMethod::Full) continue;  // a plain prefill reads no stored chunk KV
     ChunkKvCache::Lookup hit = s.cache->get(id);
     (hit.hit ? a.cache_hits : a.cache_misses)++;
-    held.push_back(hit.kv);
-    in.chunks.push_back(held.back().get());
+    p.held.push_back(hit.kv);
+    in.chunks.push_back(p.held.back().get());
   }
   a.ms.load = ms_since(t0);
   const std::vector<int32_t> question =
       s.tokenizer.encode(rag_question_suffix(s.chat, "", q.question), false, true);
   in.layout = make_rag_layout(s.system_kv.rows(), chunk_tokens, link_token_ids(o.link_tokens), question,
                               c.context_length);
-  const FusedPrefill fused = fused_prefill(*s.decoder, in, o.method, a.recompute);
-  a.ms.select = fused.select_ms;
-  a.ms.prefill = fused.prefill_ms;
+  p.fused = fused_prefill(*s.decoder, in, o.method, a.recompute);
+  a.ms.select = p.fused.select_ms;
+  a.ms.prefill = p.fused.prefill_ms;
   a.ms.ttft = q.retrieve_ms + ms_since(t0);
   a.n_context_tokens = in.layout.n_context();
-  a.n_recomputed = (int64_t)fused.selected.size();
+  a.n_recomputed = (int64_t)p.fused.selected.size();
   a.n_link_tokens = (int64_t)in.layout.link_tokens.size();
   a.n_question_tokens = (int64_t)question.size();
   a.n_prompt_tokens = in.layout.end;
+  a.first_logits = p.fused.logits;
+  p.first = argmax(p.fused.logits.data(), c.vocab);
+  p.end = in.layout.end;
 
-  const int32_t first = argmax(fused.logits.data(), c.vocab);
-  a.first_logits = fused.logits;
-  GreedyOptions g;
-  g.max_new_tokens = o.max_tokens;
-  g.is_end_token = [&](int32_t id) { return s.tokenizer.is_eog(id); };
-  bool stopped_by_string = false;
-  if (!o.stop.empty())
-    g.should_stop = [&](const std::vector<int32_t>& tokens) {
-      const std::string text = s.tokenizer.decode(tokens);
-      for (const std::string& stop : o.stop)
-        if (!stop.empty() && text.find(stop) != std::string::npos) return stopped_by_string = true;
-      return false;
-    };
-  if (o.return_context_kv) a.context_kv = gather_context_kv(*s.backend, fused, in.layout);
+  if (o.return_context_kv) a.context_kv = gather_context_kv(*s.backend, p.fused, in.layout);
   if (!o.teacher_tokens.empty())
-    a.teacher_logits = forced_logits(*s.decoder, fused.base_view(), fused.computed, fused.logits, in.layout.end,
+    a.teacher_logits = forced_logits(*s.decoder, p.fused.base_view(), p.fused.computed, p.fused.logits, p.end,
                                      o.teacher_tokens);
-  KvBuffer own(*s.backend, c.n_layers, c.n_kv_heads, c.head_dim, fused.computed.rows() + o.max_tokens);
-  own.append(fused.computed);
-  GreedyResult gen;
-  decode_greedy(*s.decoder, fused.base_view(), own, first, in.layout.end, g, gen);
-  a.ms.decode = gen.decode_ms;
-  a.tokens = gen.tokens;
-  a.answer = s.tokenizer.decode(gen.tokens);
-  for (const std::string& stop : o.stop)
-    if (!stop.empty() && a.answer.find(stop) != std::string::npos) a.answer.resize(a.answer.find(stop));
-  const size_t b = a.answer.find_first_not_of(" \t\n\r"), e = a.answer.find_last_not_of(" \t\n\r");
-  a.answer = b == std::string::npos ? "" : a.answer.substr(b, e - b + 1);
-  a.stopped_by = stopped_by_string ? "stop_string" : gen.ended ? "end_token" : "max_tokens";
-  return a;
+  p.own = std::make_unique<KvBuffer>(*s.backend, c.n_layers, c.n_kv_heads, c.head_dim,
+                                     p.fused.computed.rows() + o.max_tokens);
+  p.own->append(p.fused.computed);
+  return p;
+}
+
+QueryAnswer QueryEngine::answer(const ResolvedQuery& q, const AnswerOptions& o) {
+  return std::move(answer_all(q, {o})[0]);
+}
+
+std::vector<QueryAnswer> QueryEngine::answer_all(const ResolvedQuery& q, const std::vector<AnswerOptions>& options) {
+  State& s = *s_;
+  // Every prefill runs (and is timed) alone; then the answers are decoded together.
+  std::vector<Pending> pending;
+  for (const AnswerOptions& o : options) pending.push_back(prefill(q, o));
+  std::vector<DecodeJob> jobs(pending.size());
+  for (size_t i = 0; i < pending.size(); ++i) {
+    Pending& p = pending[i];
+    const AnswerOptions& o = options[i];
+    DecodeJob& job = jobs[i];
+    job.base_view = p.fused.base_view();
+    job.own = p.own.get();
+    job.first = p.first;
+    job.next_position = p.end;
+    job.options.max_new_tokens = o.max_tokens;
+    job.options.is_end_token = [&s](int32_t id) { return s.tokenizer.is_eog(id); };
+    if (!o.stop.empty())
+      job.options.should_stop = [&s, &p, stops = o.stop](const std::vector<int32_t>& tokens) {
+        const std::string text = s.tokenizer.decode(tokens);
+        for (const std::string& stop : stops)
+          if (!stop.empty() && text.find(stop) != std::string::npos) return p.stopped_by_string = true;
+        return false;
+      };
+  }
+  decode_greedy_batch(*s.decoder, jobs);
+
+  std::vector<QueryAnswer> answers;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    QueryAnswer& a = pending[i].answer;
+    const GreedyResult& gen = jobs[i].result;
+    a.ms.decode = gen.decode_ms;
+    a.tokens = gen.tokens;
+    a.answer = s.tokenizer.decode(gen.tokens);
+    for (const std::string& stop : options[i].stop)
+      if (!stop.empty() && a.answer.find(stop) != std::string::npos) a.answer.resize(a.answer.find(stop));
+    const size_t b = a.answer.find_first_not_of(" \t\n\r"), e = a.answer.find_last_not_of(" \t\n\r");
+    a.answer = b == std::string::npos ? "" : a.answer.substr(b, e - b + 1);
+    a.stopped_by = pending[i].stopped_by_string ? "stop_string" : gen.ended ? "end_token" : "max_tokens";
+    answers.push_back(std::move(a));
+  }
+  return answers;
 }
 
 }  // namespace kvf

@@ -89,6 +89,9 @@ class QueryEngine {
   void prefetch(const std::vector<uint64_t>& chunk_ids);
   void wait_prefetched();  // until the background loader is idle (tests, benchmarks)
   QueryAnswer answer(const ResolvedQuery& query, const AnswerOptions& options);
+  // Several answers to one query: each prefill runs and is timed alone, then all are decoded together (one
+  // forward per step for all of them); each answer's decode time is the batch's.
+  std::vector<QueryAnswer> answer_all(const ResolvedQuery& query, const std::vector<AnswerOptions>& options);
 
   const std::string& kv_mode() const;
   int model_layers() const;
@@ -98,6 +101,8 @@ class QueryEngine {
 
  private:
   struct State;
+  struct Pending;
+  Pending prefill(const ResolvedQuery& query, const AnswerOptions& options);
   std::unique_ptr<State> s_;
 };
 

@@ -45,36 +45,76 @@ GreedyResult generate_greedy(const Decoder& decoder, const std::vector<int32_t>&
 
 void decode_greedy(const Decoder& decoder, const std::vector<const KvSegment*>& base_view, KvBuffer& own,
                    int32_t first, int32_t next_position, const GreedyOptions& options, GreedyResult& result) {
+  std::vector<DecodeJob> jobs(1);
+  jobs[0] = {base_view, &own, first, next_position, options, std::move(result)};
+  decode_greedy_batch(decoder, jobs);
+  result = std::move(jobs[0].result);
+}
+
+void decode_greedy_batch(const Decoder& decoder, std::vector<DecodeJob>& jobs) {
   const LlamaConfig& c = decoder.config();
-  const int64_t max_new =
-      std::min<int64_t>({options.max_new_tokens, c.context_length - next_position + 1,
-                         own.capacity() - own.rows() + 1});
   const auto t0 = std::chrono::steady_clock::now();
-  int32_t next = first;
-  for (int64_t step = 0; max_new > 0; ++step) {
-    if (options.is_end_token && options.is_end_token(next)) {
-      result.ended = true;
-      break;
+  struct Running {
+    int64_t max_new, step = 0;
+    int32_t next;
+    bool done = false;
+  };
+  std::vector<Running> run;
+  for (DecodeJob& j : jobs)
+    run.push_back({std::min<int64_t>({j.options.max_new_tokens, c.context_length - j.next_position + 1,
+                                      j.own->capacity() - j.own->rows() + 1}),
+                   0, j.first, false});
+  for (;;) {
+    // Take each running sequence's pending token; those that go on need one more step.
+    std::vector<size_t> stepping;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      DecodeJob& j = jobs[i];
+      Running& r = run[i];
+      if (r.done) continue;
+      if (r.max_new <= 0) {
+        r.done = true;
+        continue;
+      }
+      if (j.options.is_end_token && j.options.is_end_token(r.next)) {
+        j.result.ended = r.done = true;
+        continue;
+      }
+      j.result.tokens.push_back(r.next);
+      if (j.options.should_stop && j.options.should_stop(j.result.tokens)) {
+        j.result.ended = r.done = true;
+        continue;
+      }
+      if (r.step + 1 >= r.max_new) {
+        r.done = true;
+        continue;
+      }
+      stepping.push_back(i);
     }
-    result.tokens.push_back(next);
-    if (options.should_stop && options.should_stop(result.tokens)) {
-      result.ended = true;
-      break;
+    if (stepping.empty()) break;
+    std::vector<KvSegment> mine;
+    mine.reserve(stepping.size());
+    std::vector<ForwardRequest> batch;
+    for (size_t i : stepping) {
+      mine.push_back(jobs[i].own->view());
+      ForwardRequest req;
+      req.tokens = {run[i].next};
+      req.positions = {jobs[i].next_position + (int32_t)run[i].step};
+      req.view = jobs[i].base_view;
+      req.view.push_back(&mine.back());
+      req.logit_rows = {0};
+      req.return_kv = true;
+      batch.push_back(std::move(req));
     }
-    if (step + 1 >= max_new) break;
-    const KvSegment mine = own.view();
-    ForwardRequest step_req;
-    step_req.tokens = {next};
-    step_req.positions = {next_position + (int32_t)step};
-    step_req.view = base_view;
-    step_req.view.push_back(&mine);
-    step_req.logit_rows = {0};
-    step_req.return_kv = true;
-    const ForwardResult out = decoder.forward(step_req);
-    own.append(out.kv);
-    next = argmax(out.logits.data(), c.vocab);
+    const std::vector<ForwardResult> out = decoder.forward(batch);
+    for (size_t b = 0; b < stepping.size(); ++b) {
+      const size_t i = stepping[b];
+      jobs[i].own->append(out[b].kv);
+      run[i].next = argmax(out[b].logits.data(), c.vocab);
+      ++run[i].step;
+    }
   }
-  result.decode_ms = ms_since(t0);
+  const double ms = ms_since(t0);
+  for (DecodeJob& j : jobs) j.result.decode_ms = ms;
 }
 
 std::vector<float> forced_logits(const Decoder& decoder, const std::vector<const KvSegment*>& base_view,

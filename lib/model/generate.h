@@ -34,6 +34,18 @@ GreedyResult generate_greedy(const Decoder& decoder, const std::vector<int32_t>&
 void decode_greedy(const Decoder& decoder, const std::vector<const KvSegment*>& base_view, KvBuffer& own,
                    int32_t first, int32_t next_position, const GreedyOptions& options, GreedyResult& result);
 
+// Several independent decodes stepped together: one forward per step over every sequence still running, so the
+// weights are read once per step for all of them (eval decodes a question's answers by every method this way).
+// Each job's tokens are what decode_greedy would give it; decode_ms is the whole batch's time.
+struct DecodeJob {
+  std::vector<const KvSegment*> base_view;
+  KvBuffer* own = nullptr;
+  int32_t first = 0, next_position = 0;
+  GreedyOptions options;
+  GreedyResult result;
+};
+void decode_greedy_batch(const Decoder& decoder, std::vector<DecodeJob>& jobs);
+
 // Teacher forcing after a prefill that is already done: the logits at each of `tokens` ([tokens.size(), vocab]),
 // row 0 being `first_logits` (the prefill's) and row t those after tokens[0..t-1] were fed at `next_position`
 // on. Reads `base_view` then `own` without changing them.

@@ -232,6 +232,43 @@ TEST_P(DecoderForward, GreedyGenerationEqualsArgmaxOfFullRecompute) {
   }
 }
 
+TEST_P(DecoderForward, BatchedDecodingGivesEachSequenceItsOwnGreedyTokens) {
+  // Three prompts of different lengths, one stopping early by an end token and one by a stop rule: stepped
+  // together they give the tokens each gives alone.
+  const std::vector<std::vector<int32_t>> prompts = {random_tokens(9, vocab, 21), random_tokens(30, vocab, 22),
+                                                     random_tokens(4, vocab, 23)};
+  std::vector<GreedyOptions> options(3);
+  for (GreedyOptions& o : options) o.max_new_tokens = 12;
+  options[1].is_end_token = [](int32_t id) { return id % 7 == 0; };
+  options[2].should_stop = [](const std::vector<int32_t>& t) { return t.size() == 5; };
+  std::vector<ForwardResult> prefills;
+  for (const auto& p : prompts) prefills.push_back(prefill(p, iota_positions((int)p.size())));
+  const auto job_for = [&](size_t i, std::vector<std::unique_ptr<KvBuffer>>& buffers) {
+    const LlamaConfig& c = decoder->config();
+    buffers.push_back(std::make_unique<KvBuffer>(*backend, c.n_layers, c.n_kv_heads, c.head_dim, 64));
+    buffers.back()->append(prefills[i].kv);
+    DecodeJob job;
+    job.own = buffers.back().get();
+    job.first = argmax(&prefills[i].logits[(prompts[i].size() - 1) * vocab], vocab);
+    job.next_position = (int32_t)prompts[i].size();
+    job.options = options[i];
+    return job;
+  };
+  std::vector<std::unique_ptr<KvBuffer>> buffers;
+  std::vector<DecodeJob> together;
+  for (size_t i = 0; i < prompts.size(); ++i) together.push_back(job_for(i, buffers));
+  decode_greedy_batch(*decoder, together);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    std::vector<DecodeJob> alone{job_for(i, buffers)};
+    decode_greedy_batch(*decoder, alone);
+    EXPECT_EQ(together[i].result.tokens, alone[0].result.tokens) << "sequence " << i;
+    EXPECT_EQ(together[i].result.ended, alone[0].result.ended) << "sequence " << i;
+  }
+  EXPECT_EQ(together[0].result.tokens.size(), 12u);
+  EXPECT_EQ(together[2].result.tokens.size(), 5u);
+  EXPECT_TRUE(together[2].result.ended);
+}
+
 TEST_P(DecoderForward, RejectsBadRequestsWithAMessage) {
   ForwardRequest r;
   r.tokens = {1, 2};

@@ -37,6 +37,7 @@ std::string command_line() {
       arg += c;
       continue;
     }
+    if (out.empty()) arg = fs::path(arg).filename().string();  // "kvrun", wherever it was built
     out += (out.empty() ? "" : " ") + (arg.find(' ') == std::string::npos ? arg : "'" + arg + "'");
     arg.clear();
   }
@@ -89,7 +90,15 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
   if (!a.build_store.empty()) o.store_dir = a.build_store;
   KVF_CHECK(!o.store_dir.empty(), "eval: give --store DIR (a built store), --build-store DIR or --pipeline FILE");
   KVF_CHECK(!o.out_dir.empty(), "eval: --out is required (or eval.out in the pipeline)");
-  const ReportContext context{fs::path(o.dataset).filename().string(), command_line(), describe_machine(thread_count(a.threads))};
+  // The report names the command that ran the sweep (kept in OUT/command.txt), not a later --report-only.
+  const fs::path command_file = fs::path(o.out_dir) / "command.txt";
+  std::string command = command_line();
+  if (a.report_only && fs::exists(command_file)) {
+    std::ifstream in(command_file);
+    std::getline(in, command);
+  }
+  const ReportContext context{fs::path(o.dataset).filename().string(), command,
+                              describe_machine(thread_count(a.threads))};
   if (a.report_only) {
     write_eval_report(o.out_dir, context);
     return;
@@ -102,6 +111,8 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
     fs::remove(fs::path(o.out_dir) / "sweep.json");
   }
   if (a.build || !a.build_store.empty()) build_store(a, o);
+  fs::create_directories(o.out_dir);
+  std::ofstream(command_file) << command << "\n";
   run_eval_sweep(o);
   if (!write_eval_report(o.out_dir, context))
     std::fprintf(stderr, "eval: gnuplot not found, plots skipped (scripts/setup.sh installs it)\n");
