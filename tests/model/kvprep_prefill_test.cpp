@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "support/test_values.h"
 #include "io/model_paths.h"
 #include "model/decoder.h"
 #include "prep/chunk_kv.h"
@@ -22,11 +23,9 @@
 namespace kvf {
 namespace {
 
-std::vector<int32_t> iota(int64_t n, int32_t start) {
-  std::vector<int32_t> v((size_t)n);
-  for (int64_t i = 0; i < n; ++i) v[i] = start + (int32_t)i;
-  return v;
-}
+using test::iota_positions;
+using test::max_abs_diff;
+using test::random_tokens;
 
 class KvprepPrefill : public ::testing::Test {
  protected:
@@ -83,7 +82,7 @@ class KvprepPrefill : public ::testing::Test {
   HostKv direct(const std::vector<int32_t>& tokens, int32_t start, std::vector<const KvSegment*> view) {
     ForwardRequest r;
     r.tokens = tokens;
-    r.positions = iota((int64_t)tokens.size(), start);
+    r.positions = iota_positions((int64_t)tokens.size(), start);
     r.view = std::move(view);
     r.return_kv = true;
     return segment_to_host(decoder->forward(r).kv, *backend);
@@ -96,7 +95,7 @@ class KvprepPrefill : public ::testing::Test {
       worst = std::max(worst, std::abs(stored.v[i] - ref.v[i]) / std::max(1.0, (double)std::abs(ref.v[i])));
     }
     EXPECT_LT(worst, tol) << what;
-    EXPECT_EQ(stored.positions, iota(ref.rows, 0)) << what << ": stored rows carry in-chunk positions";
+    EXPECT_EQ(stored.positions, iota_positions(ref.rows, 0)) << what << ": stored rows carry in-chunk positions";
   }
 
   static Backend* backend;
@@ -120,7 +119,7 @@ TEST_F(KvprepPrefill, IndependentKvEqualsDirectForwardAfterTheSystemPrompt) {
   const KvModeReader stored_s(store, m, "system", m.model_fingerprint);
   ASSERT_EQ(stored_s.chunks(), 1u);
   const KvSegment s_kv = host_to_segment(stored_s.read(stored_s.ids().front()), stored_s.layout(), *backend,
-                                         iota(s_len, 0));
+                                         iota_positions(s_len, 0));
   for (const ChunkRecord& c : chunks.chunks()) {
     // Over S exactly as stored: the chunk's KV only rounded to f16.
     expect_f16_close(stored.read(c.id), direct(c.tokens, s_len, {&s_kv}), 1e-3, c.title + " over stored S");
@@ -151,7 +150,7 @@ TEST_F(KvprepPrefill, SimilarityKvIsTheChunkAfterItsNeighboursIndependentKv) {
   const int32_t s_len = (int32_t)system_tokens->size();
   ForwardRequest s_req;
   s_req.tokens = *system_tokens;
-  s_req.positions = iota(s_len, 0);
+  s_req.positions = iota_positions(s_len, 0);
   s_req.return_kv = true;
   const KvSegment s_kv = decoder->forward(s_req).kv;
   for (size_t i = 0; i < chunks.size(); ++i) {
@@ -163,11 +162,11 @@ TEST_F(KvprepPrefill, SimilarityKvIsTheChunkAfterItsNeighboursIndependentKv) {
       const ChunkRecord& other = chunks.chunks()[(size_t)nb.rows[i * nb.top_n + j]];
       ForwardRequest r;
       r.tokens = other.tokens;
-      r.positions = iota((int64_t)other.tokens.size(), s_len);
+      r.positions = iota_positions((int64_t)other.tokens.size(), s_len);
       r.view = {&s_kv};
       r.return_kv = true;
       KvSegment kv = decoder->forward(r).kv;
-      kv.positions = iota(kv.rows(), at);
+      kv.positions = iota_positions(kv.rows(), at);
       at += (int32_t)kv.rows();
       placed.push_back(std::move(kv));
     }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "support/test_values.h"
 #include "core/error.h"
 #include "fusion/query_engine.h"
 #include "fusion/token_selection.h"
@@ -19,12 +20,9 @@
 namespace kvf {
 namespace {
 
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
+using test::iota_positions;
+using test::max_abs_diff;
+using test::random_tokens;
 
 int64_t argmax_of(const std::vector<float>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); }
 

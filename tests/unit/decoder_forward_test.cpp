@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "support/test_values.h"
 #include "model/decoder.h"
 #include "model/generate.h"
 #include "support/reference_decoder.h"
@@ -14,28 +15,11 @@
 namespace kvf {
 namespace {
 
-std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, vocab - 1);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = d(rng);
-  return t;
-}
-
-std::vector<int32_t> iota_positions(int n, int start = 0) {
-  std::vector<int32_t> p(n);
-  for (int i = 0; i < n; ++i) p[i] = start + i;
-  return p;
-}
+using test::iota_positions;
+using test::max_abs_diff;
+using test::random_tokens;
 
 std::vector<int32_t> all_rows(int n) { return iota_positions(n, 0); }
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
 
 std::vector<float> host(Backend& b, const Tensor& t) {
   std::vector<float> v(t.numel());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "support/test_values.h"
 #include "fusion/fused_prefill.h"
 #include "fusion/token_selection.h"
 #include "model/generate.h"
@@ -15,26 +16,9 @@
 namespace kvf {
 namespace {
 
-std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, vocab - 1);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = d(rng);
-  return t;
-}
-
-std::vector<int32_t> iota(int n, int start) {
-  std::vector<int32_t> p(n);
-  for (int i = 0; i < n; ++i) p[i] = start + i;
-  return p;
-}
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
+using test::iota_positions;
+using test::max_abs_diff;
+using test::random_tokens;
 
 const std::vector<FusionMethod> kSelectors = {FusionMethod::CacheBlend, FusionMethod::A3, FusionMethod::Fusion};
 
@@ -52,7 +36,7 @@ class FusedPrefillTest : public ::testing::TestWithParam<std::string> {
     system_tokens = random_tokens(6, vocab, 1);
     ForwardRequest s;
     s.tokens = system_tokens;
-    s.positions = iota(6, 0);
+    s.positions = iota_positions(6, 0);
     s.return_kv = true;
     system_kv = decoder->forward(s).kv;
     for (int c = 0; c < 3; ++c) chunk_tokens.push_back(random_tokens(9 + 3 * c, vocab, 10 + c));
@@ -63,11 +47,11 @@ class FusedPrefillTest : public ::testing::TestWithParam<std::string> {
   KvSegment independent_kv(const std::vector<int32_t>& tokens) const {
     ForwardRequest r;
     r.tokens = tokens;
-    r.positions = iota((int)tokens.size(), (int)system_tokens.size());
+    r.positions = iota_positions((int)tokens.size(), (int)system_tokens.size());
     r.view = {&system_kv};
     r.return_kv = true;
     KvSegment kv = decoder->forward(r).kv;
-    kv.positions = iota((int)tokens.size(), 0);
+    kv.positions = iota_positions((int)tokens.size(), 0);
     return kv;
   }
 
@@ -204,7 +188,7 @@ TEST_P(FusedPrefillTest, StoredKvIsNeverWritten) {
     std::vector<float> v(stored[i].v[1].numel());
     backend->copy_to_host(stored[i].v[1], v.data(), v.size() * sizeof(float));
     EXPECT_EQ(v, before[i]);
-    EXPECT_EQ(stored[i].positions, iota(stored[i].rows(), 0));
+    EXPECT_EQ(stored[i].positions, iota_positions(stored[i].rows(), 0));
   }
 }
 

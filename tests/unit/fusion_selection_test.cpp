@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "support/test_values.h"
 #include "core/error.h"
 #include "fusion/fused_prefill.h"
 #include "fusion/rag_layout.h"
@@ -20,6 +21,10 @@
 
 namespace kvf {
 namespace {
+
+using test::iota_positions;
+using test::max_abs_diff;
+using test::random_tokens;
 
 constexpr double kRatio = 0.3;
 // Engine scores are f32 sums, the reference's f64: two tokens whose reference scores agree to this relative
@@ -44,13 +49,6 @@ std::vector<double> host_doubles(Backend& b, const Tensor& t) {
 double max_abs(const std::vector<double>& v) {
   double m = 0;
   for (double x : v) m = std::max(m, std::abs(x));
-  return m;
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
   return m;
 }
 
