@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "fusion/chunk_kv_cache.h"
 #include "fusion/fused_prefill.h"
+#include "fusion/token_selection.h"
 #include "io/gguf.h"
 #include "io/model_paths.h"
 #include "model/decoder.h"
@@ -188,20 +189,26 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   FusionInputs in;
   in.system = &s.system_kv;
   std::vector<std::vector<int32_t>> chunk_tokens;
-  for (uint64_t id : q.chunk_ids) {
-    chunk_tokens.push_back(s.chunks.find(id)->tokens);
-    if (o.method == FusionMethod::Full) continue;  // a plain prefill reads no stored chunk KV
-    ChunkKvCache::Lookup hit = s.cache->get(id);
-    (hit.hit ? a.cache_hits : a.cache_misses)++;
-    p.held.push_back(hit.kv);
-    in.chunks.push_back(p.held.back().get());
-  }
-  a.ms.load = ms_since(t0);
+  for (uint64_t id : q.chunk_ids) chunk_tokens.push_back(s.chunks.find(id)->tokens);
   const std::vector<int32_t> question =
       s.tokenizer.encode(rag_question_suffix(s.chat, "", q.question), false, true);
   in.layout = make_rag_layout(s.system_kv.rows(), chunk_tokens, link_token_ids(o.link_tokens), question,
                               c.context_length);
-  p.fused = fused_prefill(*s.decoder, in, o.method, a.recompute);
+  // A method that recomputes every context token computes exactly full attention: it need not load chunk KV
+  // it would supersede entirely.
+  const int64_t n = in.layout.n_context();
+  const bool reads_stored = o.method == FusionMethod::Reuse ||
+                            (o.method != FusionMethod::Full && recompute_count(a.recompute, n) < n);
+  const auto t_load = Clock::now();
+  if (reads_stored)
+    for (uint64_t id : q.chunk_ids) {
+      ChunkKvCache::Lookup hit = s.cache->get(id);
+      (hit.hit ? a.cache_hits : a.cache_misses)++;
+      p.held.push_back(hit.kv);
+      in.chunks.push_back(p.held.back().get());
+    }
+  a.ms.load = ms_since(t_load);
+  p.fused = fused_prefill(*s.decoder, in, reads_stored ? o.method : FusionMethod::Full, a.recompute);
   a.ms.select = p.fused.select_ms;
   a.ms.prefill = p.fused.prefill_ms;
   a.ms.ttft = q.retrieve_ms + ms_since(t0);
