@@ -61,6 +61,16 @@ rm "$work/eval/report.md"
 "$kvrun" eval --store "$work/store" --out "$work/eval" --report-only 2>/dev/null || fail "--report-only"
 [ -s "$work/eval/report.md" ] || fail "--report-only wrote no report"
 
+# The retrieval setting: each question's --top-k chunks come from the store's index, not its own passages.
+"$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --setting retrieval --top-k 3 --methods full,reuse \
+  --ratios 0 --kv independent --max-tokens 2 --out "$work/retrieval" 2>"$work/log4" || { cat "$work/log4"; fail "retrieval"; }
+python3 - "$work/retrieval/results.jsonl" <<'PY' || fail "retrieval setting"
+import json, sys
+questions = [json.loads(l) for l in open(sys.argv[1])]
+assert [q["n_chunks"] for q in questions] == [3, 3, 3], [q["n_chunks"] for q in questions]
+assert all(len(q["runs"]) == 2 for q in questions)
+PY
+
 # Another sweep into the same folder is refused, naming the way out.
 if "$kvrun" eval "${args[@]}" --store "$work/store" --ratios 0.3 2>"$work/log3"; then fail "mixed sweeps accepted"; fi
 grep -q "holds results of another sweep.*--fresh" "$work/log3" || fail "message: $(cat "$work/log3")"
