@@ -253,7 +253,16 @@ std::vector<QueryAnswer> QueryEngine::answer_all(const ResolvedQuery& q, const s
     job.options.is_end_token = [&s](int32_t id) { return s.tokenizer.is_eog(id); };
     if (!o.stop.empty())
       job.options.should_stop = [&s, &p, stops = o.stop](const std::vector<int32_t>& tokens) {
-        const std::string text = s.tokenizer.decode(tokens);
+        // A stop string appears when the newest token ends it, so only a tail of the answer is decoded at each
+        // step: enough tokens to hold the longest stop string and a character split at the cut.
+        size_t longest = 0;
+        for (const std::string& stop : stops) longest = std::max(longest, stop.size());
+        std::string text;
+        for (size_t tail = longest + 1;; tail *= 2) {
+          tail = std::min(tail, tokens.size());
+          text = s.tokenizer.decode(std::vector<int32_t>(tokens.end() - (long)tail, tokens.end()));
+          if (text.size() >= longest + 4 || tail == tokens.size()) break;
+        }
         for (const std::string& stop : stops)
           if (!stop.empty() && text.find(stop) != std::string::npos) return p.stopped_by_string = true;
         return false;

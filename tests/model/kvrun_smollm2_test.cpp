@@ -139,6 +139,44 @@ TEST_F(KvrunSmollm2, EveryMethodAnswersOverBothModes) {
   }
 }
 
+TEST_F(KvrunSmollm2, StopStringsAndAnswersDecodedTogether) {
+  QueryEngine e = engine("independent");
+  const ResolvedQuery q = e.resolve({"q", "Which planet has bright rings?", {}, {}}, 3);
+  AnswerOptions o;
+  o.method = FusionMethod::Fusion;
+  o.max_tokens = 12;
+  const QueryAnswer plain = e.answer(q, o);
+  // Stop at the answer's second word: the answer ends before it, and fewer tokens were generated.
+  const size_t space = plain.answer.find(' ');
+  ASSERT_NE(space, std::string::npos) << plain.answer;
+  const std::string word = plain.answer.substr(space, plain.answer.find(' ', space + 1) - space);
+  AnswerOptions stopping = o;
+  stopping.stop = {word};
+  const QueryAnswer cut = e.answer(q, stopping);
+  EXPECT_EQ(cut.stopped_by, "stop_string");
+  EXPECT_EQ(cut.answer, plain.answer.substr(0, space));
+  EXPECT_LT(cut.tokens.size(), plain.tokens.size());
+
+  // Several methods answered together give each one's own answer, and teacher forcing starts at the prefill's
+  // logits.
+  std::vector<AnswerOptions> batch;
+  for (FusionMethod m : {FusionMethod::Full, FusionMethod::Reuse, FusionMethod::Fusion}) {
+    AnswerOptions a = o;
+    a.method = m;
+    a.teacher_tokens = e.encode_answer("Saturn has rings");
+    batch.push_back(a);
+  }
+  const std::vector<QueryAnswer> together = e.answer_all(q, batch);
+  ASSERT_EQ(together.size(), 3u);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(together[i].tokens, e.answer(q, batch[i]).tokens) << method_name(batch[i].method);
+    const size_t vocab = together[i].first_logits.size();
+    ASSERT_EQ(together[i].teacher_logits.size(), batch[i].teacher_tokens.size() * vocab);
+    EXPECT_TRUE(std::equal(together[i].first_logits.begin(), together[i].first_logits.end(),
+                           together[i].teacher_logits.begin()));
+  }
+}
+
 TEST_F(KvrunSmollm2, CacheAndPrefetch) {
   QueryEngine e = engine("independent");
   const ResolvedQuery q1 = e.resolve({"a", "What is a glacier?", {}, {}}, 3);
