@@ -69,4 +69,9 @@ class Backend {
 // The CPU backend (BLAS sgemm + TBB), always available.
 std::unique_ptr<Backend> make_cpu_backend();
 
+// The CUDA backend (lib/backend/cuda, kernels/): present when built with KVF_CUDA and a GPU is visible. When not,
+// cuda_device_available says why and make_cuda_backend throws kvf::Error with the same reason.
+bool cuda_device_available(std::string* why = nullptr);
+std::unique_ptr<Backend> make_cuda_backend();
+
 }  // namespace kvf

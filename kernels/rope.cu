@@ -1,0 +1,32 @@
+// RoPE at arbitrary positions, both pairings, forward and inverse (removing RoPE from stored keys).
+#include "cuda_ops.cuh"
+
+namespace kvf::cuda {
+namespace {
+
+__global__ void rope_kernel(float* x, const int32_t* pos, int64_t heads, int64_t head_dim, int64_t half,
+                            const float* inv_freq, bool adjacent, bool inverse) {
+  const int64_t row = blockIdx.x, head = blockIdx.y;
+  float* v = x + (row * heads + head) * head_dim;
+  // Angles in double: positions reach 1e5 and a float product would lose the phase's low bits.
+  const double p = (double)pos[row];
+  for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+    const double angle = p * (double)inv_freq[i];
+    const float c = (float)cos(angle), s = inverse ? -(float)sin(angle) : (float)sin(angle);
+    const int64_t a = adjacent ? 2 * i : i, b = adjacent ? 2 * i + 1 : i + half;
+    const float x0 = v[a], x1 = v[b];
+    v[a] = x0 * c - x1 * s;
+    v[b] = x0 * s + x1 * c;
+  }
+}
+
+}  // namespace
+
+void rope(float* x, const int32_t* pos, int64_t n, int64_t heads, int64_t head_dim, int64_t rotary_dim,
+          const float* inv_freq, bool adjacent, bool inverse, cudaStream_t stream) {
+  if (n == 0 || heads == 0 || rotary_dim == 0) return;
+  const dim3 grid((unsigned)n, (unsigned)heads);
+  rope_kernel<<<grid, 64, 0, stream>>>(x, pos, heads, head_dim, rotary_dim / 2, inv_freq, adjacent, inverse);
+}
+
+}  // namespace kvf::cuda

@@ -1,0 +1,216 @@
+// The CUDA backend against the CPU backend, op by op over many shapes, and whole tiny models' logits. Where no
+// GPU is visible (or the build has no CUDA backend) every test here is skipped, saying why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backend/backend.h"
+#include "model/decoder.h"
+#include "model/rope_frequencies.h"
+#include "support/test_values.h"
+#include "support/tiny_model.h"
+
+namespace kvf {
+namespace {
+
+class CudaVsCpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda_device_available(&why)) GTEST_SKIP() << why;
+    gpu = make_cuda_backend();
+  }
+  // The same values as a tensor on each backend.
+  struct Pair {
+    Tensor cpu, gpu;
+  };
+  Pair upload(const std::vector<float>& v, const Shape& shape) {
+    Pair p{cpu->empty(DType::F32, shape), gpu->empty(DType::F32, shape)};
+    cpu->copy_from_host(p.cpu, v.data(), v.size() * 4);
+    gpu->copy_from_host(p.gpu, v.data(), v.size() * 4);
+    return p;
+  }
+  Pair random(const Shape& shape, uint32_t seed, float scale = 1.0f) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v((size_t)n);
+    for (float& x : v) x = d(rng);
+    return upload(v, shape);
+  }
+  Pair ints(const std::vector<int32_t>& v) {
+    Pair p{cpu->empty(DType::I32, {(int64_t)v.size()}), gpu->empty(DType::I32, {(int64_t)v.size()})};
+    cpu->copy_from_host(p.cpu, v.data(), v.size() * 4);
+    gpu->copy_from_host(p.gpu, v.data(), v.size() * 4);
+    return p;
+  }
+  Pair zeros(const Shape& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return upload(std::vector<float>((size_t)n, 0.0f), shape);
+  }
+  std::vector<float> host(Backend& b, const Tensor& t) {
+    std::vector<float> v((size_t)t.numel());
+    b.copy_to_host(t, v.data(), v.size() * 4);
+    return v;
+  }
+  // Largest |cpu - gpu| over the pair, relative to the largest |cpu|.
+  double relative_diff(const Pair& p) {
+    const std::vector<float> a = host(*cpu, p.cpu), b = host(*gpu, p.gpu);
+    double scale = 1e-30;
+    for (float x : a) scale = std::max(scale, (double)std::abs(x));
+    return test::max_abs_diff(a, b) / scale;
+  }
+
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
+  std::unique_ptr<Backend> gpu;
+};
+
+TEST_F(CudaVsCpu, Matmul) {
+  for (auto [n, m, k] : {std::tuple{1, 7, 5}, {3, 576, 576}, {64, 1536, 576}, {129, 49, 200}, {0, 4, 4}}) {
+    Pair x = random({n, k}, 1), w = random({m, k}, 2), y = zeros({n, m});
+    cpu->matmul_nt(x.cpu, w.cpu, y.cpu);
+    gpu->matmul_nt(x.gpu, w.gpu, y.gpu);
+    if (n) {
+      EXPECT_LT(relative_diff(y), 1e-5) << n << "x" << m << "x" << k;
+    }
+  }
+}
+
+TEST_F(CudaVsCpu, RowOps) {
+  for (auto [rows, d] : {std::pair{1, 64}, {37, 576}, {5, 1000}}) {
+    Pair x = random({rows, d}, 3), w = random({d}, 4), y = zeros({rows, d});
+    cpu->rms_norm(x.cpu, w.cpu, 1e-5f, y.cpu);
+    gpu->rms_norm(x.gpu, w.gpu, 1e-5f, y.gpu);
+    EXPECT_LT(relative_diff(y), 1e-6) << "rms_norm " << rows << "x" << d;
+    Pair bias = random({d}, 5);
+    cpu->add_bias(x.cpu, bias.cpu);
+    gpu->add_bias(x.gpu, bias.gpu);
+    EXPECT_EQ(relative_diff(x), 0.0) << "add_bias";
+    cpu->add_inplace(x.cpu, y.cpu);
+    gpu->add_inplace(x.gpu, y.gpu);
+    EXPECT_EQ(relative_diff(x), 0.0) << "add_inplace";
+    Pair out = zeros({rows, d});
+    cpu->swiglu(x.cpu, y.cpu, out.cpu);
+    gpu->swiglu(x.gpu, y.gpu, out.gpu);
+    EXPECT_LT(relative_diff(out), 1e-6) << "swiglu";
+  }
+}
+
+TEST_F(CudaVsCpu, GathersAndEmbedding) {
+  Pair table = random({97, 48}, 6), out = zeros({6, 48});
+  const Pair ids = ints({3, 0, 96, 3, 50, 1});
+  cpu->embedding(table.cpu, ids.cpu, out.cpu);
+  gpu->embedding(table.gpu, ids.gpu, out.gpu);
+  EXPECT_EQ(relative_diff(out), 0.0);
+  Pair gathered = zeros({6, 48});
+  cpu->gather_rows(table.cpu, ids.cpu, gathered.cpu);
+  gpu->gather_rows(table.gpu, ids.gpu, gathered.gpu);
+  EXPECT_EQ(relative_diff(gathered), 0.0);
+  EXPECT_THROW(gpu->embedding(table.gpu, ints({97}).gpu, out.gpu), Error);
+}
+
+TEST_F(CudaVsCpu, RopeBothPairingsForwardAndInverse) {
+  const std::vector<int32_t> positions = {0, 1, 7, 511, 4096, 100000, 3};
+  for (RopePairing pairing : {RopePairing::Adjacent, RopePairing::HalfSplit})
+    for (int rotary : {64, 32}) {
+      RopeSpec spec;
+      spec.rotary_dim = rotary;
+      spec.pairing = pairing;
+      spec.inv_freq = std::make_shared<const std::vector<float>>(rope_inv_frequencies(rotary, 10000.0, 1.0, {}));
+      for (bool inverse : {false, true}) {
+        Pair x = random({(int64_t)positions.size(), 3, 64}, 7);
+        const Pair pos = ints(positions);
+        cpu->rope_inplace(x.cpu, pos.cpu, spec, inverse);
+        gpu->rope_inplace(x.gpu, pos.gpu, spec, inverse);
+        EXPECT_LT(relative_diff(x), 1e-6) << "rotary " << rotary << " inverse " << inverse;
+      }
+    }
+}
+
+TEST_F(CudaVsCpu, AttentionByPositionWithGqaAndProbes) {
+  struct Case {
+    int n, m, heads, kv_heads, head_dim;
+    bool shuffled_keys;
+  };
+  for (const Case c : {Case{1, 1, 4, 2, 64, false}, Case{5, 300, 9, 3, 64, false}, Case{40, 40, 8, 8, 128, true},
+                       Case{17, 1000, 28, 4, 128, true}, Case{3, 9, 2, 1, 32, false}}) {
+    std::mt19937 rng(c.n * 31 + c.m);
+    std::vector<int32_t> k_pos(c.m), q_pos(c.n);
+    for (int j = 0; j < c.m; ++j) k_pos[j] = j;
+    if (c.shuffled_keys) std::shuffle(k_pos.begin(), k_pos.end(), rng);
+    // Queries after, inside and before the keys (the first sees no key at all when its position is -1).
+    for (int i = 0; i < c.n; ++i) q_pos[i] = i == 0 && c.n > 2 ? -1 : (int32_t)(rng() % (c.m + 5));
+    Pair q = random({c.n, c.heads, c.head_dim}, 8), k = random({c.m, c.kv_heads, c.head_dim}, 9),
+         v = random({c.m, c.kv_heads, c.head_dim}, 10), out_pair = zeros({c.n, c.heads, c.head_dim});
+    const Pair qp = ints(q_pos), kp = ints(k_pos), probe_rows = ints({c.n - 1, 0});
+    Pair colsum = zeros({c.m});
+    for (Backend* b : {cpu.get(), gpu.get()}) {
+      const bool on_gpu = b == gpu.get();
+      AttentionArgs a;
+      a.q = on_gpu ? q.gpu : q.cpu;
+      a.q_pos = on_gpu ? qp.gpu : qp.cpu;
+      a.k = on_gpu ? k.gpu : k.cpu;
+      a.v = on_gpu ? v.gpu : v.cpu;
+      a.k_pos = on_gpu ? kp.gpu : kp.cpu;
+      a.out = on_gpu ? out_pair.gpu : out_pair.cpu;
+      a.scale = 1.0f / std::sqrt((float)c.head_dim);
+      a.probe_rows = on_gpu ? probe_rows.gpu : probe_rows.cpu;
+      a.probe_colsum = on_gpu ? colsum.gpu : colsum.cpu;
+      b->attention(a);
+    }
+    EXPECT_LT(relative_diff(out_pair), 1e-5) << c.n << " rows over " << c.m << " keys";
+    EXPECT_LT(relative_diff(colsum), 1e-5) << "probe column sums";
+  }
+}
+
+// Whole tiny models: the same forward request (a stored view, computed tokens at scattered positions, a probe)
+// on both backends.
+TEST_F(CudaVsCpu, TinyModelLogitsAndKv) {
+  for (const char* arch : {"llama", "qwen2"}) {
+    test::TinyModelSpec spec;
+    spec.arch = arch;
+    const std::string path = test::write_tiny_model(spec);
+    const auto cpu_decoder = Decoder::load_gguf(path, *cpu);
+    const auto gpu_decoder = Decoder::load_gguf(path, *gpu);
+    ForwardRequest base;
+    base.tokens = test::random_tokens(40, spec.vocab, 11);
+    base.positions = test::iota_positions(40);
+    base.return_kv = true;
+    const ForwardResult cpu_base = cpu_decoder->forward(base), gpu_base = gpu_decoder->forward(base);
+    ForwardRequest next;
+    next.tokens = test::random_tokens(9, spec.vocab, 12);
+    next.positions = {3, 5, 40, 41, 42, 43, 44, 45, 46};  // two supersede stored rows
+    next.logit_rows = test::iota_positions(9);
+    next.return_kv = true;
+    next.probe_layers = {1};
+    next.probe_rows = {7, 8};
+    ForwardRequest cpu_next = next, gpu_next = next;
+    cpu_next.view = {&cpu_base.kv};
+    gpu_next.view = {&gpu_base.kv};
+    const ForwardResult a = cpu_decoder->forward(cpu_next), b = gpu_decoder->forward(gpu_next);
+    EXPECT_LT(test::max_abs_diff(a.logits, b.logits), 1e-4) << arch;
+    EXPECT_LT(test::max_abs_diff(a.attn_colsum[0], b.attn_colsum[0]), 1e-5) << arch;
+    for (size_t l = 0; l < a.kv.k.size(); ++l) {
+      EXPECT_LT(test::max_abs_diff(host(*cpu, a.kv.k[l]), host(*gpu, b.kv.k[l])), 1e-4) << arch << " layer " << l;
+      EXPECT_LT(test::max_abs_diff(host(*cpu, a.kv.v[l]), host(*gpu, b.kv.v[l])), 1e-4) << arch << " layer " << l;
+    }
+  }
+}
+
+TEST(CudaBackend, SaysWhyItIsMissing) {
+  std::string why;
+  if (cuda_device_available(&why)) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_FALSE(why.empty());
+  try {
+    make_cuda_backend();
+    FAIL() << "make_cuda_backend without a device";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvf
