@@ -74,4 +74,7 @@ std::unique_ptr<Backend> make_cpu_backend();
 bool cuda_device_available(std::string* why = nullptr);
 std::unique_ptr<Backend> make_cuda_backend();
 
+// By name, as the CLIs' --backend takes it: "cpu" or "cuda". Throws kvf::Error naming a bad value.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+
 }  // namespace kvf

@@ -226,6 +226,7 @@ void run_eval_sweep(const EvalOptions& o) {
     e.embedder = o.embedder;
     e.kv_mode = kv;
     e.cache_bytes = o.cache_bytes;
+    e.backend = o.backend;
     engines.emplace(kv, QueryEngine(e));
   }
   QueryEngine& first = engines.at(o.kv_modes[0]);

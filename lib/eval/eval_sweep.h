@@ -25,6 +25,7 @@ struct EvalOptions {
   int max_tokens = 32;
   int link_tokens = 0;
   uint64_t cache_bytes = 1ull << 30;
+  std::string backend = "cpu";             // where the model runs: cpu | cuda
   std::string out_dir;
 };
 

@@ -76,7 +76,7 @@ struct QueryEngine::State {
       KVF_CHECK(wanted == system_text, o.store_dir, ": the store's KV was computed after another system prompt; "
                 "build a store with this system message or leave --system out");
     }
-    backend = make_cpu_backend();
+    backend = make_backend(o.backend);
     decoder = Decoder::load_gguf(model_path, *backend);
     const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
     const uint64_t s_id = XXH3_64bits_withSeed(s_tokens.data(), s_tokens.size() * sizeof(int32_t), fingerprint);

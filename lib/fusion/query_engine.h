@@ -19,6 +19,7 @@ struct QueryEngineOptions {
   std::string kv_mode = "independent";  // which stored KV: independent | similarity
   uint64_t cache_bytes = 1ull << 30;    // chunk KV kept in memory (f32), least recently used out first
   std::string system_message;           // must match the store's S; empty: the store's own
+  std::string backend = "cpu";          // where the decoder runs: cpu | cuda
 };
 
 struct Passage {

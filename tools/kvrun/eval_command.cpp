@@ -98,7 +98,7 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
     std::getline(in, command);
   }
   const ReportContext context{fs::path(o.dataset).filename().string(), command,
-                              describe_machine(thread_count(a.threads))};
+                              describe_machine(thread_count(a.threads)) + ", " + o.backend + " backend"};
   if (a.report_only) {
     write_eval_report(o.out_dir, context);
     return;
@@ -162,6 +162,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--out", args->eval.out_dir, "folder for results.jsonl, metrics.csv, report.md and plots");
   cmd->add_option("--cache-mb", args->cache_mb, "chunk KV kept in memory per KV mode, MiB")->capture_default_str();
   cmd->add_option("--threads", args->threads, "worker threads (default: all cores)");
+  cmd->add_option("--backend", args->eval.backend, "where the model runs: cpu | cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--fresh", args->fresh, "discard OUT's earlier results instead of resuming");
   cmd->add_flag("--report-only", args->report_only, "only redraw the report from OUT/results.jsonl");
   cmd->callback([args, cmd] {

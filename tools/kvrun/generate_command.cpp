@@ -26,6 +26,7 @@ struct GenerateArgs {
   bool chat = false;
   int max_tokens = 128;
   int threads = 0;
+  std::string backend = "cpu";
   bool json = false;
 };
 
@@ -37,7 +38,7 @@ void run_generate(const GenerateArgs& a) {
   const auto t_load = std::chrono::steady_clock::now();
   const auto file = gguf::File::open(path);
   const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*file));
-  auto backend = make_cpu_backend();
+  auto backend = make_backend(a.backend);
   auto decoder = Decoder::load_gguf(path, *backend);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
@@ -105,6 +106,9 @@ void add_generate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--backend", args->backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--json", args->json,
                 "print one JSON object: text, token_ids, prompt_tokens, ttft_ms, prefill_tokens_per_s, "
                 "decode_tokens_per_s, ...");

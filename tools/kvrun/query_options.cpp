@@ -45,6 +45,9 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--threads", o.threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--backend", o.engine.backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd.add_flag("--json", o.json, "print one JSON object per question");
 }
 

@@ -23,7 +23,7 @@ struct QueryCliOptions {
 };
 
 // Registers --store, --model, --embedder, --kv, --method, --recompute, --top-k, --link-tokens, --max-tokens,
-// --stop, --cache-mb, --threads and --json on `cmd`.
+// --stop, --cache-mb, --threads, --backend and --json on `cmd`.
 void add_query_options(CLI::App& cmd, QueryCliOptions& o);
 
 nlohmann::json answer_json(const QueryAnswer& a);
