@@ -296,7 +296,7 @@ void run_eval_sweep(const EvalOptions& o) {
     next[o.kv_modes[0]] = 1;
     for (const Point& p : points)
       q.runs.push_back(score(answered[p.kv][next[p.kv]++], full, rec.answers, base.teacher_tokens, vocab, p.kv));
-    results << question_json(q).dump() << "\n";
+    results << question_json(q).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     results.flush();
     KVF_CHECK(results, o.out_dir, "/", kResultsFile, ": write failed");
     progress.advance(1);

@@ -276,7 +276,7 @@ std::vector<QueryAnswer> QueryEngine::answer_all(const ResolvedQuery& q, const s
     const GreedyResult& gen = jobs[i].result;
     a.ms.decode = gen.decode_ms;
     a.tokens = gen.tokens;
-    a.answer = s.tokenizer.decode(gen.tokens);
+    a.answer = without_partial_utf8_tail(s.tokenizer.decode(gen.tokens));
     for (const std::string& stop : options[i].stop)
       if (!stop.empty() && a.answer.find(stop) != std::string::npos) a.answer.resize(a.answer.find(stop));
     const size_t b = a.answer.find_first_not_of(" \t\n\r"), e = a.answer.find_last_not_of(" \t\n\r");

@@ -69,4 +69,8 @@ class BpeTokenizer {
 // GPT-2's printable stand-in for a byte (bytes_to_unicode), UTF-8 encoded: "Ġ" for ' ', "Ċ" for '\n', "!" for '!'.
 const std::string& byte_level_char(uint8_t byte);
 
+// Text decoded from a generation that stopped inside a multi-byte character ends with that character's first
+// bytes: they are dropped, so the text is valid UTF-8 again (when the rest is).
+std::string without_partial_utf8_tail(std::string text);
+
 }  // namespace kvf

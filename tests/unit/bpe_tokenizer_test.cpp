@@ -264,5 +264,15 @@ TEST(PreTokenizer, Gpt2AndDefaultNames) {
   EXPECT_EQ(split("default", "a+b 12345"), (W{"a", "+", "b", " ", "123", "45"}));
 }
 
+TEST(Utf8Tail, APartialCharacterAtTheEndIsDropped) {
+  const std::string euro = "\xE2\x82\xAC";  // U+20AC, three bytes
+  EXPECT_EQ(without_partial_utf8_tail("cost 5" + euro), "cost 5" + euro);
+  EXPECT_EQ(without_partial_utf8_tail("cost 5" + euro.substr(0, 2)), "cost 5");
+  EXPECT_EQ(without_partial_utf8_tail("cost 5" + euro.substr(0, 1)), "cost 5");
+  EXPECT_EQ(without_partial_utf8_tail("\xF0\x9F\x98"), "");  // 3 of an emoji's 4 bytes
+  EXPECT_EQ(without_partial_utf8_tail("a\xC3\xA9"), "a\xC3\xA9");  // a complete two-byte character
+  EXPECT_EQ(without_partial_utf8_tail(""), "");
+}
+
 }  // namespace
 }  // namespace kvf

@@ -27,7 +27,7 @@ void run_ask(const AskArgs& a) {
   QueryEngine engine(a.query.engine_options());
   const QueryAnswer answer = engine.answer(engine.resolve(q, options.top_k), options);
   if (a.query.json)
-    std::printf("%s\n", answer_json(answer).dump().c_str());
+    std::printf("%s\n", answer_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   else
     print_answer_text(answer);
 }

@@ -56,7 +56,7 @@ void run_batch(const BatchArgs& a) {
     const QueryAnswer answer = engine.answer(resolved[i], options);
     nlohmann::json j = answer_json(answer);
     if (!records[i].answers.empty()) j["gold_answers"] = records[i].answers;
-    out << j.dump() << "\n";
+    out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     out.flush();
     KVF_CHECK(out, partial, ": write failed");
     if (!a.query.json) print_answer_text(answer);

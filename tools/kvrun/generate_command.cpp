@@ -78,7 +78,7 @@ void run_generate(const GenerateArgs& a) {
                                 {"decode_ms", r.decode_ms},
                                 {"prefill_tokens_per_s", prefill_tps},
                                 {"decode_tokens_per_s", decode_tps}};
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s\n", text.c_str());
     std::fprintf(stderr,
