@@ -185,7 +185,7 @@ std::string quality_figure(const std::vector<PointRuns>& points, const std::vect
       ++block;
     }
   o << "set terminal pngcairo size 900,560 font ',11'\nset output '" << png << "'\n"
-    << "set title '" << title << "'\nset xlabel 'recompute ratio'\nset ylabel '" << ylabel << "'\n"
+    << "set title '" << title << "' noenhanced\nset xlabel 'recompute ratio'\nset ylabel '" << ylabel << "'\n"
     << "set key outside right\nset grid\nset xrange [-0.01:*]\n"
     << "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 3 lc rgb 'gray'\n"
     << "set label 'full attention' at graph 0.02, first 1 offset 0,0.6 tc rgb 'gray'\n";
@@ -202,7 +202,7 @@ std::string ttft_figure(const std::vector<PointRuns>& points, const std::vector<
         << aggs[i].prefill << "\n";
   o << "EOD\n"
     << "set terminal pngcairo size 1000,520 font ',11'\nset output 'ttft.png'\n"
-    << "set title '" << title << "'\nset ylabel 'median time to first token, ms'\n"
+    << "set title '" << title << "' noenhanced\nset ylabel 'median time to first token, ms'\n"
     << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
     << "set boxwidth 0.7\nset xtics rotate by -40\nset key top right\nset grid ytics\n"
     << "plot $t using 2:xtic(1) title 'load KV', '' using 3 title 'select', '' using 4 title 'prefill'\n";
@@ -225,7 +225,7 @@ std::string deviation_figure(const std::vector<PointRuns>& points, const std::ve
     ++block;
   }
   o << "set terminal pngcairo size 900,560 font ',11'\nset output 'kv_deviation.png'\n"
-    << "set title '" << title << "'\nset xlabel 'layer'\nset ylabel 'mean KV deviation from full (eq. 7)'\n"
+    << "set title '" << title << "' noenhanced\nset xlabel 'layer'\nset ylabel 'mean KV deviation from full (eq. 7)'\n"
     << "set logscale y\nset format y '10^{%L}'\nset key outside right\nset grid\n";
   return o.str() + plot.str() + "\n";
 }
