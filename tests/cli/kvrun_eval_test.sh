@@ -61,9 +61,18 @@ rm "$work/eval/report.md"
 "$kvrun" eval --store "$work/store" --out "$work/eval" --report-only 2>/dev/null || fail "--report-only"
 [ -s "$work/eval/report.md" ] || fail "--report-only wrote no report"
 
-# The retrieval setting: each question's --top-k chunks come from the store's index, not its own passages.
-"$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --setting retrieval --top-k 3 --methods full,reuse \
-  --ratios 0 --kv independent --max-tokens 2 --out "$work/retrieval" 2>"$work/log4" || { cat "$work/log4"; fail "retrieval"; }
+# The retrieval setting over a store built from a separate corpus (--corpus): each question's --top-k chunks come
+# from the store's index, not its own passages.
+cat >"$work/pool.jsonl" <<'JSON'
+{"id": 1, "title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}
+{"id": 2, "title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}
+{"id": 3, "title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}
+{"id": 4, "title": "Harp", "text": "The harp is a stringed instrument whose strings are plucked with the fingers."}
+JSON
+"$kvrun" eval --dataset "$work/qa.jsonl" --build-store "$work/pool-store" --corpus "$work/pool.jsonl" \
+  --setting retrieval --top-k 3 --methods full,reuse --ratios 0 --kv independent --max-tokens 2 \
+  --out "$work/retrieval" 2>"$work/log4" || { cat "$work/log4"; fail "retrieval"; }
+[ ! -e "$work/pool-store/corpus.jsonl" ] || fail "--corpus: the questions' passages were written anyway"
 python3 - "$work/retrieval/results.jsonl" <<'PY' || fail "retrieval setting"
 import json, sys
 questions = [json.loads(l) for l in open(sys.argv[1])]

@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 struct EvalArgs {
   EvalOptions eval;
   std::vector<std::string> methods{"full", "reuse", "cacheblend", "a3", "fusion"};
-  std::string pipeline, build_store;
+  std::string pipeline, build_store, corpus;
   bool build = false, fresh = false, report_only = false;
   double cache_mb = 2048;
   int threads = 0;
@@ -46,12 +46,19 @@ std::string command_line() {
 
 // The store built from the data set's own passages (--build-store): a pipeline's settings, or the defaults.
 void build_store(const EvalArgs& a, const EvalOptions& o) {
-  std::vector<QueryRecord> records = read_query_file(o.dataset);
-  if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
-  const std::string corpus = (fs::path(o.store_dir) / "corpus.jsonl").string();
-  const size_t passages = write_dataset_corpus(records, corpus);
-  std::fprintf(stderr, "eval: building %s from %zu passages of %zu questions (%s)\n", o.store_dir.c_str(), passages,
-               records.size(), corpus.c_str());
+  std::string corpus = resolve_dataset(a.corpus);
+  if (corpus.empty()) {  // the questions' own passages
+    std::vector<QueryRecord> records = read_query_file(o.dataset);
+    if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
+    corpus = (fs::path(o.store_dir) / "corpus.jsonl").string();
+    const size_t passages = write_dataset_corpus(records, corpus);
+    std::fprintf(stderr, "eval: building %s from %zu passages of %zu questions (%s)\n", o.store_dir.c_str(),
+                 passages, records.size(), corpus.c_str());
+  } else {
+    KVF_CHECK(fs::exists(corpus), corpus, ": no such corpus (bare names are looked up in KVFUSE_DATA=", data_dir(),
+              ")");
+    std::fprintf(stderr, "eval: building %s from the corpus %s\n", o.store_dir.c_str(), corpus.c_str());
+  }
   std::string modes = "[";
   for (const std::string& kv : o.kv_modes) modes += (modes.size() > 1 ? "," : "") + kv;
   modes += "]";
@@ -134,6 +141,8 @@ void add_eval_command(CLI::App& app) {
       "  kvrun eval --pipeline pipelines/paper-hotpotqa.yaml --build-store      # the committed sweep\n"
       "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/hq --limit 20 \\\n"
       "      --methods full,reuse,fusion --ratios 0.15 --kv independent --out eval/hq\n"
+      "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/pool --corpus corpus_hotpotqa.jsonl \\\n"
+      "      --setting retrieval --top-k 10 --out eval/pool            # retrieval over the pooled corpus\n"
       "  kvrun eval --store stores/hq --dataset hotpotqa_dev500_ircot.jsonl --out eval/hq --report-only");
   cmd->add_option("--pipeline", args->pipeline, "a pipeline file with an eval section (pipelines/paper-*.yaml)")
       ->check(CLI::ExistingFile);
@@ -142,6 +151,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--build-store", args->build_store,
                   "build this store first from the data set's passages (with --pipeline and no DIR: its store)")
       ->expected(0, 1);
+  cmd->add_option("--corpus", args->corpus,
+                  "with --build-store: build from this corpus (e.g. corpus_hotpotqa.jsonl, for --setting retrieval) "
+                  "instead of the questions' passages");
   cmd->add_option("--methods", args->methods, "comma-separated: full, reuse, cacheblend, a3, fusion")
       ->delimiter(',')
       ->capture_default_str();
