@@ -64,6 +64,7 @@ void build_store(const EvalArgs& a, const EvalOptions& o) {
   modes += "]";
   std::string pipeline = a.pipeline;
   if (pipeline.empty()) {  // the defaults of kvprep run, with this store, corpus and model
+    fs::create_directories(o.store_dir);
     pipeline = (fs::path(o.store_dir) / "eval-pipeline.yaml").string();
     std::ofstream out(pipeline);
     out << "store: " << o.store_dir << "\ncorpus: " << corpus << "\nmodel: " << o.model
