@@ -321,6 +321,17 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
       << with_interval(a.norm_f1, 2) << " | " << fmt(a.gold_ll.value) << " | " << with_interval(a.norm_ll, 2)
       << " | " << fmt(a.kl_first.value, 4) << " | " << fmt(a.top1.value) << " |\n";
   }
+  // Normalized scores divide by full - reuse: say how sure that gap is before anyone reads the ratios.
+  for (const auto& [name, member] : {std::pair{"F1", &EvalRun::f1}, std::pair{"gold LL", &EvalRun::gold_ll}}) {
+    std::vector<double> gap;
+    for (size_t i = 0; i < full->runs.size(); ++i) gap.push_back(full->runs[i]->*member - reuse->runs[i]->*member);
+    const Interval g = bootstrap_mean(gap);
+    r << "\nFull attention minus full reuse, " << name << ": " << with_interval(g)
+      << (g.low <= 0 && g.high >= 0 ? " (the interval includes 0: the normalized " + std::string(name) +
+                                          " values above are not meaningful on this data)"
+                                    : "")
+      << ".\n";
+  }
   r << "\n## Time to first token (medians over questions, ms)\n\n"
     << "| method | kv | ratio | recomputed tokens | TTFT | load | select | prefill | speedup vs full |\n"
     << "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
