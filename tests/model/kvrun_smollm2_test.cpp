@@ -1,6 +1,7 @@
 // kvrun's methods on SmolLM2 over a real store (tiny corpus, both KV modes): the exactness invariants with real
 // weights and f16-stored KV, retrieval, the chunk cache and the background loader.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -31,8 +32,11 @@ const std::vector<FusionMethod> kSelectors = {FusionMethod::CacheBlend, FusionMe
 class KvrunSmollm2 : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "kvf_KvrunSmollm2_store";
-    std::filesystem::remove_all(dir);  // a suite-wide store: fresh_test_dir() needs a running test
+    // A suite-wide store (fresh_test_dir() needs a running test), one per process: ctest runs this suite's tests
+    // as parallel processes, which must not rebuild each other's store.
+    const std::filesystem::path dir =
+        std::filesystem::path(::testing::TempDir()) / ("kvf_KvrunSmollm2_store_" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     store = new std::string((dir / "store").string());
     const std::string corpus = (dir / "corpus.jsonl").string();
@@ -64,7 +68,10 @@ class KvrunSmollm2 : public ::testing::Test {
       run_prefill_stage(p);
     }
   }
-  static void TearDownTestSuite() { delete store; }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(std::filesystem::path(*store).parent_path());
+    delete store;
+  }
 
   static QueryEngine engine(const std::string& mode, uint64_t cache_bytes = 64ull << 20) {
     QueryEngineOptions o;
