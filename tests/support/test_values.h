@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
+
+#include "core/error.h"
 
 namespace kvf::test {
 
@@ -33,6 +36,18 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<T>& b) {
   double m = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs((double)a[i] - (double)b[i]));
   return m;
+}
+
+// The message of the kvf::Error that `f` throws; a call that throws none fails the test.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no kvf::Error thrown";
+  return "";
 }
 
 }  // namespace kvf::test

@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "support/test_values.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/half.h"
@@ -21,6 +22,8 @@
 
 namespace kvf {
 namespace {
+
+using test::error_of;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -92,15 +95,6 @@ class ChunkKvCacheTest : public ::testing::Test {
   std::vector<Written> chunks;
   std::unique_ptr<KvModeReader> source;
 };
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST_F(ChunkKvCacheTest, CountsHitsAndMisses) {
   ChunkKvCache cache(*source, *backend, 1ull << 30);

@@ -1,5 +1,6 @@
 // ggml block layouts, (de)quantization against hand-built blocks, error bounds, and bit-exact agreement with
 // gguf-py (tests/fixtures/quant, made by tests/reference/make_quant_fixtures.py).
+#include "support/test_values.h"
 #include "io/ggml_types.h"
 
 #include <gmock/gmock.h>
@@ -21,16 +22,9 @@
 namespace kvf {
 namespace {
 
-using ::testing::HasSubstr;
+using test::error_of;
 
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using ::testing::HasSubstr;
 
 TEST(GgmlTypes, BlockLayoutsMatchGgml) {
   struct Layout {

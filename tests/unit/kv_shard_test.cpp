@@ -12,6 +12,7 @@
 #include <iterator>
 #include <random>
 
+#include "support/test_values.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "store/kv_shard.h"
@@ -20,6 +21,8 @@
 
 namespace kvf {
 namespace {
+
+using test::error_of;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -102,16 +105,6 @@ void expect_round_trip(const std::string& path, const KvShardLayout& l, const st
     }
   }
   EXPECT_TRUE(verify_kv_shard(path, kFingerprint).empty());
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(KvShard, RoundTripF16AcrossHdf5Chunks) {

@@ -1,5 +1,6 @@
 // safetensors reader: files written here byte by byte round-trip; malformed headers, bad ranges and truncated or
 // corrupted files end in kvf::Error naming the file (and the tensor), never a crash.
+#include "support/test_values.h"
 #include "io/safetensors.h"
 
 #include <gmock/gmock.h>
@@ -15,6 +16,8 @@
 
 namespace kvf::safetensors {
 namespace {
+
+using test::error_of;
 
 using ::testing::HasSubstr;
 
@@ -38,17 +41,6 @@ std::string file_bytes(const std::string& header, const std::string& data) {
 }
 
 // The message of the kvf::Error that f throws.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no kvf::Error thrown";
-  return "";
-}
-
 template <typename T>
 std::string raw(const std::vector<T>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));

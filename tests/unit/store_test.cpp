@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "support/test_values.h"
 #include "core/error.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
@@ -23,22 +24,14 @@
 namespace kvf {
 namespace {
 
+using test::error_of;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
 fs::path test_dir() { return test::fresh_test_dir(); }
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // ---- manifest ----
 
