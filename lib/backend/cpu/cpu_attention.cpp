@@ -9,19 +9,14 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/op_checks.h"
 #include "backend/cpu/vec_math.h"
 
 namespace kvf::cpu {
 
 void CpuBackend::attention(AttentionArgs& a) {
-  KVF_CHECK(a.q.shape.size() == 3 && a.k.shape.size() == 3 && a.v.shape == a.k.shape && a.out.shape == a.q.shape,
-            "attention: q ", shape_str(a.q.shape), " k ", shape_str(a.k.shape), " v ", shape_str(a.v.shape),
-            " out ", shape_str(a.out.shape));
-  const int64_t n = a.q.dim(0), n_heads = a.q.dim(1), hd = a.q.dim(2);
-  const int64_t m = a.k.dim(0), n_kv = a.k.dim(1);
-  KVF_CHECK(a.k.dim(2) == hd && n_kv > 0 && n_heads % n_kv == 0, "attention: ", n_heads, " query heads over ",
-            n_kv, " kv heads of dim ", a.k.dim(2), " vs ", hd);
-  KVF_CHECK(a.q_pos.numel() == n && a.k_pos.numel() == m, "attention: position counts do not match rows");
+  const AttentionDims dims = attention_dims(a);
+  const int64_t n = dims.n, n_heads = dims.n_heads, hd = dims.head_dim, m = dims.m, n_kv = dims.n_kv_heads;
   const int32_t* qp = a.q_pos.data<int32_t>();
   const int32_t* kp = a.k_pos.data<int32_t>();
   const float* q = a.q.data<float>();
@@ -33,10 +28,8 @@ void CpuBackend::attention(AttentionArgs& a) {
   const bool sorted = std::is_sorted(kp, kp + m);
 
   std::vector<uint8_t> is_probe(n, 0);
-  const bool probing = a.probe_rows.defined() && a.probe_rows.numel() > 0;
+  const bool probing = dims.probing;
   if (probing) {
-    KVF_CHECK(a.probe_colsum.numel() == m, "attention: probe_colsum has ", a.probe_colsum.numel(), " for ", m,
-              " keys");
     const int32_t* pr = a.probe_rows.data<int32_t>();
     for (int64_t i = 0; i < a.probe_rows.numel(); ++i) {
       KVF_CHECK(pr[i] >= 0 && pr[i] < n, "attention: probe row ", pr[i], " outside [0, ", n, ")");

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "backend/cpu/vec_math.h"
+#include "backend/op_checks.h"
 
 namespace kvf::cpu {
 namespace {
@@ -82,9 +83,7 @@ void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
   check_f32(x, "matmul x");
   check_f32(w, "matmul w");
   check_f32(y, "matmul y");
-  const int64_t n = x.dim(0), k = x.row_elems(), m = w.dim(0);
-  KVF_CHECK(w.row_elems() == k && y.dim(0) == n && y.row_elems() == m, "matmul_nt: x ", shape_str(x.shape),
-            " w ", shape_str(w.shape), " y ", shape_str(y.shape));
+  const auto [n, k, m] = matmul_dims(x, w, y);
   if (n == 0 || m == 0) return;
   const float* xp = x.data<float>();
   const float* wp = w.data<float>();

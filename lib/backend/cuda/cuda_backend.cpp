@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/op_checks.h"
 #include "core/error.h"
 #include "cuda_ops.cuh"
 
@@ -81,9 +82,7 @@ class CudaBackend final : public Backend {
     check_f32(x, "matmul x");
     check_f32(w, "matmul w");
     check_f32(y, "matmul y");
-    const int64_t n = x.dim(0), k = x.row_elems(), m = w.dim(0);
-    KVF_CHECK(w.row_elems() == k && y.dim(0) == n && y.row_elems() == m, "matmul_nt: x ", shape_str(x.shape),
-              " w ", shape_str(w.shape), " y ", shape_str(y.shape));
+    const auto [n, k, m] = matmul_dims(x, w, y);
     if (n == 0 || m == 0) return;
     // Row-major y[n, m] = x[n, k] w[m, k]^T is column-major y^T[m, n] = w^T... : op(A) = W^T as stored (k x m).
     const float one = 1.0f, zero = 0.0f;
@@ -149,22 +148,14 @@ class CudaBackend final : public Backend {
     launched("rope");
   }
   void attention(AttentionArgs& a) override {
-    KVF_CHECK(a.q.shape.size() == 3 && a.k.shape.size() == 3 && a.v.shape == a.k.shape && a.out.shape == a.q.shape,
-              "attention: q ", shape_str(a.q.shape), " k ", shape_str(a.k.shape), " v ", shape_str(a.v.shape),
-              " out ", shape_str(a.out.shape));
+    const AttentionDims dims = attention_dims(a);
+    KVF_CHECK(dims.head_dim <= 256, "attention: head_dim ", dims.head_dim, " above the supported 256");
     cuda::AttentionShape sh;
-    sh.n = a.q.dim(0), sh.m = a.k.dim(0), sh.n_heads = a.q.dim(1), sh.n_kv_heads = a.k.dim(1);
-    sh.head_dim = a.q.dim(2), sh.scale = a.scale;
-    KVF_CHECK(a.k.dim(2) == sh.head_dim && sh.n_kv_heads > 0 && sh.n_heads % sh.n_kv_heads == 0 &&
-                  sh.head_dim <= 256,
-              "attention: ", sh.n_heads, " query heads over ", sh.n_kv_heads, " kv heads of dim ", a.k.dim(2),
-              " vs ", sh.head_dim, " (head_dim at most 256)");
-    KVF_CHECK(a.q_pos.numel() == sh.n && a.k_pos.numel() == sh.m, "attention: position counts do not match rows");
+    sh.n = dims.n, sh.m = dims.m, sh.n_heads = dims.n_heads, sh.n_kv_heads = dims.n_kv_heads;
+    sh.head_dim = dims.head_dim, sh.scale = a.scale;
     Tensor flags;
     float* colsum = nullptr;
-    if (a.probe_rows.defined() && a.probe_rows.numel() > 0) {
-      KVF_CHECK(a.probe_colsum.numel() == sh.m, "attention: probe_colsum has ", a.probe_colsum.numel(), " for ",
-                sh.m, " keys");
+    if (dims.probing) {
       std::vector<uint8_t> is_probe((size_t)sh.n, 0);
       for (int32_t r : download_i32(a.probe_rows)) {
         KVF_CHECK(r >= 0 && r < sh.n, "attention: probe row ", r, " outside [0, ", sh.n, ")");
