@@ -178,6 +178,10 @@ std::string quality_figure(const std::vector<PointRuns>& points, const std::vect
     for (const auto& [method, c] : color) {
       const std::string data = curve_block(points, aggs, kv, method, metric);
       if (std::count(data.begin(), data.end(), '\n') < 2) continue;
+      bool defined = false;  // gnuplot refuses a curve with no finite point
+      for (size_t i = 0; i < points.size(); ++i)
+        defined = defined || (points[i].kv == kv && std::isfinite((aggs[i].*metric).value));
+      if (!defined) continue;
       o << "$d" << block << " << EOD\n" << data << "EOD\n";
       plot << (block ? ", \\\n  " : "plot ") << "$d" << block << " using 1:2:3:4 with yerrorlines lc " << c
            << " dt " << (kv == "similarity" ? 1 : 2) << " pt " << (kv == "similarity" ? 7 : 6) << " title '"
@@ -189,6 +193,9 @@ std::string quality_figure(const std::vector<PointRuns>& points, const std::vect
     << "set key outside right\nset grid\nset xrange [-0.01:*]\n"
     << "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 3 lc rgb 'gray'\n"
     << "set label 'full attention' at graph 0.02, first 1 offset 0,0.6 tc rgb 'gray'\n";
+  if (block == 0)  // nothing defined (full and reuse scored alike): an empty frame that says so
+    return o.str() + "set xrange [0:1]\nset yrange [0:1.2]\nset label 'not defined: full and reuse score the same' "
+                     "at graph 0.5, 0.5 center\nplot NaN notitle\n";
   return o.str() + plot.str() + "\n";
 }
 

@@ -55,10 +55,15 @@ LayerDeviation kv_deviation(const ContextKv& a, const ContextKv& b) {
   KVF_CHECK(a.rows == b.rows && a.width == b.width && a.k.size() == b.k.size(), "kv_deviation: ", a.rows, "x",
             a.width, " over ", a.k.size(), " layers against ", b.rows, "x", b.width, " over ", b.k.size());
   LayerDeviation d;
+  // Over the tokens both have a row for (anchor compression drops some rows).
+  std::vector<int64_t> both;
+  for (int64_t r = 0; r < a.rows; ++r)
+    if ((a.present.empty() || a.present[(size_t)r]) && (b.present.empty() || b.present[(size_t)r])) both.push_back(r);
   const auto mean_sq = [&](const std::vector<float>& x, const std::vector<float>& y) {
     double sum = 0;
-    for (size_t i = 0; i < x.size(); ++i) sum += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
-    return a.rows ? sum / (double)a.rows : 0.0;
+    for (int64_t r : both)
+      for (int64_t i = r * a.width; i < (r + 1) * a.width; ++i) sum += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+    return both.empty() ? 0.0 : sum / (double)both.size();
   };
   for (size_t l = 0; l < a.k.size(); ++l) {
     d.k.push_back(mean_sq(a.k[l], b.k[l]));

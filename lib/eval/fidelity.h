@@ -19,7 +19,7 @@ double mean_log_likelihood(const std::vector<float>& logits, const std::vector<i
 double top1_agreement(const std::vector<float>& logits_a, const std::vector<float>& logits_b, int64_t vocab);
 
 struct LayerDeviation {
-  std::vector<double> k, v;  // per layer: mean over context tokens of sum_j (a - b)^2 (eq. 7)
+  std::vector<double> k, v;  // per layer: mean over context tokens (those both keep) of sum_j (a - b)^2 (eq. 7)
 };
 LayerDeviation kv_deviation(const ContextKv& reference, const ContextKv& other);
 

@@ -35,9 +35,8 @@ ContextKv gather_context_kv(Backend& backend, const FusedPrefill& fused, const R
   std::vector<Source> sources;
   for (int64_t i = 0; i < out.rows; ++i) {
     const auto it = at.find(layout.context_positions[(size_t)i]);
-    KVF_CHECK(it != at.end(), "context token ", i, " at position ", layout.context_positions[(size_t)i],
-              " has no KV row (neither stored nor recomputed)");
-    sources.push_back(it->second);
+    out.present.push_back(it != at.end());
+    sources.push_back(it != at.end() ? it->second : Source{0, -1});
   }
   for (size_t l = 0; l < layers; ++l) {
     std::vector<std::vector<float>> placed_k, placed_v;
@@ -51,6 +50,7 @@ ContextKv gather_context_kv(Backend& backend, const FusedPrefill& fused, const R
     std::vector<float> k((size_t)(out.rows * out.width)), v(k.size());
     for (int64_t i = 0; i < out.rows; ++i) {
       const Source s = sources[(size_t)i];
+      if (s.row < 0) continue;  // absent: zeros
       const std::vector<float>& src_k = s.segment < 0 ? computed_k : placed_k[(size_t)s.segment];
       const std::vector<float>& src_v = s.segment < 0 ? computed_v : placed_v[(size_t)s.segment];
       std::copy_n(src_k.begin() + s.row * out.width, out.width, k.begin() + i * out.width);

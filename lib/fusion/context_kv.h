@@ -12,9 +12,10 @@ namespace kvf {
 struct ContextKv {
   int64_t rows = 0, width = 0;            // context tokens; n_kv_heads * head_dim
   std::vector<std::vector<float>> k, v;   // per layer: [rows, width] row-major, K before RoPE
+  std::vector<bool> present;              // per token: has a row (a compressed chunk keeps only some; others 0)
 };
 
-// Throws kvf::Error when a context token has neither a stored nor a computed row (a compressed chunk).
+// Tokens with neither a stored nor a computed row (dropped by anchor compression) are marked absent.
 ContextKv gather_context_kv(Backend& backend, const FusedPrefill& fused, const RagLayout& layout);
 
 }  // namespace kvf

@@ -1,8 +1,6 @@
 #include "fusion/query_engine.h"
 #include "core/stopwatch.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -18,12 +16,14 @@
 #include "model/fingerprint.h"
 #include "model/generate.h"
 #include "prep/chunk_kv.h"
+#include "prep/precompute_view.h"
 #include "prep/store_search.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
 #include "text/bpe_tokenizer.h"
 #include "text/chat_template.h"
 #include "text/chunker.h"
+#include "text/preset_tokens.h"
 #include "text/rag_prompt.h"
 
 namespace kvf {
@@ -36,8 +36,9 @@ using Clock = std::chrono::steady_clock;
 Manifest load_store_manifest(const QueryEngineOptions& o) {
   KVF_CHECK(has_manifest(o.store_dir), o.store_dir, ": not a kvfuse store (no manifest.json); build one with `kvprep run`");
   Manifest m = load_manifest(o.store_dir);
-  KVF_CHECK(m.find_stage("prefill-" + o.kv_mode), o.store_dir, ": no '", o.kv_mode,
-            "' KV in this store; run `kvprep prefill --mode ", o.kv_mode, "` (stored modes are listed by `kvprep inspect`)");
+  KVF_CHECK(kv_mode_completed(m, o.kv_mode), o.store_dir, ": no '", o.kv_mode,
+            "' KV in this store; run `kvprep prefill --mode ", o.kv_mode,
+            "` or `kvprep compress --to ", o.kv_mode, "` (stored modes are listed by `kvprep inspect`)");
   return m;
 }
 
@@ -53,6 +54,7 @@ struct QueryEngine::State {
   std::string system_text;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Decoder> decoder;
+  std::unique_ptr<Decoder> stored_decoder;  // a layer-shared mode's model (KVSharer); null: the plain one
   ChunkTable chunks;
   KvSegment system_kv;
   std::unique_ptr<KvModeReader> kv;
@@ -79,13 +81,18 @@ struct QueryEngine::State {
     backend = make_backend(o.backend);
     decoder = Decoder::load_gguf(model_path, *backend);
     const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
-    const uint64_t s_id = XXH3_64bits_withSeed(s_tokens.data(), s_tokens.size() * sizeof(int32_t), fingerprint);
+    const uint64_t s_id = system_prompt_id(s_tokens, fingerprint);
     const KvModeReader system_store(o.store_dir, manifest, "system", fingerprint);
     KVF_CHECK(system_store.contains(s_id), o.store_dir, ": the system prompt's KV is missing; run `kvprep prefill`");
     std::vector<int32_t> positions(s_tokens.size());
     for (size_t i = 0; i < positions.size(); ++i) positions[i] = (int32_t)i;
     system_kv = host_to_segment(system_store.read(s_id), system_store.layout(), *backend, positions);
     kv = std::make_unique<KvModeReader>(o.store_dir, manifest, o.kv_mode, fingerprint);
+    if (kv->shards()) {
+      const std::vector<int32_t> sources = sources_of_layer_map(kv->layout().layer_map);
+      for (int l = 0; l < (int)sources.size() && !stored_decoder; ++l)
+        if (sources[l] != l) stored_decoder = decoder->with_kv_sources(sources);
+    }
     cache = std::make_unique<ChunkKvCache>(*kv, *backend, o.cache_bytes);
     loader = std::make_unique<BackgroundLoader>(*cache);
   }
@@ -120,14 +127,7 @@ const std::string& QueryEngine::kv_mode() const { return s_->options.kv_mode; }
 int QueryEngine::model_layers() const { return s_->decoder->config().n_layers; }
 
 std::vector<int32_t> QueryEngine::link_token_ids(int count) const {
-  // A model trained for KVLink names its link tokens in its GGUF; others get a neutral separator, the newline.
-  std::vector<int32_t> preset;
-  if (s_->file->has("kvfuse.link_token_ids"))
-    for (int64_t id : s_->file->get_int_array("kvfuse.link_token_ids")) preset.push_back((int32_t)id);
-  if (preset.empty()) preset = s_->tokenizer.encode("\n", false, false);
-  std::vector<int32_t> ids;
-  for (int i = 0; i < count; ++i) ids.push_back(preset[(size_t)i % preset.size()]);
-  return ids;
+  return preset_token_ids(*s_->file, kLinkTokensKey, s_->tokenizer, count);
 }
 
 std::vector<int32_t> QueryEngine::encode_answer(const std::string& text) const {
@@ -166,6 +166,7 @@ struct QueryEngine::Pending {
   std::vector<std::shared_ptr<const KvSegment>> held;  // each chunk's KV, alive while it is read
   FusedPrefill fused;
   std::unique_ptr<KvBuffer> own;
+  const Decoder* decoder = nullptr;  // the model that decodes it: the stored KV's own, or the plain one for full
   int32_t first = 0, end = 0;
   bool stopped_by_string = false;
 };
@@ -208,7 +209,8 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
       in.chunks.push_back(p.held.back().get());
     }
   a.ms.load = ms_since(t_load);
-  p.fused = fused_prefill(*s.decoder, in, reads_stored ? o.method : FusionMethod::Full, a.recompute);
+  p.decoder = reads_stored && s.stored_decoder ? s.stored_decoder.get() : s.decoder.get();
+  p.fused = fused_prefill(*p.decoder, in, reads_stored ? o.method : FusionMethod::Full, a.recompute);
   a.ms.select = p.fused.select_ms;
   a.ms.prefill = p.fused.prefill_ms;
   a.ms.ttft = q.retrieve_ms + ms_since(t0);
@@ -223,7 +225,7 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
 
   if (o.return_context_kv) a.context_kv = gather_context_kv(*s.backend, p.fused, in.layout);
   if (!o.teacher_tokens.empty())
-    a.teacher_logits = forced_logits(*s.decoder, p.fused.base_view(), p.fused.computed, p.fused.logits, p.end,
+    a.teacher_logits = forced_logits(*p.decoder, p.fused.base_view(), p.fused.computed, p.fused.logits, p.end,
                                      o.teacher_tokens);
   p.own = std::make_unique<KvBuffer>(*s.backend, c.n_layers, c.n_kv_heads, c.head_dim,
                                      p.fused.computed.rows() + o.max_tokens);
@@ -268,7 +270,19 @@ std::vector<QueryAnswer> QueryEngine::answer_all(const ResolvedQuery& q, const s
         return false;
       };
   }
-  decode_greedy_batch(*s.decoder, jobs);
+  // One batched decode per model (answers over layer-shared KV run the shared model; full runs the plain one).
+  for (const Decoder* d : {s.decoder.get(), s.stored_decoder.get()}) {
+    std::vector<DecodeJob> group;
+    std::vector<size_t> members;
+    for (size_t i = 0; i < pending.size(); ++i)
+      if (pending[i].decoder == d) {
+        group.push_back(std::move(jobs[i]));
+        members.push_back(i);
+      }
+    if (group.empty()) continue;
+    decode_greedy_batch(*d, group);
+    for (size_t g = 0; g < members.size(); ++g) jobs[members[g]] = std::move(group[g]);
+  }
 
   std::vector<QueryAnswer> answers;
   for (size_t i = 0; i < pending.size(); ++i) {

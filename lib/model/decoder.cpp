@@ -157,6 +157,23 @@ std::unique_ptr<Decoder> Decoder::load_gguf(const std::string& path, Backend& ba
   return std::unique_ptr<Decoder>(new Decoder(std::move(config), std::move(weights), backend));
 }
 
+std::unique_ptr<Decoder> Decoder::with_kv_sources(std::vector<int32_t> sources) const {
+  const int n = config_.n_layers;
+  KVF_CHECK((int)sources.size() == n, "KV source map has ", sources.size(), " entries, the model ", n, " layers");
+  bool identity = true;
+  for (int l = 0; l < n; ++l) {
+    const int32_t src = sources[l];
+    KVF_CHECK(src >= 0 && src <= l, "KV source map: layer ", l, " reads layer ", src, "; a layer reads itself or an "
+              "earlier layer");
+    KVF_CHECK(sources[src] == src, "KV source map: layer ", l, " reads layer ", src, ", which itself reads layer ",
+              sources[src], "; point it at the source directly");
+    identity = identity && src == l;
+  }
+  auto d = std::unique_ptr<Decoder>(new Decoder(*this));
+  d->kv_sources_ = identity ? std::vector<int32_t>{} : std::move(sources);
+  return d;
+}
+
 std::vector<ForwardResult> Decoder::forward(const std::vector<ForwardRequest>& batch) const {
   const LlamaConfig& c = config_;
   Backend& b = backend_;
@@ -204,23 +221,42 @@ std::vector<ForwardResult> Decoder::forward(const std::vector<ForwardRequest>& b
   const Tensor q2 = q.reshaped({N, H * D}), k2 = k.reshaped({N, KV * D}), v2 = v.reshaped({N, KV * D});
   const float scale = 1.0f / std::sqrt((float)D);
 
+  // KV sharing: a source layer's K and V of the computed tokens are kept for the layers that read them.
+  std::vector<Tensor> kept_k(layers), kept_v(layers);
+  for (int l = 0; l < layers; ++l) {
+    const int src = kv_sources_.empty() ? l : kv_sources_[l];
+    if (src != l && !kept_k[src].defined()) {
+      kept_k[src] = b.empty(DType::F32, {N, KV, D});
+      kept_v[src] = b.empty(DType::F32, {N, KV, D});
+    }
+  }
+
   for (int l = 0; l < layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
+    const int src = kv_sources_.empty() ? l : kv_sources_[l];
     b.rms_norm(x, w.attn_norm, c.norm_eps, xn);
     Tensor qm = q2, km = k2, vm = v2;
     b.matmul_nt(xn, w.wq, qm);
-    b.matmul_nt(xn, w.wk, km);
-    b.matmul_nt(xn, w.wv, vm);
     if (w.bq.defined()) b.add_bias(qm, w.bq);
-    if (w.bk.defined()) b.add_bias(km, w.bk);
-    if (w.bv.defined()) b.add_bias(vm, w.bv);
+    if (src == l) {
+      b.matmul_nt(xn, w.wk, km);
+      b.matmul_nt(xn, w.wv, vm);
+      if (w.bk.defined()) b.add_bias(km, w.bk);
+      if (w.bv.defined()) b.add_bias(vm, w.bv);
+      if (kept_k[l].defined()) {
+        b.copy(k, kept_k[l]);
+        b.copy(v, kept_v[l]);
+      }
+    }
+    const Tensor& k_layer = src == l ? k : kept_k[src];
+    const Tensor& v_layer = src == l ? v : kept_v[src];
 
     for (size_t s = 0; s < batch.size(); ++s) {
       const ForwardRequest& r = batch[s];
       SequencePlan& p = plans[s];
       ForwardResult& res = results[s];
       Tensor qs = q.rows(p.offset, p.n);
-      const Tensor ks = k.rows(p.offset, p.n), vs = v.rows(p.offset, p.n);
+      const Tensor ks = k_layer.rows(p.offset, p.n), vs = v_layer.rows(p.offset, p.n);
       if (r.return_kv) {
         b.copy(ks, res.kv.k[l]);
         b.copy(vs, res.kv.v[l]);
@@ -230,8 +266,8 @@ std::vector<ForwardResult> Decoder::forward(const std::vector<ForwardRequest>& b
       int64_t at = 0;
       for (size_t i = 0; i < r.view.size(); ++i) {
         Tensor kd = p.keys_k.rows(at, p.kept[i].count), vd = p.keys_v.rows(at, p.kept[i].count);
-        b.gather_rows(r.view[i]->k[l], p.kept[i].rows, kd);
-        b.gather_rows(r.view[i]->v[l], p.kept[i].rows, vd);
+        b.gather_rows(r.view[i]->k[src], p.kept[i].rows, kd);
+        b.gather_rows(r.view[i]->v[src], p.kept[i].rows, vd);
         at += p.kept[i].count;
       }
       Tensor view_keys = p.keys_k.rows(0, p.n_view_kept);
@@ -280,6 +316,13 @@ std::vector<ForwardResult> Decoder::forward(const std::vector<ForwardRequest>& b
     b.swiglu(gate, up, gate);
     b.matmul_nt(gate, w.w_down, proj);
     b.add_inplace(x, proj);
+  }
+
+  for (size_t s = 0; s < batch.size(); ++s) {
+    if (!batch[s].return_hidden) continue;
+    results[s].hidden.resize((size_t)(plans[s].n * c.hidden));
+    b.copy_to_host(x.rows(plans[s].offset, plans[s].n), results[s].hidden.data(),
+                   results[s].hidden.size() * sizeof(float));
   }
 
   // Logits only for the rows asked for: norm and the vocabulary projection are per row.

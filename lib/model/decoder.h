@@ -24,6 +24,7 @@ struct ForwardRequest {
   std::vector<int> probe_layers;           // layers whose attention column sums are returned ...
   std::vector<int32_t> probe_rows;         // ... summed over these query rows (indices into tokens) and heads
   int run_layers = 0;                      // > 0: stop after this many layers (no logits; KV of those layers)
+  bool return_hidden = false;              // return the last layer's output (before the final norm)
 };
 
 struct ForwardResult {
@@ -31,6 +32,7 @@ struct ForwardResult {
   KvSegment kv;               // when return_kv: rows = computed tokens, in request order; one entry per layer run
   // Per probe layer: one value per key, view rows first (segment order, superseded rows 0), then computed tokens.
   std::vector<std::vector<float>> attn_colsum;
+  std::vector<float> hidden;  // when return_hidden: [tokens, hidden] of the last layer run, request order
 };
 
 class Decoder {
@@ -42,6 +44,12 @@ class Decoder {
   Backend& backend() const { return backend_; }
   const RopeSpec& rope() const { return rope_; }
 
+  // The same weights run with a KV source map (KVSharer, DESIGN.md §3): layer i reads the K and V of layer
+  // sources[i] (view rows and computed tokens alike) and skips its own K/V projection. sources[i] <= i, and a
+  // source reads its own KV (sources[sources[i]] == sources[i]). Identity = the plain model.
+  std::unique_ptr<Decoder> with_kv_sources(std::vector<int32_t> sources) const;
+  const std::vector<int32_t>& kv_sources() const { return kv_sources_; }  // empty: every layer its own
+
   // A ragged batch of independent sequences, each with its own view.
   std::vector<ForwardResult> forward(const std::vector<ForwardRequest>& batch) const;
   ForwardResult forward(const ForwardRequest& request) const { return std::move(forward(std::vector{request})[0]); }
@@ -52,6 +60,7 @@ class Decoder {
   LlamaWeights weights_;
   Backend& backend_;
   RopeSpec rope_;
+  std::vector<int32_t> kv_sources_;
 };
 
 }  // namespace kvf

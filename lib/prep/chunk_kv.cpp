@@ -1,5 +1,6 @@
 #include "prep/chunk_kv.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -55,17 +56,43 @@ KvSegment host_to_segment(const HostKv& kv, const KvShardLayout& layout, Backend
   return seg;
 }
 
+std::vector<int32_t> sources_of_layer_map(const std::vector<int32_t>& layer_map) {
+  std::vector<int32_t> sources(layer_map.size());
+  for (size_t l = 0; l < layer_map.size(); ++l)
+    sources[l] = (int32_t)(std::find(layer_map.begin(), layer_map.end(), layer_map[l]) - layer_map.begin());
+  return sources;
+}
+
 std::string kv_shard_name(const std::string& mode, size_t number) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "-%05zu.h5", number);
   return "kv/" + mode + buf;
 }
 
+std::string kv_mode_of_shard(const std::string& path) {
+  // kv/<mode>-NNNNN.h5, the mode itself possibly holding dashes
+  if (path.rfind("kv/", 0) != 0 || path.size() < 13 || path.compare(path.size() - 3, 3, ".h5") != 0) return "";
+  const size_t dash = path.size() - 9;
+  if (path[dash] != '-') return "";
+  for (size_t i = dash + 1; i < path.size() - 3; ++i)
+    if (path[i] < '0' || path[i] > '9') return "";
+  return path.substr(3, dash - 3);
+}
+
+bool kv_mode_completed(const Manifest& m, const std::string& mode) {
+  return m.find_stage("prefill-" + mode) || m.find_stage("compress-" + mode);
+}
+
+size_t count_kv_shards(const Manifest& m, const std::string& mode) {
+  size_t n = 0;
+  for (const CommittedFile& f : m.files) n += kv_mode_of_shard(f.path) == mode;
+  return n;
+}
+
 KvModeReader::KvModeReader(const std::string& store_dir, const Manifest& m, const std::string& mode,
                            uint64_t fingerprint) {
-  const std::string prefix = "kv/" + mode + "-";
   for (const CommittedFile& f : m.files) {
-    if (f.path.rfind(prefix, 0) != 0) continue;
+    if (kv_mode_of_shard(f.path) != mode) continue;
     shards_.push_back(std::make_unique<KvShardReader>(
         KvShardReader::open((std::filesystem::path(store_dir) / f.path).string(), fingerprint)));
     const auto& index = shards_.back()->index();

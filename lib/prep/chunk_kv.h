@@ -26,8 +26,18 @@ HostKv segment_to_host(const KvSegment& seg, Backend& backend);
 KvSegment host_to_segment(const HostKv& kv, const KvShardLayout& layout, Backend& backend,
                           std::vector<int32_t> positions);
 
+// The KV source map a stored layer map stands for (Decoder::with_kv_sources): each layer reads the first layer
+// that maps to the same stored layer.
+std::vector<int32_t> sources_of_layer_map(const std::vector<int32_t>& layer_map);
+
 // Shard file name of a mode inside a store: "kv/<mode>-00003.h5".
 std::string kv_shard_name(const std::string& mode, size_t number);
+// The mode of a shard's store path ("kv/sim-a25-00003.h5" -> "sim-a25"); empty when the path is no KV shard.
+std::string kv_mode_of_shard(const std::string& path);
+// Whether a run completed `mode`: kvprep prefill (stage prefill-<mode>) or compress (stage compress-<mode>).
+bool kv_mode_completed(const Manifest& manifest, const std::string& mode);
+// Shards of `mode` the manifest records.
+size_t count_kv_shards(const Manifest& manifest, const std::string& mode);
 
 // The KV of one mode as the manifest records it: every committed shard of that mode, chunk id -> location.
 class KvModeReader {

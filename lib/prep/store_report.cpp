@@ -6,6 +6,7 @@
 #include <map>
 
 #include "model/fingerprint.h"
+#include "prep/chunk_kv.h"
 #include "prep/retrieval_stages.h"
 #include "store/chunk_table.h"
 #include "store/embedding_table.h"
@@ -26,14 +27,6 @@ uint64_t content_hash(const std::map<uint64_t, uint64_t>& checksums) {
     flat.push_back(sum);
   }
   return XXH3_64bits(flat.data(), flat.size() * sizeof(uint64_t));
-}
-
-bool is_kv_shard(const std::string& path) { return path.rfind("kv/", 0) == 0; }
-
-// "kv/similarity-00002.h5" -> "similarity"
-std::string kv_mode_of(const std::string& path) {
-  const std::string name = path.substr(3);
-  return name.substr(0, name.rfind('-'));
 }
 
 }  // namespace
@@ -59,7 +52,7 @@ std::vector<std::string> verify_store(const std::string& dir) {
       problems.push_back(e.what());
       continue;
     }
-    if (is_kv_shard(f.path)) {
+    if (!kv_mode_of_shard(f.path).empty()) {
       for (std::string& p : verify_kv_shard(path, m.model_fingerprint)) problems.push_back(std::move(p));
     }
   }
@@ -99,14 +92,20 @@ nlohmann::json inspect_store(const std::string& dir) {
   struct ModeTotals {
     uint64_t rows = 0, bytes = 0, shards = 0;
     std::map<uint64_t, uint64_t> checksums;  // chunk id -> KV checksum: content, whatever the shard boundaries
+    std::string dtype;
+    int stored_layers = 0;
+    double row_bytes = 0;  // K, V, scales and position of one row, without the file's own overhead
   };
   std::map<std::string, ModeTotals> modes;
   uint64_t total_bytes = 0;
   for (const CommittedFile& f : m.files) {
     total_bytes += f.bytes;
-    if (!is_kv_shard(f.path)) continue;
+    if (kv_mode_of_shard(f.path).empty()) continue;
     const KvShardReader shard = KvShardReader::open((fs::path(dir) / f.path).string(), m.model_fingerprint);
-    ModeTotals& t = modes[kv_mode_of(f.path)];
+    ModeTotals& t = modes[kv_mode_of_shard(f.path)];
+    t.dtype = shard.layout().dtype == KvDtype::Int8 ? "int8" : shard.layout().dtype == KvDtype::BF16 ? "bf16" : "f16";
+    t.stored_layers = shard.layout().stored_layers;
+    t.row_bytes = shard.layout().bytes_per_row();
     t.shards += 1;
     t.bytes += f.bytes;
     for (const KvChunkEntry& e : shard.index()) {
@@ -114,13 +113,25 @@ nlohmann::json inspect_store(const std::string& dir) {
       t.checksums[e.chunk_id] = e.checksum;
     }
   }
-  for (const auto& [mode, t] : modes)
+  for (const auto& [mode, t] : modes) {
+    // Tokens are the chunks' own (a compressed chunk keeps fewer rows than it has tokens); S is no chunk.
+    uint64_t tokens = 0;
+    for (const auto& [id, sum] : t.checksums) {
+      const ChunkRecord* chunk = chunks.find(id);
+      tokens += chunk ? chunk->tokens.size() : 0;
+    }
+    if (tokens == 0) tokens = t.rows;
     out["kv"][mode] = {{"shards", t.shards},
                        {"chunks", t.checksums.size()},  // distinct: a recomputed chunk's newer rows replace its older
                        {"rows", t.rows},
+                       {"tokens", tokens},
+                       {"dtype", t.dtype},
+                       {"stored_layers", t.stored_layers},
                        {"bytes", t.bytes},
-                       {"bytes_per_token", t.rows ? (double)t.bytes / (double)t.rows : 0.0},
+                       {"bytes_per_token", tokens ? (double)t.bytes / (double)tokens : 0.0},
+                       {"kv_bytes_per_token", tokens ? t.row_bytes * (double)t.rows / (double)tokens : 0.0},
                        {"content_hash", fingerprint_hex(content_hash(t.checksums))}};
+  }
   out["bytes"] = total_bytes;
   return out;
 }

@@ -3,9 +3,14 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <utility>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/int8_rows.h"
 #include "model/fingerprint.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
@@ -18,20 +23,46 @@ constexpr int64_t kFormatVersion = 1;
 constexpr uint64_t kRowsPerH5Chunk = 64;
 constexpr int64_t kMaxDim = 1 << 20;  // bounds each shape attribute, so products cannot overflow
 
-const char* dtype_name(KvDtype d) { return d == KvDtype::F16 ? "f16" : "bf16"; }
+const char* dtype_name(KvDtype d) {
+  switch (d) {
+    case KvDtype::F16: return "f16";
+    case KvDtype::BF16: return "bf16";
+    case KvDtype::Int8: return "int8";
+  }
+  return "?";
+}
 
-h5::Handle dtype_h5_type(KvDtype d) { return d == KvDtype::F16 ? h5::ieee_f16_type() : h5::bfloat16_type(); }
+h5::Handle dtype_h5_type(KvDtype d) {
+  switch (d) {
+    case KvDtype::F16: return h5::ieee_f16_type();
+    case KvDtype::BF16: return h5::bfloat16_type();
+    case KvDtype::Int8: break;
+  }
+  return h5::Handle(H5Tcopy(H5T_STD_I8LE), H5Tclose);
+}
 
-uint16_t to_stored(KvDtype d, float x) { return d == KvDtype::F16 ? f32_to_f16(x) : f32_to_bf16(x); }
+// f16/bf16 elements, copied byte-wise: the stored bytes are the host's uint16 (little-endian, as HDF5 is told).
+void to_stored(KvDtype d, const float* x, size_t n, uint8_t* out) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t h = d == KvDtype::F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
+    std::memcpy(out + 2 * i, &h, 2);
+  }
+}
 
-float from_stored(KvDtype d, uint16_t x) { return d == KvDtype::F16 ? f16_to_f32(x) : bf16_to_f32(x); }
+void from_stored(KvDtype d, const uint8_t* in, size_t n, float* x) {
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, in + 2 * i, 2);
+    x[i] = d == KvDtype::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+  }
+}
 
-uint64_t chunk_checksum(const uint16_t* k, const uint16_t* v, const int32_t* positions, size_t elems, size_t rows) {
+// XXH3-64 over the parts' bytes in order: k, v, positions (f16/bf16, as the first shards had it) or k, v,
+// k_scale, v_scale, positions (int8).
+uint64_t chunk_checksum(std::initializer_list<std::pair<const void*, size_t>> parts) {
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
-  XXH3_64bits_update(state, k, elems * sizeof(uint16_t));
-  XXH3_64bits_update(state, v, elems * sizeof(uint16_t));
-  XXH3_64bits_update(state, positions, rows * sizeof(int32_t));
+  for (const auto& [data, bytes] : parts) XXH3_64bits_update(state, data, bytes);
   const uint64_t hash = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   return hash;
@@ -68,27 +99,59 @@ KvShardWriter::KvShardWriter(KvShardLayout layout) : layout_(std::move(layout)) 
 void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions,
                               uint32_t rows, uint64_t context) {
   KVF_CHECK(rows > 0, "kv shard: chunk ", fingerprint_hex(chunk_id), " has no rows");
-  KVF_CHECK(ids_.insert(chunk_id).second, "kv shard: chunk ", fingerprint_hex(chunk_id), " added twice");
+  KVF_CHECK(ids_.count(chunk_id) == 0, "kv shard: chunk ", fingerprint_hex(chunk_id), " added twice");
+  const KvDtype dtype = layout_.dtype;
   const size_t elems = (size_t)rows * layout_.row_elems();
+  const size_t bytes = elems * layout_.element_bytes();
   const size_t at = k_.size();
-  k_.resize(at + elems);
-  v_.resize(at + elems);
-  for (size_t i = 0; i < elems; ++i) {
-    k_[at + i] = to_stored(layout_.dtype, k[i]);
-    v_[at + i] = to_stored(layout_.dtype, v[i]);
+  const size_t groups = (size_t)rows * layout_.stored_layers * layout_.kv_heads;
+  const size_t scale_at = k_scale_.size();
+  k_.resize(at + bytes);
+  v_.resize(at + bytes);
+  if (dtype == KvDtype::Int8) {
+    k_scale_.resize(scale_at + groups);
+    v_scale_.resize(scale_at + groups);
+    // A refused chunk leaves nothing behind, so the writer stays usable (and its checksums right).
+    const char* which = "k";
+    try {
+      quantize_int8_groups(k, (int64_t)groups, layout_.head_dim, reinterpret_cast<int8_t*>(k_.data() + at),
+                           k_scale_.data() + scale_at);
+      which = "v";
+      quantize_int8_groups(v, (int64_t)groups, layout_.head_dim, reinterpret_cast<int8_t*>(v_.data() + at),
+                           v_scale_.data() + scale_at);
+    } catch (const Error& e) {
+      k_.resize(at);
+      v_.resize(at);
+      k_scale_.resize(scale_at);
+      v_scale_.resize(scale_at);
+      fail("kv shard: chunk ", fingerprint_hex(chunk_id), " ", which, " (groups: row, stored layer, kv head): ",
+           e.what());
+    }
+  } else {
+    to_stored(dtype, k, elems, k_.data() + at);
+    to_stored(dtype, v, elems, v_.data() + at);
   }
+  ids_.insert(chunk_id);
   KvChunkEntry e;
   e.chunk_id = chunk_id;
   e.first_row = positions_.size();
   e.rows = rows;
   positions_.insert(positions_.end(), positions, positions + rows);
-  e.checksum = chunk_checksum(k_.data() + at, v_.data() + at, positions_.data() + e.first_row, elems, rows);
+  const std::pair<const void*, size_t> pos = {positions_.data() + e.first_row, rows * sizeof(int32_t)};
+  e.checksum = dtype == KvDtype::Int8
+                   ? chunk_checksum({{k_.data() + at, bytes},
+                                     {v_.data() + at, bytes},
+                                     {k_scale_.data() + scale_at, groups * sizeof(uint16_t)},
+                                     {v_scale_.data() + scale_at, groups * sizeof(uint16_t)},
+                                     pos})
+                   : chunk_checksum({{k_.data() + at, bytes}, {v_.data() + at, bytes}, pos});
   e.context = context;
   index_.push_back(e);
 }
 
 uint64_t KvShardWriter::bytes() const {
-  return (k_.size() + v_.size()) * sizeof(uint16_t) + positions_.size() * sizeof(int32_t);
+  return k_.size() + v_.size() + (k_scale_.size() + v_scale_.size()) * sizeof(uint16_t) +
+         positions_.size() * sizeof(int32_t);
 }
 
 void KvShardWriter::set_deflate_level(int level) {
@@ -124,6 +187,12 @@ void KvShardWriter::write(const std::string& path) const {
                                         (uint64_t)l.head_dim};
     f.write_raw("k", type.get(), dims, k_.data(), kRowsPerH5Chunk, deflate_level_);
     f.write_raw("v", type.get(), dims, v_.data(), kRowsPerH5Chunk, deflate_level_);
+    if (l.dtype == KvDtype::Int8) {
+      const h5::Handle f16 = h5::ieee_f16_type();
+      const std::vector<uint64_t> scale_dims = {rows(), (uint64_t)l.stored_layers, (uint64_t)l.kv_heads};
+      f.write_raw("k_scale", f16.get(), scale_dims, k_scale_.data(), kRowsPerH5Chunk, deflate_level_);
+      f.write_raw("v_scale", f16.get(), scale_dims, v_scale_.data(), kRowsPerH5Chunk, deflate_level_);
+    }
     f.write<int32_t>("positions", {rows()}, positions_.data());
     f.write<int32_t>("layer_map", {(uint64_t)l.n_layers}, l.layer_map.data());
     f.create_group("index");
@@ -161,8 +230,9 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
   l.kv_heads = int_attribute(f, "kv_heads");
   l.head_dim = int_attribute(f, "head_dim");
   const std::string dtype = f.read_string_attribute("dtype");
-  KVF_CHECK(dtype == "f16" || dtype == "bf16", path, ": attribute 'dtype' is '", dtype, "', expected f16 or bf16");
-  l.dtype = dtype == "f16" ? KvDtype::F16 : KvDtype::BF16;
+  KVF_CHECK(dtype == "f16" || dtype == "bf16" || dtype == "int8", path, ": attribute 'dtype' is '", dtype,
+            "', expected f16, bf16 or int8");
+  l.dtype = dtype == "f16" ? KvDtype::F16 : dtype == "bf16" ? KvDtype::BF16 : KvDtype::Int8;
   l.layer_map = f.read<int32_t>("layer_map", {l.n_layers});
   check_layout(l, path);
 
@@ -176,6 +246,14 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
     KVF_CHECK(shape == expected, path, ": dataset '", name,
               "' is not shaped [rows, stored_layers, kv_heads, head_dim] = [", total, ", ", l.stored_layers, ", ",
               l.kv_heads, ", ", l.head_dim, "]");
+  }
+  if (l.dtype == KvDtype::Int8) {
+    const h5::Handle f16 = h5::ieee_f16_type();
+    const std::vector<uint64_t> scale_shape = {total, (uint64_t)l.stored_layers, (uint64_t)l.kv_heads};
+    for (const char* name : {"k_scale", "v_scale"})
+      KVF_CHECK(f.raw_shape(name, f16.get()) == scale_shape, path, ": dataset '", name,
+                "' is not shaped [rows, stored_layers, kv_heads] = [", total, ", ", l.stored_layers, ", ",
+                l.kv_heads, "]");
   }
   KVF_CHECK(f.raw_shape("positions", H5T_STD_I32LE) == std::vector<uint64_t>{total}, path,
             ": dataset 'positions' is not int32 [", total, "]");
@@ -215,24 +293,56 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
                                std::vector<int32_t>& positions, bool verify_checksum) const {
   KVF_CHECK(entry < index_.size(), path(), ": no index entry ", entry, " (", index_.size(), " entries)");
   const KvChunkEntry& e = index_[entry];
+  const KvDtype dtype = layout_.dtype;
   const size_t elems = (size_t)e.rows * layout_.row_elems();
-  std::vector<uint16_t> k_raw(elems), v_raw(elems);
+  const size_t bytes = elems * layout_.element_bytes();
+  const size_t groups = (size_t)e.rows * layout_.stored_layers * layout_.kv_heads;
+  std::vector<uint8_t> k_raw(bytes), v_raw(bytes);
+  std::vector<uint16_t> k_scale, v_scale;
   positions.resize(e.rows);
-  const h5::Handle type = dtype_h5_type(layout_.dtype);
+  const h5::Handle type = dtype_h5_type(dtype);
   file_->read_raw_rows("k", type.get(), e.first_row, e.rows, k_raw.data());
   file_->read_raw_rows("v", type.get(), e.first_row, e.rows, v_raw.data());
+  if (dtype == KvDtype::Int8) {
+    const h5::Handle f16 = h5::ieee_f16_type();
+    k_scale.resize(groups);
+    v_scale.resize(groups);
+    file_->read_raw_rows("k_scale", f16.get(), e.first_row, e.rows, k_scale.data());
+    file_->read_raw_rows("v_scale", f16.get(), e.first_row, e.rows, v_scale.data());
+  }
   file_->read_raw_rows("positions", H5T_NATIVE_INT32, e.first_row, e.rows, positions.data());
   if (verify_checksum) {
-    const uint64_t found = chunk_checksum(k_raw.data(), v_raw.data(), positions.data(), elems, e.rows);
+    const std::pair<const void*, size_t> pos = {positions.data(), e.rows * sizeof(int32_t)};
+    const uint64_t found = dtype == KvDtype::Int8
+                               ? chunk_checksum({{k_raw.data(), bytes},
+                                                 {v_raw.data(), bytes},
+                                                 {k_scale.data(), groups * sizeof(uint16_t)},
+                                                 {v_scale.data(), groups * sizeof(uint16_t)},
+                                                 pos})
+                               : chunk_checksum({{k_raw.data(), bytes}, {v_raw.data(), bytes}, pos});
     KVF_CHECK(found == e.checksum, path(), ": chunk ", fingerprint_hex(e.chunk_id), " (index entry ", entry,
               ") has checksum ", fingerprint_hex(found), ", the index records ", fingerprint_hex(e.checksum));
   }
   k.resize(elems);
   v.resize(elems);
-  for (size_t i = 0; i < elems; ++i) {
-    k[i] = from_stored(layout_.dtype, k_raw[i]);
-    v[i] = from_stored(layout_.dtype, v_raw[i]);
+  if (dtype != KvDtype::Int8) {
+    from_stored(dtype, k_raw.data(), elems, k.data());
+    from_stored(dtype, v_raw.data(), elems, v.data());
+    return;
   }
+  // The writer only makes finite scales >= 0; anything else is damage that unchecked reads must not pass on.
+  const size_t heads = layout_.kv_heads, layers = layout_.stored_layers;
+  for (const auto& [name, scales] : {std::make_pair("k_scale", &k_scale), std::make_pair("v_scale", &v_scale)})
+    for (size_t g = 0; g < groups; ++g) {
+      const float s = f16_to_f32((*scales)[g]);
+      KVF_CHECK(s >= 0 && std::isfinite(s), path(), ": chunk ", fingerprint_hex(e.chunk_id), " (index entry ",
+                entry, "): ", name, " of row ", e.first_row + g / (layers * heads), ", stored layer ",
+                g / heads % layers, ", kv head ", g % heads, " is ", s, ", expected a finite scale >= 0");
+    }
+  dequantize_int8_groups(reinterpret_cast<const int8_t*>(k_raw.data()), k_scale.data(), (int64_t)groups,
+                         layout_.head_dim, k.data());
+  dequantize_int8_groups(reinterpret_cast<const int8_t*>(v_raw.data()), v_scale.data(), (int64_t)groups,
+                         layout_.head_dim, v.data());
 }
 
 std::vector<std::string> verify_kv_shard(const std::string& path, uint64_t expected_fingerprint) {

@@ -13,7 +13,9 @@ namespace h5 {
 class File;
 }
 
-enum class KvDtype : uint8_t { F16, BF16 };
+// F16, BF16: 2 bytes per value. Int8: 1 byte per value plus one f16 scale per row, stored layer and kv head
+// (core/int8_rows.h).
+enum class KvDtype : uint8_t { F16, BF16, Int8 };
 
 struct KvShardLayout {
   std::string mode;                  // "independent", "similarity", ...
@@ -24,13 +26,19 @@ struct KvShardLayout {
   int kv_heads = 0, head_dim = 0;
   KvDtype dtype = KvDtype::F16;
   int64_t row_elems() const { return (int64_t)stored_layers * kv_heads * head_dim; }
+  int64_t element_bytes() const { return dtype == KvDtype::Int8 ? 1 : 2; }
+  // Stored bytes of one row (one token): k and v, the int8 scales of k and v, and the position.
+  double bytes_per_row() const {
+    const double scales = dtype == KvDtype::Int8 ? 2.0 * stored_layers * kv_heads * 2 : 0;
+    return (double)row_elems() * element_bytes() * 2 + scales + 4;
+  }
 };
 
 struct KvChunkEntry {
   uint64_t chunk_id = 0;
   uint64_t first_row = 0;
   uint32_t rows = 0;
-  uint64_t checksum = 0;  // XXH3-64 over the chunk's stored k bytes, v bytes and positions (int32 LE)
+  uint64_t checksum = 0;  // XXH3-64 over the chunk's stored k, v, (int8 only: k_scale, v_scale,) positions bytes
   uint64_t context = 0;   // what the KV was computed after (similarity: a hash of the neighbour ids); 0: nothing
 };
 
@@ -39,20 +47,21 @@ class KvShardWriter {
   explicit KvShardWriter(KvShardLayout layout);  // throws kvf::Error on an inconsistent layout
   // k, v: host f32, row-major [rows, stored_layers, kv_heads, head_dim]; positions: in-chunk position per row.
   // Converts to the layout's dtype now (so memory held is the stored size) and computes the checksum.
-  // A chunk id already added, or rows == 0, is refused.
+  // A chunk id already added, or rows == 0, is refused; so are, for int8, non-finite values (nothing is kept).
   void add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions, uint32_t rows,
                  uint64_t context = 0);
   size_t chunks() const { return index_.size(); }
   uint64_t rows() const { return positions_.size(); }
-  uint64_t bytes() const;  // stored bytes held so far (k, v, positions)
-  // Shuffle + deflate at this level (1-9) for k and v; 0 (the default) stores them uncompressed.
+  uint64_t bytes() const;  // stored bytes held so far (k, v, int8 scales, positions): rows() * bytes_per_row()
+  // Shuffle + deflate at this level (1-9) for k, v and their scales; 0 (the default) stores them uncompressed.
   void set_deflate_level(int level);
   // Writes <path>.tmp and commits it to <path> (commit_file).
   void write(const std::string& path) const;
 
  private:
   KvShardLayout layout_;
-  std::vector<uint16_t> k_, v_;
+  std::vector<uint8_t> k_, v_;               // stored elements, element_bytes() each (f16/bf16 host order = LE)
+  std::vector<uint16_t> k_scale_, v_scale_;  // int8 only: f16 bits, [rows, stored_layers, kv_heads]
   std::vector<int32_t> positions_;
   std::vector<KvChunkEntry> index_;
   std::unordered_set<uint64_t> ids_;
@@ -73,7 +82,8 @@ class KvShardReader {
   const KvShardLayout& layout() const { return layout_; }
   const std::vector<KvChunkEntry>& index() const { return index_; }
   // Reads one chunk's rows (a row-range read) converted to f32 [rows, stored_layers, kv_heads, head_dim];
-  // checks its checksum when verify_checksum (kvf::Error on a mismatch).
+  // checks its checksum when verify_checksum (kvf::Error on a mismatch). Int8: dequantized with the scales of
+  // the same rows; a negative, NaN or infinite scale is a kvf::Error naming the chunk and the value.
   void read_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v, std::vector<int32_t>& positions,
                   bool verify_checksum = false) const;
 

@@ -1,8 +1,10 @@
-// KV shards: round trips in f16 and bf16 (exactly the f32 -> 16-bit -> f32 rounding), layer maps, compression,
-// and refusal of damaged files (flipped byte, truncation, bad index, wrong model).
+// KV shards: round trips in f16 and bf16 (exactly the f32 -> 16-bit -> f32 rounding) and int8 (within half a
+// scale), layer maps, compression, the checksum definitions, and refusal of damaged files (flipped byte, bad
+// scale, truncation, bad index, wrong shapes, wrong model).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,11 +12,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
+#include <tuple>
 
 #include "support/test_values.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/int8_rows.h"
+#include "model/fingerprint.h"
+#include "store/hdf5_file.h"
 #include "store/kv_shard.h"
 
 #include "support/temp_dir.h"
@@ -116,6 +123,7 @@ TEST(KvShard, RoundTripF16AcrossHdf5Chunks) {
   EXPECT_EQ(w.chunks(), 4u);
   EXPECT_EQ(w.rows(), 204u);
   EXPECT_EQ(w.bytes(), 204u * (2 * 2 * 48 + 4));
+  EXPECT_EQ(l.bytes_per_row(), 2 * 2 * 48 + 4);
   w.write(path);
   EXPECT_FALSE(fs::exists(path + ".tmp"));
   expect_round_trip(path, l, chunks);
@@ -253,6 +261,267 @@ TEST(KvShard, WriterRefusesBadInput) {
   add_all(w, chunks);
   EXPECT_THAT(error_of([&] { add_all(w, chunks); }), HasSubstr("added twice"));
   EXPECT_THAT(error_of([&] { w.add_chunk(2, nullptr, nullptr, nullptr, 0); }), HasSubstr("no rows"));
+}
+
+// ---- int8 ----
+
+// What the shard stores for one chunk's k or v in int8: the quantized bytes and the scales.
+struct Int8Rows {
+  std::vector<int8_t> q;
+  std::vector<uint16_t> scales;
+  std::vector<float> back;  // q * scale
+};
+
+Int8Rows quantized(const KvShardLayout& l, const std::vector<float>& x) {
+  const int64_t groups = (int64_t)x.size() / l.head_dim;
+  Int8Rows r{std::vector<int8_t>(x.size()), std::vector<uint16_t>(groups), std::vector<float>(x.size())};
+  quantize_int8_groups(x.data(), groups, l.head_dim, r.q.data(), r.scales.data());
+  dequantize_int8_groups(r.q.data(), r.scales.data(), groups, l.head_dim, r.back.data());
+  return r;
+}
+
+// Reads every chunk back (checked): positions exact, values exactly the int8 rounding and within half a scale.
+void expect_int8_round_trip(const std::string& path, const KvShardLayout& l, const std::vector<Chunk>& chunks) {
+  const KvShardReader r = KvShardReader::open(path, kFingerprint);
+  EXPECT_EQ(r.layout().dtype, KvDtype::Int8);
+  EXPECT_EQ(r.layout().layer_map, l.layer_map);
+  ASSERT_EQ(r.index().size(), chunks.size());
+  std::vector<float> k, v;
+  std::vector<int32_t> positions;
+  for (size_t c = chunks.size(); c-- > 0;) {
+    r.read_chunk(c, k, v, positions, true);
+    EXPECT_EQ(positions, chunks[c].positions);
+    const auto pairs = {std::make_tuple("k", &k, &chunks[c].k), std::make_tuple("v", &v, &chunks[c].v)};
+    for (const auto& [name, got, want] : pairs) {
+      const Int8Rows expected = quantized(l, *want);
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t i = 0; i < got->size(); ++i) {
+        const float scale = f16_to_f32(expected.scales[i / l.head_dim]);
+        ASSERT_EQ((*got)[i], expected.back[i]) << "chunk " << c << " " << name << "[" << i << "]";
+        ASSERT_LE(std::abs((*got)[i] - (*want)[i]), scale / 2 * (1 + 1e-6))
+            << "chunk " << c << " " << name << "[" << i << "] " << (*want)[i] << " (scale " << scale << ")";
+      }
+    }
+  }
+  EXPECT_TRUE(verify_kv_shard(path, kFingerprint).empty());
+}
+
+TEST(KvShard, Int8RoundTripWithinHalfAScale) {
+  const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
+  const KvShardLayout l = small_layout(KvDtype::Int8);
+  const auto chunks = random_chunks(l, {3, 70, 130, 1}, 11);  // rows straddle the 64-row HDF5 chunks
+  KvShardWriter w(l);
+  add_all(w, chunks);
+  EXPECT_EQ(w.rows(), 204u);
+  // Per row: k and v 48 bytes each, 3 layers x 2 heads f16 scales for each, a 4-byte position.
+  EXPECT_EQ(l.bytes_per_row(), 2 * 48 + 2 * 3 * 2 * 2 + 4);
+  EXPECT_EQ((double)w.bytes(), (double)w.rows() * l.bytes_per_row());
+  w.write(path);
+  expect_int8_round_trip(path, l, chunks);
+  const KvShardReader r = KvShardReader::open(path);
+  EXPECT_EQ(r.index()[2].first_row, 73u);
+}
+
+TEST(KvShard, Int8DeflatedLayerMappedRoundTrip) {
+  const fs::path dir = test::fresh_test_dir();
+  KvShardLayout l = small_layout(KvDtype::Int8);
+  l.n_layers = 5;
+  l.stored_layers = 2;
+  l.layer_map = {0, 0, 1, 1, 1};
+  auto chunks = random_chunks(l, {100, 9}, 12);
+  std::fill(chunks[0].v.begin(), chunks[0].v.begin() + 1000, 0.0f);  // all-zero groups: scale 0, zeros back
+  write_shard((dir / "plain.h5").string(), l, chunks);
+  write_shard((dir / "deflated.h5").string(), l, chunks, 6);
+  expect_int8_round_trip((dir / "deflated.h5").string(), l, chunks);
+  EXPECT_LT(fs::file_size(dir / "deflated.h5"), fs::file_size(dir / "plain.h5"));
+  const KvShardReader r = KvShardReader::open((dir / "plain.h5").string());
+  std::vector<float> k, v;
+  std::vector<int32_t> positions;
+  r.read_chunk(0, k, v, positions);
+  EXPECT_TRUE(std::all_of(v.begin(), v.begin() + 1000, [](float x) { return x == 0.0f; }));
+}
+
+TEST(KvShard, EmptyInt8ShardRoundTrip) {
+  const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
+  write_shard(path, small_layout(KvDtype::Int8), {});
+  EXPECT_TRUE(KvShardReader::open(path).index().empty());
+  EXPECT_TRUE(verify_kv_shard(path).empty());
+}
+
+uint64_t xxh3(const std::string& bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+
+template <typename T>
+void append_bytes(std::string& out, const std::vector<T>& values) {
+  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+// The checksum definitions of docs/store.md, computed independently of the writer: f16/bf16 shards keep the one
+// the first shards were written with (k, v, positions); int8 adds the scales between v and positions.
+TEST(KvShard, ChecksumDefinitions) {
+  const fs::path dir = test::fresh_test_dir();
+  for (KvDtype dtype : {KvDtype::F16, KvDtype::BF16, KvDtype::Int8}) {
+    const KvShardLayout l = small_layout(dtype);
+    const auto chunks = random_chunks(l, {7, 66}, 13);
+    const std::string path = (dir / ("shard-" + std::to_string((int)dtype) + ".h5")).string();
+    write_shard(path, l, chunks);
+    const KvShardReader r = KvShardReader::open(path);
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      std::string bytes;
+      if (dtype == KvDtype::Int8) {
+        const Int8Rows k = quantized(l, chunks[c].k), v = quantized(l, chunks[c].v);
+        append_bytes(bytes, k.q);
+        append_bytes(bytes, v.q);
+        append_bytes(bytes, k.scales);
+        append_bytes(bytes, v.scales);
+      } else {
+        for (const std::vector<float>* x : {&chunks[c].k, &chunks[c].v}) {
+          std::vector<uint16_t> stored;
+          for (float f : *x) stored.push_back(dtype == KvDtype::F16 ? f32_to_f16(f) : f32_to_bf16(f));
+          append_bytes(bytes, stored);
+        }
+      }
+      append_bytes(bytes, chunks[c].positions);
+      EXPECT_EQ(r.index()[c].checksum, xxh3(bytes)) << "dtype " << (int)dtype << " chunk " << c;
+    }
+  }
+}
+
+TEST(KvShard, Int8FlippedScaleByteFailsItsChecksum) {
+  const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
+  const KvShardLayout l = small_layout(KvDtype::Int8);
+  const auto chunks = random_chunks(l, {10, 20, 10}, 14);
+  write_shard(path, l, chunks);
+
+  // Chunk 1's k scales (20 rows x 3 layers x 2 heads) are varied enough to occur once in the file.
+  const std::vector<uint16_t> scales = quantized(l, chunks[1].k).scales;
+  std::string needle;
+  append_bytes(needle, scales);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = bytes.find(needle);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.find(needle, at + 1), std::string::npos);
+  bytes[at + 20] ^= 0x01;  // a low mantissa bit: still a sound scale, only the checksum can tell
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+
+  const std::vector<std::string> problems = verify_kv_shard(path);
+  ASSERT_EQ(problems.size(), 1u) << ::testing::PrintToString(problems);
+  EXPECT_THAT(problems[0], HasSubstr(path));
+  EXPECT_THAT(problems[0], HasSubstr("index entry 1"));
+  EXPECT_THAT(problems[0], HasSubstr("checksum"));
+}
+
+// Rewrites a whole dataset of f16 values through HDF5, changing element `at`.
+void poke_f16(const std::string& path, const char* dataset, size_t at, float value) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  const hid_t dset = H5Dopen2(file, dataset, H5P_DEFAULT);
+  ASSERT_GE(dset, 0);
+  const h5::Handle f16 = h5::ieee_f16_type();
+  const hid_t space = H5Dget_space(dset);
+  std::vector<uint16_t> values((size_t)H5Sget_simple_extent_npoints(space));
+  H5Sclose(space);
+  ASSERT_LT(at, values.size());
+  EXPECT_GE(H5Dread(dset, f16.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  values[at] = f32_to_f16(value);
+  EXPECT_GE(H5Dwrite(dset, f16.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  H5Dclose(dset);
+  H5Fclose(file);
+}
+
+TEST(KvShard, Int8BadScaleIsRefusedEvenUnchecked) {
+  const fs::path dir = test::fresh_test_dir();
+  const KvShardLayout l = small_layout(KvDtype::Int8);
+  const auto chunks = random_chunks(l, {4, 5}, 15);
+  const std::string negative = (dir / "negative.h5").string(), nan = (dir / "nan.h5").string();
+  write_shard(negative, l, chunks);
+  write_shard(nan, l, chunks);
+  poke_f16(negative, "k_scale", (4 + 2) * 6 + 1 * 2 + 1, -2.5f);  // chunk 1: its row 2, stored layer 1, head 1
+  poke_f16(nan, "v_scale", 3, std::numeric_limits<float>::quiet_NaN());  // chunk 0: row 0, layer 1, head 1
+  std::vector<float> k, v;
+  std::vector<int32_t> positions;
+  const KvShardReader r = KvShardReader::open(negative);
+  r.read_chunk(0, k, v, positions);
+  const std::string error = error_of([&] { r.read_chunk(1, k, v, positions); });
+  EXPECT_THAT(error, HasSubstr(negative));
+  EXPECT_THAT(error, HasSubstr("chunk " + fingerprint_hex(chunks[1].id)));
+  EXPECT_THAT(error, HasSubstr("k_scale of row 6, stored layer 1, kv head 1 is -2.5"));
+  EXPECT_THAT(error_of([&] { KvShardReader::open(nan).read_chunk(0, k, v, positions); }),
+              HasSubstr("v_scale of row 0, stored layer 1, kv head 1 is nan"));
+  for (const std::string& path : {negative, nan}) {
+    const std::vector<std::string> problems = verify_kv_shard(path);
+    ASSERT_EQ(problems.size(), 1u) << ::testing::PrintToString(problems);
+    EXPECT_THAT(problems[0], HasSubstr(path));
+  }
+}
+
+// Replaces a dataset by one of another shape or element type, as a damaged or foreign writer would leave it.
+void replace_dataset(const std::string& path, const char* dataset, hid_t type, const std::vector<hsize_t>& dims) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  EXPECT_GE(H5Ldelete(file, dataset, H5P_DEFAULT), 0);
+  const hid_t space = H5Screate_simple((int)dims.size(), dims.data(), nullptr);
+  const hid_t dset = H5Dcreate2(file, dataset, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(dset, 0);
+  H5Dclose(dset);
+  H5Sclose(space);
+  H5Fclose(file);
+}
+
+TEST(KvShard, Int8WrongDatasetsAreRefusedNamingThem) {
+  const fs::path dir = test::fresh_test_dir();
+  const KvShardLayout l = small_layout(KvDtype::Int8);
+  const auto chunks = random_chunks(l, {4, 5}, 16);
+  const h5::Handle f16 = h5::ieee_f16_type();
+  const std::string shape = (dir / "shape.h5").string(), rows = (dir / "rows.h5").string(),
+                    type = (dir / "type.h5").string(), missing = (dir / "missing.h5").string(),
+                    k_f16 = (dir / "k_f16.h5").string();
+  for (const std::string& p : {shape, rows, type, missing, k_f16}) write_shard(p, l, chunks);
+  replace_dataset(shape, "k_scale", f16.get(), {9, 3, 3});
+  replace_dataset(rows, "v_scale", f16.get(), {8, 3, 2});
+  replace_dataset(type, "k_scale", H5T_IEEE_F32LE, {9, 3, 2});
+  {
+    const hid_t file = H5Fopen(missing.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    EXPECT_GE(H5Ldelete(file, "v_scale", H5P_DEFAULT), 0);
+    H5Fclose(file);
+  }
+  replace_dataset(k_f16, "k", f16.get(), {9, 3, 2, 8});
+
+  std::string error = error_of([&] { KvShardReader::open(shape); });
+  EXPECT_THAT(error, HasSubstr(shape));
+  EXPECT_THAT(error, HasSubstr("dataset 'k_scale' is not shaped [rows, stored_layers, kv_heads] = [9, 3, 2]"));
+  EXPECT_THAT(error_of([&] { KvShardReader::open(rows); }), HasSubstr("dataset 'v_scale' is not shaped"));
+  error = error_of([&] { KvShardReader::open(type); });
+  EXPECT_THAT(error, HasSubstr(type));
+  EXPECT_THAT(error, HasSubstr("dataset 'k_scale' has the wrong element type"));
+  EXPECT_THAT(error_of([&] { KvShardReader::open(missing); }), HasSubstr("missing dataset 'v_scale'"));
+  EXPECT_THAT(error_of([&] { KvShardReader::open(k_f16); }), HasSubstr("dataset 'k' has the wrong element type"));
+  EXPECT_EQ(verify_kv_shard(shape).size(), 1u);
+}
+
+TEST(KvShard, Int8WriterRefusesNonFiniteValuesAndStaysUsable) {
+  const KvShardLayout l = small_layout(KvDtype::Int8);
+  auto chunks = random_chunks(l, {3, 2}, 17);
+  KvShardWriter w(l);
+  add_all(w, {chunks[0]});
+  const uint64_t bytes = w.bytes();
+  const float good = chunks[1].v[21];
+  chunks[1].v[21] = std::numeric_limits<float>::infinity();  // row 0, layer 1, head 0, element 5: group 2
+  const std::string error = error_of([&] { add_all(w, {chunks[1]}); });
+  EXPECT_THAT(error, HasSubstr("chunk " + fingerprint_hex(chunks[1].id)));
+  EXPECT_THAT(error, HasSubstr("v"));
+  EXPECT_THAT(error, HasSubstr("group 2 element 5 is inf"));
+  EXPECT_EQ(w.chunks(), 1u);
+  EXPECT_EQ(w.bytes(), bytes);
+  chunks[1].v[21] = good;
+  add_all(w, {chunks[1]});  // the refused id was not taken
+  const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
+  w.write(path);
+  expect_int8_round_trip(path, l, chunks);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // kvprep: the offline pipeline CLI. Each stage registers its subcommand here and lives in its own file.
 #include "chunk_command.h"
+#include "compress_command.h"
 #include "common/cli.h"
 #include "prefill_command.h"
 #include "retrieval_commands.h"
@@ -15,6 +16,8 @@ int main(int argc, char** argv) {
   kvf::cli::add_neighbors_command(app);
   kvf::cli::add_search_command(app);
   kvf::cli::add_prefill_command(app);
+  kvf::cli::add_compress_command(app);
+  kvf::cli::add_share_search_command(app);
   kvf::cli::add_verify_command(app);
   kvf::cli::add_inspect_command(app);
   kvf::cli::add_run_command(app);

@@ -46,9 +46,11 @@ void add_inspect_command(CLI::App& app) {
     for (const auto& [stage, rec] : s["stages"].items())
       std::printf("stage    %-20s %s\n", stage.c_str(), rec["completed_at"].get<std::string>().c_str());
     for (const auto& [mode, kv] : s["kv"].items())
-      std::printf("kv       %-12s %llu chunks, %llu rows, %.1f MB, %.0f bytes/token\n", mode.c_str(),
-                  kv["chunks"].get<unsigned long long>(), kv["rows"].get<unsigned long long>(),
-                  kv["bytes"].get<double>() / 1e6, kv["bytes_per_token"].get<double>());
+      std::printf("kv       %-12s %llu chunks, %llu rows for %llu tokens, %d layers %s, %.1f MB, %.0f bytes/token\n",
+                  mode.c_str(), kv["chunks"].get<unsigned long long>(), kv["rows"].get<unsigned long long>(),
+                  kv["tokens"].get<unsigned long long>(), kv["stored_layers"].get<int>(),
+                  kv["dtype"].get<std::string>().c_str(), kv["bytes"].get<double>() / 1e6,
+                  kv["bytes_per_token"].get<double>());
     std::printf("settings %s\n", s["settings"].dump().c_str());
   });
 }

@@ -21,7 +21,7 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--model", o.engine.model, "the store's decoder: smollm2 or a GGUF path")->capture_default_str();
   cmd.add_option("--embedder", o.engine.embedder, "the store's embedder, for retrieval: minilm or a folder")
       ->capture_default_str();
-  cmd.add_option("--kv", o.engine.kv_mode, "stored KV to use: independent | similarity (FusionRAG offline stage)")
+  cmd.add_option("--kv", o.engine.kv_mode, "stored KV to use: independent | similarity (FusionRAG offline stage) | a kvprep compress mode")
       ->capture_default_str();
   cmd.add_option("--method", o.method,
                  "full (plain prefill) | reuse (stored KV, question only) | cacheblend | a3 | fusion")

@@ -1,0 +1,54 @@
+// kvprep compress (DESIGN.md §7): a new KV mode made from a stored one by anchor tokens, layer sharing and int8
+// quantization, alone or together, and kvprep share-search, the layer-sharing strategy those use. The new mode
+// is written like any other (kv/<name>-NNNNN.h5, committed shard by shard, resumable: a rerun computes only the
+// chunks it lacks) and its recipe goes to the manifest (settings "compress-<name>"), which kvrun reads.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compress/layer_share.h"
+#include "core/progress.h"
+
+namespace kvf {
+
+struct ShareSearchStageOptions {
+  std::string store_dir, model_path;
+  ShareSearchOptions search;
+  int samples = 30, sample_tokens = 64;  // calibration: passages drawn from the store's chunks
+};
+
+// Runs the search and records it in the manifest (settings "layer_sharing"), replacing an earlier one.
+ShareSearchResult run_share_search(const ShareSearchStageOptions& options);
+
+struct CompressStageOptions {
+  std::string store_dir, model_path;
+  std::string from, to;                 // stored KV mode read, new mode written
+  double anchors = 0;                   // fraction of each segment kept; 0: no anchors
+  std::string anchor_mode = "select";   // select | append
+  int segment = 100;
+  int share_layers = 0;                 // layers sharing an earlier layer's KV; 0: none
+  double share_threshold = 0.5;
+  int share_samples = 30, share_sample_tokens = 64;
+  std::string quant;                    // "" (keep the source's type) | "int8"
+  uint64_t shard_bytes = 256ull << 20;
+  int batch_tokens = 1024;              // select: chunks re-run in ragged batches of about this many tokens
+  uint64_t neighbor_cache_bytes = 1ull << 30;
+  ProgressOptions progress;
+};
+
+struct CompressStageResult {
+  bool unchanged = false;
+  uint64_t chunks = 0;            // with KV in the new mode
+  uint64_t computed = 0;          // by this run
+  uint64_t tokens = 0;            // chunk tokens of the chunks this run wrote
+  uint64_t rows = 0;              // rows it stored for them
+  uint64_t stored_bytes = 0, source_bytes = 0;  // KV bytes written, and those of the same chunks in `from`
+  uint64_t shards_written = 0;
+  std::vector<int32_t> sources;   // layer sources of the new mode
+  double seconds = 0;
+};
+
+CompressStageResult run_compress_stage(const CompressStageOptions& options);
+
+}  // namespace kvf

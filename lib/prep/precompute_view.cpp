@@ -1,0 +1,107 @@
+#include "prep/precompute_view.h"
+
+#include <xxhash.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "fusion/chunk_kv_cache.h"
+#include "prep/chunk_kv.h"
+#include "prep/retrieval_stages.h"
+
+namespace kvf {
+namespace {
+
+std::vector<int32_t> consecutive(int64_t n, int32_t start) {
+  std::vector<int32_t> v((size_t)n);
+  for (int64_t i = 0; i < n; ++i) v[i] = start + (int32_t)i;
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::pair<size_t, size_t>> fixed_chunk_batches(const ChunkTable& chunks, int batch_tokens) {
+  std::vector<std::pair<size_t, size_t>> groups;
+  for (size_t begin = 0; begin < chunks.size();) {
+    size_t end = begin, tokens = 0;
+    while (end < chunks.size() && (end == begin || tokens < (size_t)batch_tokens))
+      tokens += chunks.chunks()[end++].tokens.size();
+    groups.push_back({begin, end});
+    begin = end;
+  }
+  return groups;
+}
+
+uint64_t system_prompt_id(const std::vector<int32_t>& s_tokens, uint64_t model_fingerprint) {
+  return XXH3_64bits_withSeed(s_tokens.data(), s_tokens.size() * sizeof(int32_t), model_fingerprint);
+}
+
+PrecomputeView::PrecomputeView(const std::string& store_dir, const Manifest& m, const ChunkTable& chunks,
+                               const std::string& mode, int top_n, uint64_t fingerprint,
+                               const std::vector<int32_t>& s_tokens, int32_t context_length, Backend& backend,
+                               uint64_t neighbor_cache_bytes)
+    : chunks_(chunks), similarity_(mode == "similarity"), context_length_(context_length) {
+  KVF_CHECK(similarity_ || mode == "independent", "precompute view: mode must be independent or similarity, got '",
+            mode, "'");
+  // Always S as stored (rounded to the store's dtype), so a first run and a resumed one see the same view.
+  const KvModeReader system_store(store_dir, m, "system", fingerprint);
+  const uint64_t s_id = system_prompt_id(s_tokens, fingerprint);
+  KVF_CHECK(system_store.contains(s_id), store_dir, ": the system prompt's KV is missing; run `kvprep prefill`");
+  system_kv_ = host_to_segment(system_store.read(s_id), system_store.layout(), backend,
+                               consecutive((int64_t)s_tokens.size(), 0));
+  if (!similarity_) return;
+  independent_ = std::make_unique<KvModeReader>(store_dir, m, "independent", fingerprint);
+  cache_ = std::make_unique<ChunkKvCache>(*independent_, backend, neighbor_cache_bytes);
+  neighbors_ = NeighborTable::read((std::filesystem::path(store_dir) / kNeighborsFile).string());
+  KVF_CHECK(neighbors_.size() == chunks.size(), store_dir, ": neighbors.h5 covers ", neighbors_.size(),
+            " chunks, the chunk table ", chunks.size(), "; run `kvprep embed`, `index` and `neighbors`");
+  top_n_ = std::min(top_n, neighbors_.top_n);
+}
+
+PrecomputeView::~PrecomputeView() = default;
+
+std::vector<KvSegment> PrecomputeView::neighbours(size_t row, int64_t chunk_tokens) const {
+  std::vector<KvSegment> views;
+  int32_t at = system_rows();
+  for (int j = 0; j < top_n_; ++j) {
+    const int64_t nb_row = neighbors_.rows[row * neighbors_.top_n + j];
+    if (nb_row < 0) break;
+    const std::shared_ptr<const KvSegment> nb = cache_->get(chunks_.chunks()[(size_t)nb_row].id).kv;
+    if (at + nb->rows() + chunk_tokens > context_length_) break;  // the view must fit
+    KvSegment moved = *nb;  // same tensors, placed at this view's positions
+    moved.positions = consecutive(nb->rows(), at);
+    at += (int32_t)nb->rows();
+    views.push_back(std::move(moved));
+  }
+  return views;
+}
+
+std::vector<ForwardRequest> PrecomputeView::chunk_requests(const std::vector<size_t>& rows,
+                                                          std::vector<std::vector<KvSegment>>& placed) const {
+  placed.clear();
+  std::vector<ForwardRequest> batch;
+  for (size_t row : rows) {
+    const std::vector<int32_t>& tokens = chunks_.chunks()[row].tokens;
+    placed.push_back(neighbours(row, (int64_t)tokens.size()));
+    const int32_t at = placed.back().empty() ? system_rows() : placed.back().back().positions.back() + 1;
+    ForwardRequest r;
+    r.tokens = tokens;
+    r.positions = consecutive((int64_t)tokens.size(), at);
+    batch.push_back(std::move(r));
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {  // placed is complete: its segments no longer move
+    batch[i].view.push_back(&system_kv_);
+    for (const KvSegment& seg : placed[i]) batch[i].view.push_back(&seg);
+  }
+  return batch;
+}
+
+uint64_t PrecomputeView::context_hash(size_t row) const {
+  if (!similarity_) return 0;
+  std::vector<uint64_t> ids;
+  for (int j = 0; j < top_n_ && neighbors_.rows[row * neighbors_.top_n + j] >= 0; ++j)
+    ids.push_back(chunks_.chunks()[(size_t)neighbors_.rows[row * neighbors_.top_n + j]].id);
+  return XXH3_64bits(ids.data(), ids.size() * sizeof(uint64_t));
+}
+
+}  // namespace kvf

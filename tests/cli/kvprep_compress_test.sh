@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# kvprep compress end to end with the real model on a tiny data set: anchors (select and append), layer sharing
+# (share-search, then compress using its result) and int8, alone and combined, each a new KV mode that verifies,
+# that inspect reports with its bytes per token, and that kvrun ask (every method) and kvrun eval read. Bad
+# requests are refused with messages that name the option and value.
+# Usage: kvprep_compress_test.sh KVPREP KVRUN
+set -euo pipefail
+kvprep=$1
+kvrun=$2
+work=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cat >"$work/qa.jsonl" <<'JSON'
+{"id": "rings", "question": "Which planet is known for its rings?", "answers": ["Saturn"], "contexts": [{"title": "Volcano", "text": "A volcano is a rupture in the crust of a planet where hot lava, volcanic ash and gases escape from a magma chamber below the surface."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun and the second largest in the Solar System, known for its bright rings of ice and rock."}]}
+{"id": "bow", "question": "What is the violin played with?", "answers": ["a bow", "bow"], "contexts": [{"title": "Violin", "text": "The violin is a wooden string instrument, the smallest and highest-pitched of its family, usually played with a bow drawn across its strings."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun and the second largest in the Solar System, known for its bright rings of ice and rock."}]}
+JSON
+store="$work/store"
+"$kvrun" eval --dataset "$work/qa.jsonl" --build-store "$store" --methods full,reuse --ratios 0 --max-tokens 2 \
+  --out "$work/eval0" 2>"$work/log" || { cat "$work/log"; fail "store build"; }
+
+compress() { "$kvprep" compress --store "$store" "$@" 2>>"$work/log" || { cat "$work/log"; fail "compress $*"; }; }
+compress --from similarity --to a50 --anchors 0.5 --segment 16
+compress --from independent --to app25 --anchors 0.25 --segment 16 --anchor-mode append
+"$kvprep" share-search --store "$store" --layers 6 --samples 3 --sample-tokens 16 --steps >"$work/search" \
+  2>>"$work/log" || { cat "$work/log"; fail "share-search"; }
+grep -q "^shared 6 of 6 layers asked" "$work/search" || fail "share-search: $(cat "$work/search")"
+compress --from similarity --to s6 --share-layers 6 --share-samples 3 --share-sample-tokens 16
+compress --from similarity --to q8 --quant int8
+compress --from a50 --to a50-s6-q8 --share-layers 6 --share-samples 3 --share-sample-tokens 16 --quant int8
+# A rerun has nothing to do.
+"$kvprep" compress --store "$store" --from similarity --to q8 --quant int8 >"$work/again" 2>&1
+grep -q "nothing to do" "$work/again" || fail "rerun recompressed: $(cat "$work/again")"
+
+"$kvprep" verify --store "$store" >"$work/verify" || { cat "$work/verify"; fail "verify"; }
+"$kvprep" inspect --store "$store" --json >"$work/inspect.json"
+python3 - "$work/inspect.json" <<'PY' || fail "inspect"
+import json, sys
+s = json.load(open(sys.argv[1]))
+kv = s["kv"]
+full = kv["similarity"]["kv_bytes_per_token"]
+tokens = kv["similarity"]["tokens"]
+assert kv["similarity"]["rows"] == tokens, kv["similarity"]
+for mode in ["a50", "app25", "s6", "q8", "a50-s6-q8"]:
+    assert kv[mode]["chunks"] == kv["similarity"]["chunks"] and kv[mode]["tokens"] == tokens, (mode, kv[mode])
+assert full == 30 * 3 * 64 * 2 * 2 + 4, full  # f16 K and V of 30 layers x 3 heads x 64, and the position
+ratio = {m: full / kv[m]["kv_bytes_per_token"] for m in kv if m != "system"}
+# Rows kept: half of each 16-token segment (rounded up), a quarter for append; 6 of 30 layers shared; int8 halves.
+assert 1.85 < ratio["a50"] < 2.0, ratio
+assert 3.3 < ratio["app25"] < 4.0, ratio
+assert abs(ratio["s6"] - 30 / 24) < 0.02, ratio
+assert 1.9 < ratio["q8"] < 1.96, ratio
+assert 4.4 < ratio["a50-s6-q8"] < 4.8, ratio
+assert kv["a50"]["rows"] < tokens and kv["app25"]["rows"] < kv["a50"]["rows"], kv
+PY
+
+# kvrun reads every compressed mode with every method.
+for mode in a50 app25 s6 q8 a50-s6-q8; do
+  for method in full reuse cacheblend a3 fusion; do
+    "$kvrun" ask --store "$store" --kv "$mode" --method "$method" --recompute 0.3 --max-tokens 3 \
+      --question "Which planet is known for its rings?" >"$work/ask" 2>>"$work/log" \
+      || { cat "$work/log"; fail "ask --kv $mode --method $method"; }
+  done
+done
+"$kvrun" eval --dataset "$work/qa.jsonl" --store "$store" --methods full,reuse,fusion --ratios 0.15 \
+  --kv independent,similarity,a50-s6-q8 --max-tokens 2 --out "$work/eval1" 2>>"$work/log" \
+  || { cat "$work/log"; fail "eval over a compressed mode"; }
+grep -q "| fusion | a50-s6-q8 | 0.15 |" "$work/eval1/report.md" || fail "eval report lacks the compressed mode"
+
+expect_error() {  # expect_error REGEX ARGS...: exit 1 and a message matching REGEX
+  local regex=$1
+  shift
+  if "$kvprep" compress --store "$store" "$@" >"$work/out" 2>&1; then fail "compress $* succeeded"; fi
+  grep -Eq -e "$regex" "$work/out" || fail "compress $*: message '$(cat "$work/out")' does not match '$regex'"
+}
+expect_error "--to 'similarity' is a mode kvprep prefill writes" --from independent --to similarity --quant int8
+expect_error "--anchors needs every token's row, but 'a50' already keeps anchors only" --from a50 --to x --anchors 0.25
+expect_error "no 'nosuch' KV to compress" --from nosuch --to x --quant int8
+expect_error "nothing to do; give --anchors, --share-layers or --quant" --from similarity --to x
+expect_error "--share-layers needs every layer's KV, but 's6' already shares layers" --from s6 --to x --share-layers 2
+echo "ok"

@@ -1,0 +1,137 @@
+#include "compress_command.h"
+
+#include <tbb/global_control.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "common/cli.h"
+#include "compress/compress_stage.h"
+#include "io/model_paths.h"
+
+namespace kvf::cli {
+namespace {
+
+std::string sources_text(const std::vector<int32_t>& sources) {
+  std::string out;
+  for (size_t l = 0; l < sources.size(); ++l)
+    if (sources[l] != (int32_t)l) out += (out.empty() ? "" : ", ") + std::to_string(l) + "<-" + std::to_string(sources[l]);
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+void add_compress_command(CLI::App& app) {
+  struct Args {
+    CompressStageOptions o;
+    std::string model = "smollm2";
+    int threads = 0;
+    double shard_mb = 256;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("compress", "Make a smaller KV mode from a stored one (anchors, layer sharing, int8)");
+  cmd->footer(
+      "Examples:\n"
+      "  kvprep compress --store stores/demo --from similarity --to sim-a25 --anchors 0.25\n"
+      "  kvprep compress --store stores/demo --from similarity --to sim-int8 --quant int8\n"
+      "  kvprep compress --store stores/demo --from sim-a25 --to sim-a25-s8-int8 --share-layers 8 --quant int8\n"
+      "  kvrun ask --store stores/demo --kv sim-a25 --method fusion --question \"...\"\n"
+      "--anchors A keeps ceil(A*S) rows of every S-token segment. select (training-free): the tokens the chunk's own\n"
+      "tokens attended to most when its KV was computed (the chunk's first token always), at their positions.\n"
+      "append: ceil(A*S) anchor tokens computed after each segment over it and the earlier anchors, stored at the\n"
+      "segment's last positions (meant for models trained for them). --share-layers C: C layers read an earlier\n"
+      "layer's KV (the store's `kvprep share-search` result for these settings, searched now if there is none); only\n"
+      "source layers are stored. --quant int8: int8 with one f16 scale per row and head. Compressions combine; a\n"
+      "rerun computes only chunks the new mode lacks. Bytes per token: `kvprep inspect`.");
+  cmd->add_option("--store", a->o.store_dir, "store directory")->required();
+  cmd->add_option("--from", a->o.from, "stored KV mode to compress (e.g. similarity)")->required();
+  cmd->add_option("--to", a->o.to, "name of the new KV mode (letters, digits, '_', '-')")->required();
+  cmd->add_option("--model", a->model, "smollm2 or the store's GGUF")->capture_default_str();
+  cmd->add_option("--anchors", a->o.anchors, "fraction of each segment kept, in (0, 1]; 0: no anchors")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--anchor-mode", a->o.anchor_mode, "select | append")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"select", "append"}));
+  cmd->add_option("--segment", a->o.segment, "anchor segment length, tokens")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--share-layers", a->o.share_layers, "layers that read an earlier layer's KV; 0: none")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--share-threshold", a->o.share_threshold, "keep a share while output cosine similarity > T")
+      ->capture_default_str();
+  cmd->add_option("--share-samples", a->o.share_samples, "layer sharing: calibration passages")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--share-sample-tokens", a->o.share_sample_tokens, "layer sharing: tokens per calibration passage")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--quant", a->o.quant, "int8: quantize K and V (one f16 scale per row and head)")
+      ->check(CLI::IsMember({"int8"}));
+  cmd->add_option("--batch-tokens", a->o.batch_tokens, "select: chunk tokens per forward pass")->capture_default_str();
+  cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->callback([a] {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
+    CompressStageOptions o = a->o;
+    o.model_path = resolve_model(a->model);
+    o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
+    const CompressStageResult r = run_compress_stage(o);
+    if (r.unchanged) {
+      std::printf("nothing to do: all %llu chunks have %s KV\n", (unsigned long long)r.chunks, o.to.c_str());
+      return;
+    }
+    std::printf("%s: %llu chunks (%llu tokens, %llu rows kept) in %.1f s; %.1f MB, %.0f bytes/token (%s: %.0f, "
+                "%.2fx smaller); shared layers: %s\n",
+                o.to.c_str(), (unsigned long long)r.computed, (unsigned long long)r.tokens,
+                (unsigned long long)r.rows, r.seconds, r.stored_bytes / 1e6,
+                r.tokens ? (double)r.stored_bytes / r.tokens : 0.0, o.from.c_str(),
+                r.tokens ? (double)r.source_bytes / r.tokens : 0.0,
+                r.stored_bytes ? (double)r.source_bytes / r.stored_bytes : 0.0, sources_text(r.sources).c_str());
+  });
+}
+
+void add_share_search_command(CLI::App& app) {
+  struct Args {
+    ShareSearchStageOptions o;
+    std::string model = "smollm2";
+    int threads = 0;
+    bool steps = false;
+  };
+  auto a = std::make_shared<Args>();
+  a->o.search.threshold = 0.5;
+  CLI::App* cmd = app.add_subcommand("share-search", "Find which layers can share an earlier layer's KV (KVSharer)");
+  cmd->footer(
+      "Example:\n"
+      "  kvprep share-search --store stores/demo --layers 8 --steps\n"
+      "Runs calibration passages from the store's chunks through the model, ranks layer pairs by the Euclidean\n"
+      "distance of their mean KV (most dissimilar first) and shares them in that order while the last layer's\n"
+      "output keeps a cosine similarity above --threshold with the plain model's, until --layers are shared. The\n"
+      "result is recorded in the store; `kvprep compress --share-layers C` uses it.");
+  cmd->add_option("--store", a->o.store_dir, "store directory")->required();
+  cmd->add_option("--model", a->model, "smollm2 or the store's GGUF")->capture_default_str();
+  cmd->add_option("--layers", a->o.search.layers, "C: layers to share")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--threshold", a->o.search.threshold, "T: output cosine similarity to stay above")
+      ->capture_default_str();
+  cmd->add_option("--samples", a->o.samples, "calibration passages")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--sample-tokens", a->o.sample_tokens, "tokens per calibration passage")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--steps", a->steps, "print every pair the search looked at");
+  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->callback([a] {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
+    ShareSearchStageOptions o = a->o;
+    o.model_path = resolve_model(a->model);
+    const ShareSearchResult r = run_share_search(o);
+    if (a->steps)
+      for (const ShareStep& s : r.steps)
+        std::printf("pair %2d <- %2d  distance %10.4f  similarity %s  %s\n", s.target, s.source, s.distance,
+                    std::isnan(s.similarity) ? "     -" : std::to_string(s.similarity).substr(0, 6).c_str(),
+                    s.outcome.c_str());
+    std::printf("shared %d of %d layers asked (output similarity %.4f): %s\n", r.shared, o.search.layers,
+                r.similarity, sources_text(r.sources).c_str());
+  });
+}
+
+}  // namespace kvf::cli
