@@ -226,15 +226,23 @@ TEST(KvShard, WrongFingerprintIsRefusedNamingBoth) {
   EXPECT_EQ(verify_kv_shard(path, 0xfedcba9876543210ULL).size(), 1u);
 }
 
-// Overwrites a u64 index dataset in place, as a damaged or hand-edited file would hold it.
-void poke_index(const std::string& path, const char* dataset, const std::vector<uint64_t>& values) {
+// Opens one dataset of a shard for writing and hands it to `edit`, as a damaged or hand-edited file would be made.
+template <typename Edit>
+void edit_dataset(const std::string& path, const char* dataset, Edit edit) {
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0);
   const hid_t dset = H5Dopen2(file, dataset, H5P_DEFAULT);
   ASSERT_GE(dset, 0);
-  EXPECT_GE(H5Dwrite(dset, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  edit(dset);
   H5Dclose(dset);
   H5Fclose(file);
+}
+
+// Overwrites a u64 index dataset in place.
+void poke_index(const std::string& path, const char* dataset, const std::vector<uint64_t>& values) {
+  edit_dataset(path, dataset, [&](hid_t dset) {
+    EXPECT_GE(H5Dwrite(dset, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  });
 }
 
 TEST(KvShard, BadIndexIsRefused) {
@@ -416,20 +424,16 @@ TEST(KvShard, Int8FlippedScaleByteFailsItsChecksum) {
 
 // Rewrites a whole dataset of f16 values through HDF5, changing element `at`.
 void poke_f16(const std::string& path, const char* dataset, size_t at, float value) {
-  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  ASSERT_GE(file, 0);
-  const hid_t dset = H5Dopen2(file, dataset, H5P_DEFAULT);
-  ASSERT_GE(dset, 0);
-  const h5::Handle f16 = h5::ieee_f16_type();
-  const hid_t space = H5Dget_space(dset);
-  std::vector<uint16_t> values((size_t)H5Sget_simple_extent_npoints(space));
-  H5Sclose(space);
-  ASSERT_LT(at, values.size());
-  EXPECT_GE(H5Dread(dset, f16.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
-  values[at] = f32_to_f16(value);
-  EXPECT_GE(H5Dwrite(dset, f16.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
-  H5Dclose(dset);
-  H5Fclose(file);
+  edit_dataset(path, dataset, [&](hid_t dset) {
+    const h5::Handle f16 = h5::ieee_f16_type();
+    const hid_t space = H5Dget_space(dset);
+    std::vector<uint16_t> values((size_t)H5Sget_simple_extent_npoints(space));
+    H5Sclose(space);
+    ASSERT_LT(at, values.size());
+    EXPECT_GE(H5Dread(dset, f16.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+    values[at] = f32_to_f16(value);
+    EXPECT_GE(H5Dwrite(dset, f16.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  });
 }
 
 TEST(KvShard, Int8BadScaleIsRefusedEvenUnchecked) {
