@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "compress/compress_stage.h"
 #include "core/error.h"
 #include "io/model_paths.h"
 #include "prep/chunk_stage.h"
@@ -79,6 +80,10 @@ class Config {
       const std::string key = kv.first.as<std::string>();
       if (scalars.count(key)) continue;
       if (key == "eval") continue;  // the sweep settings kvrun eval reads (it checks them)
+      if (key == "compress") {
+        check_compress_list(kv.second);
+        continue;
+      }
       const auto it = known.find(key);
       KVF_CHECK(it != known.end(), file_, ": unknown key '", key, "'");
       KVF_CHECK(kv.second.IsMap(), file_, ": '", key, "' must be a mapping");
@@ -88,10 +93,35 @@ class Config {
     }
   }
 
+  // compress: a list of new KV modes, each a mapping of kvprep compress's options.
+  void check_compress_list(const YAML::Node& list) const {
+    static const std::set<std::string> keys = {"to", "from", "anchors", "anchor_mode", "segment", "share_layers",
+                                               "share_threshold", "quant"};
+    KVF_CHECK(list.IsSequence(), file_, ": 'compress' must be a list of modes ({to: NAME, from: MODE, ...})");
+    for (size_t i = 0; i < list.size(); ++i) {
+      KVF_CHECK(list[i].IsMap(), file_, ": compress[", i, "] must be a mapping");
+      for (const auto& kv : list[i])
+        KVF_CHECK(keys.count(kv.first.as<std::string>()), file_, ": unknown key 'compress[", i, "].",
+                  kv.first.as<std::string>(), "'");
+      KVF_CHECK(list[i]["to"] && list[i]["from"], file_, ": compress[", i, "] needs 'to' and 'from'");
+    }
+  }
+  const YAML::Node& root() const { return root_; }
+
  private:
   std::string file_;
   YAML::Node root_;
 };
+
+template <typename T>
+T item(const std::string& file, const YAML::Node& node, size_t i, const char* key, const T& dflt) {
+  if (!node[key]) return dflt;
+  try {
+    return node[key].as<T>();
+  } catch (const YAML::Exception&) {
+    fail(file, ": 'compress[", i, "].", key, "' has the wrong type (", YAML::Dump(node[key]), ")");
+  }
+}
 
 }  // namespace
 
@@ -158,6 +188,27 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     p.batch_tokens = cfg.get<int>("prefill", "batch_tokens", p.batch_tokens);
     const PrefillStageResult r = run_prefill_stage(p);
     on_step({"prefill " + mode, r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed"});
+  }
+
+  const YAML::Node compress = cfg.root()["compress"];
+  for (size_t i = 0; compress && i < compress.size(); ++i) {
+    const YAML::Node& c = compress[i];
+    CompressStageOptions o;
+    o.store_dir = store;
+    o.model_path = model;
+    o.to = item<std::string>(path, c, i, "to", "");
+    o.from = item<std::string>(path, c, i, "from", "");
+    o.anchors = item<double>(path, c, i, "anchors", 0.0);
+    o.anchor_mode = item<std::string>(path, c, i, "anchor_mode", o.anchor_mode);
+    o.segment = item<int>(path, c, i, "segment", o.segment);
+    o.share_layers = item<int>(path, c, i, "share_layers", 0);
+    o.share_threshold = item<double>(path, c, i, "share_threshold", o.share_threshold);
+    o.quant = item<std::string>(path, c, i, "quant", "");
+    const CompressStageResult r = run_compress_stage(o);
+    on_step({"compress " + o.to, r.unchanged ? "up to date"
+                                             : std::to_string(r.computed) + " chunks, " +
+                                                   std::to_string(r.tokens ? r.stored_bytes / r.tokens : 0) +
+                                                   " bytes/token"});
   }
 }
 

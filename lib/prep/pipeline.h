@@ -9,6 +9,7 @@
 //   index:     {kind: flat}            # flat | ivf | hnsw, with ivf_nlist, ivf_nprobe, hnsw_m, ...
 //   neighbors: {top_n: 10}
 //   prefill:   {modes: [independent, similarity], dtype: f16, system: ""}
+//   compress:  [{to: sim-a25-q8, from: similarity, anchors: 0.25, quant: int8}, ...]   # kvprep compress, in order
 //   eval:      {...}                   # kvrun eval's sweep (see docs/eval.md); kvprep ignores it
 //
 // Overrides: "key=value" with dotted keys ("prefill.modes=[independent]", "store=/tmp/s"); values are YAML.

@@ -23,7 +23,8 @@ class KvprepPipeline : public ::testing::Test {
     test::write_tiny_corpus((dir / "corpus.jsonl").string(), 5);
     yaml = (dir / "p.yaml").string();
     std::ofstream(yaml) << "store: " << (dir / "default-store").string() << "\ncorpus: " << (dir / "corpus.jsonl").string()
-                        << "\nneighbors: {top_n: 2}\nprefill: {modes: [independent, similarity]}\n";
+                        << "\nneighbors: {top_n: 2}\nprefill: {modes: [independent, similarity]}\n"
+                        << "compress:\n  - {to: sim-a50-q8, from: similarity, anchors: 0.5, segment: 8, quant: int8}\n";
     recorded = &steps;
   }
   std::vector<std::string> overrides() const { return {"store=" + (dir / "store").string()}; }
@@ -34,9 +35,11 @@ class KvprepPipeline : public ::testing::Test {
 
 TEST_F(KvprepPipeline, RunsEveryStageThenNothing) {
   run_pipeline(yaml, overrides(), record);
-  ASSERT_EQ(steps.size(), 6u);
+  ASSERT_EQ(steps.size(), 7u);
+  EXPECT_EQ(steps.back().name, "compress sim-a50-q8");
   const Manifest m = load_manifest((dir / "store").string());
-  for (const char* stage : {"chunk", "embed", "index", "neighbors", "prefill-independent", "prefill-similarity"})
+  for (const char* stage : {"chunk", "embed", "index", "neighbors", "prefill-independent", "prefill-similarity",
+                            "compress-sim-a50-q8"})
     EXPECT_NE(m.find_stage(stage), nullptr) << stage;
   EXPECT_EQ(m.settings["neighbors"]["top_n"], 2);
   steps.clear();
@@ -56,6 +59,10 @@ TEST_F(KvprepPipeline, UnknownKeysAndBadValuesAreNamed) {
   EXPECT_NE(message({"chunk.chunk_tokenz=10"}).find("unknown key 'chunk.chunk_tokenz'"), std::string::npos);
   EXPECT_NE(message({"neighbors.top_n=[1, 2]"}).find("'neighbors.top_n' has the wrong type"), std::string::npos);
   EXPECT_NE(message({"store"}).find("expected key=value"), std::string::npos);
+  EXPECT_NE(message({"compress=[{to: x, from: similarity, anchorz: 0.5}]"}).find("unknown key 'compress[0].anchorz'"),
+            std::string::npos);
+  EXPECT_NE(message({"compress=[{to: x}]"}).find("compress[0] needs 'to' and 'from'"), std::string::npos);
+  EXPECT_NE(message({"compress={to: x}"}).find("'compress' must be a list of modes"), std::string::npos);
 }
 
 }  // namespace
