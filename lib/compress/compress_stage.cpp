@@ -4,7 +4,6 @@
 #include <cctype>
 #include <chrono>
 #include <filesystem>
-#include <set>
 
 #include "backend/backend.h"
 #include "compress/anchors.h"
@@ -220,7 +219,8 @@ CompressStageResult run_compress_stage(const CompressStageOptions& o) {
   const std::string system_text = m.settings.at("prefill").at("system_prompt").get<std::string>();
   const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*s.file));
   const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
-  const std::vector<int32_t> anchor_ids = preset_token_ids(*s.file, kAnchorTokensKey, tokenizer, 1);
+  // append: the k-th anchor of a segment is the preset's k-th id, the list repeating when it is shorter.
+  const std::vector<int32_t> anchor_ids = preset_token_list(*s.file, kAnchorTokensKey, tokenizer);
 
   // The new mode's layout: the source layers only, in order; each layer maps to its source's stored layer.
   std::vector<int32_t> kept_layers;  // stored layers of `from` that remain

@@ -13,7 +13,9 @@ namespace kvf {
 inline constexpr const char* kLinkTokensKey = "kvfuse.link_token_ids";
 inline constexpr const char* kAnchorTokensKey = "kvfuse.anchor_token_ids";
 
-// `count` ids: the ones listed under `key`, repeated in turn, or the newline token.
+// The ids listed under `key`, or the newline token alone.
+std::vector<int32_t> preset_token_list(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer);
+// `count` ids: preset_token_list's, repeated in turn.
 std::vector<int32_t> preset_token_ids(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer,
                                       int count);
 
