@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kvprep compress end to end with the real model on a tiny data set: anchors (select and append), layer sharing
 # (share-search, then compress using its result) and int8, alone and combined, each a new KV mode that verifies,
+# (anchors keeping every row store the source's exact bytes),
 # that inspect reports with its bytes per token, and that kvrun ask (every method) and kvrun eval read. Bad
 # requests are refused with messages that name the option and value.
 # Usage: kvprep_compress_test.sh KVPREP KVRUN
@@ -27,6 +28,7 @@ compress --from independent --to app25 --anchors 0.25 --segment 16 --anchor-mode
 grep -q "^shared 6 of 6 layers asked" "$work/search" || fail "share-search: $(cat "$work/search")"
 compress --from similarity --to s6 --share-layers 6 --share-samples 3 --share-sample-tokens 16
 compress --from similarity --to q8 --quant int8
+compress --from similarity --to a100 --anchors 1 --segment 16   # keeps every row: the same bytes as its source
 compress --from a50 --to a50-s6-q8 --share-layers 6 --share-samples 3 --share-sample-tokens 16 --quant int8
 # A rerun has nothing to do.
 "$kvprep" compress --store "$store" --from similarity --to q8 --quant int8 >"$work/again" 2>&1
@@ -52,6 +54,7 @@ assert abs(ratio["s6"] - 30 / 24) < 0.02, ratio
 assert 1.9 < ratio["q8"] < 1.96, ratio
 assert 4.4 < ratio["a50-s6-q8"] < 4.8, ratio
 assert kv["a50"]["rows"] < tokens and kv["app25"]["rows"] < kv["a50"]["rows"], kv
+assert kv["a100"]["content_hash"] == kv["similarity"]["content_hash"], (kv["a100"], kv["similarity"])
 PY
 
 # kvrun reads every compressed mode with every method.
