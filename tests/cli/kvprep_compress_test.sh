@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kvprep compress end to end with the real model on a tiny data set: anchors (select and append), layer sharing
-# (share-search, then compress using its result) and int8, alone and combined, each a new KV mode that verifies,
+# (share-search, then compress using its result) and int8, alone and combined, each a new KV mode that verifies
 # (anchors keeping every row store the source's exact bytes),
 # that inspect reports with its bytes per token, and that kvrun ask (every method) and kvrun eval read. Bad
 # requests are refused with messages that name the option and value.
