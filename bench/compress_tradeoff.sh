@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # KV compression trade-off (DESIGN.md §7): from a store's similarity KV, every compression alone and combined
-# (select anchors 0.5 and 0.25, append anchors 0.25, 8 of 30 layers shared, int8), then one kvrun eval sweep of
-# fusion at 15% over each mode, side by side with the uncompressed similarity KV and Full Reuse of independent
-# KV (the normalisation's 0). scripts/compress_report.py turns the store's bytes per token and the sweep's
-# metrics into report.md and tradeoff.png. Resumable: compressions and answered questions are kept.
-# Usage: bench/compress_tradeoff.sh [PIPELINE] [LIMIT] [OUT]
+# (int8; 8 of 30 layers shared; select anchors 0.5 and 0.25 ranked by summed attention, 0.25 and 0.2 ranked by
+# mean attention; append anchors 0.25; and combinations), then kvrun eval sweeps of fusion at 15% over each
+# mode, side by side in one run with the uncompressed similarity KV and Full Reuse of independent KV (the
+# normalisation's 0). scripts/compress_report.py turns the store's bytes per token and each sweep's metrics into
+# tradeoff.md and tradeoff.png. Resumable: compressions and answered questions are kept.
+# Usage: bench/compress_tradeoff.sh [PIPELINE] [LIMIT] [OUT_PREFIX]
 #   defaults: pipelines/paper-hotpotqa.yaml (its store must be built), 40 questions, docs/results/compress-hotpotqa
+#   sweeps: OUT_PREFIX (summed-attention anchors, sharing, int8) and OUT_PREFIX-mean (mean-attention anchors)
 #   env BUILD_DIR, THREADS
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,24 +21,31 @@ case $store in /*) ;; *) store=$here/$store ;; esac
 [ -f "$store/manifest.json" ] || { echo "error: $store: no store; run kvrun eval --pipeline $pipeline --build-store" >&2; exit 1; }
 kvprep=$build/bin/kvprep
 kvrun=$build/bin/kvrun
-mkdir -p "$out"
+mkdir -p "$out" "$out-mean"
 
 compress() { echo "== kvprep compress $*" >&2; "$kvprep" compress --store "$store" --threads "$threads" "$@"; }
 {
   "$kvprep" share-search --store "$store" --layers 8 --steps --threads "$threads"
   compress --from similarity --to sim-q8 --quant int8
   compress --from similarity --to sim-s8 --share-layers 8
-  compress --from similarity --to sim-a50 --anchors 0.5
-  compress --from similarity --to sim-a25 --anchors 0.25
+  compress --from similarity --to sim-a50 --anchors 0.5 --anchor-score sum
+  compress --from similarity --to sim-a25 --anchors 0.25 --anchor-score sum
   compress --from similarity --to sim-app25 --anchors 0.25 --anchor-mode append
   compress --from sim-a50 --to sim-a50-q8 --quant int8
   compress --from sim-a25 --to sim-a25-q8 --quant int8
   compress --from sim-a50 --to sim-a50-s8-q8 --share-layers 8 --quant int8
   compress --from sim-a25 --to sim-a25-s8-q8 --share-layers 8 --quant int8
+  compress --from similarity --to sim-a25m --anchors 0.25 --anchor-score mean
+  compress --from similarity --to sim-a20m --anchors 0.2 --anchor-score mean
+  compress --from sim-a25m --to sim-a25m-q8 --quant int8
+  compress --from sim-a20m --to sim-a20m-q8 --quant int8
 } 2>&1 | tee "$out/compress.log"
 "$kvprep" inspect --store "$store" --json >"$out/inspect.json"
 
-modes=independent,similarity,sim-q8,sim-s8,sim-a50,sim-a25,sim-app25,sim-a50-q8,sim-a25-q8,sim-a50-s8-q8,sim-a25-s8-q8
-"$kvrun" eval --pipeline "$pipeline" --limit "$limit" --methods full,reuse,fusion --ratios 0.15 --kv "$modes" \
-  --out "$out" --threads "$threads" --cache-mb 512
-python3 "$here/scripts/compress_report.py" "$out" "$out/inspect.json"
+sweep() {  # sweep OUT MODES: fusion at 15% over each mode, full and reuse alongside
+  "$kvrun" eval --pipeline "$pipeline" --limit "$limit" --methods full,reuse,fusion --ratios 0.15 --kv "$2" \
+    --out "$1" --threads "$threads" --cache-mb 512
+  python3 "$here/scripts/compress_report.py" "$1" "$out/inspect.json"
+}
+sweep "$out" independent,similarity,sim-q8,sim-s8,sim-a50,sim-a25,sim-app25,sim-a50-q8,sim-a25-q8,sim-a50-s8-q8,sim-a25-s8-q8
+sweep "$out-mean" independent,similarity,sim-q8,sim-a25m,sim-a20m,sim-a25m-q8,sim-a20m-q8

@@ -186,6 +186,7 @@ CompressStageResult run_compress_stage(const CompressStageOptions& o) {
   KVF_CHECK(o.anchors >= 0 && o.anchors <= 1, "--anchors must be in (0, 1], got ", o.anchors);
   KVF_CHECK(o.anchor_mode == "select" || o.anchor_mode == "append", "--anchor-mode must be select or append, got '",
             o.anchor_mode, "'");
+  const AnchorScore score_kind = anchor_score_from_name(o.anchor_score);
   KVF_CHECK(o.quant.empty() || o.quant == "int8", "--quant must be int8, got '", o.quant, "'");
   KVF_CHECK(anchors || o.share_layers > 0 || !o.quant.empty(), "compress: nothing to do; give --anchors, "
             "--share-layers or --quant");
@@ -242,6 +243,8 @@ CompressStageResult run_compress_stage(const CompressStageOptions& o) {
                  {"layer_sources", sources},
                  {"quant", layout.dtype == KvDtype::Int8 ? "int8" : ""}};
   if (anchors && o.anchor_mode == "append") recipe["anchor_token_ids"] = anchor_ids;
+  if (anchors && o.anchor_mode == "select") recipe["anchor_score"] = o.anchor_score;
+  if (!anchors && from_recipe.contains("anchor_score")) recipe["anchor_score"] = from_recipe["anchor_score"];
   require_settings(m, "compress-" + o.to, recipe, o.store_dir);
 
   const KvModeReader existing(o.store_dir, m, o.to, s.fingerprint);
@@ -300,7 +303,7 @@ CompressStageResult run_compress_stage(const CompressStageOptions& o) {
         int64_t view_rows = 0;
         for (const KvSegment* seg : batch[i].view) view_rows += seg->rows();
         kept[i] = select_anchor_positions(
-            received_attention(out[i].attn_colsum, view_rows, (int64_t)batch[i].tokens.size()), o.segment,
+            received_attention(out[i].attn_colsum, view_rows, (int64_t)batch[i].tokens.size(), score_kind), o.segment,
             o.anchors);
       }
     }

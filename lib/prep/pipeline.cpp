@@ -95,7 +95,7 @@ class Config {
 
   // compress: a list of new KV modes, each a mapping of kvprep compress's options.
   void check_compress_list(const YAML::Node& list) const {
-    static const std::set<std::string> keys = {"to", "from", "anchors", "anchor_mode", "segment", "share_layers",
+    static const std::set<std::string> keys = {"to", "from", "anchors", "anchor_mode", "anchor_score", "segment", "share_layers",
                                                "share_threshold", "quant"};
     KVF_CHECK(list.IsSequence(), file_, ": 'compress' must be a list of modes ({to: NAME, from: MODE, ...})");
     for (size_t i = 0; i < list.size(); ++i) {
@@ -200,6 +200,7 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     o.from = item<std::string>(path, c, i, "from", "");
     o.anchors = item<double>(path, c, i, "anchors", 0.0);
     o.anchor_mode = item<std::string>(path, c, i, "anchor_mode", o.anchor_mode);
+    o.anchor_score = item<std::string>(path, c, i, "anchor_score", o.anchor_score);
     o.segment = item<int>(path, c, i, "segment", o.segment);
     o.share_layers = item<int>(path, c, i, "share_layers", 0);
     o.share_threshold = item<double>(path, c, i, "share_threshold", o.share_threshold);

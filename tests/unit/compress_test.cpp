@@ -114,7 +114,9 @@ TEST_F(CompressModel, ReceivedAttentionEqualsTheReferenceWeights) {
   r.view = {&s_kv};
   for (int l = 0; l < spec.n_layers; ++l) r.probe_layers.push_back(l);
   r.probe_rows = iota_positions(23);
-  const std::vector<double> scores = received_attention(decoder->forward(r).attn_colsum, 5, 23);
+  const ForwardResult probed = decoder->forward(r);
+  const std::vector<double> scores = received_attention(probed.attn_colsum, 5, 23, AnchorScore::Sum);
+  const std::vector<double> means = received_attention(probed.attn_colsum, 5, 23, AnchorScore::Mean);
 
   const test::ReferenceTrace s_ref = test::reference_forward(path, {}, s_tokens, iota_positions(5));
   const test::ReferenceTrace ref =
@@ -124,8 +126,16 @@ TEST_F(CompressModel, ReceivedAttentionEqualsTheReferenceWeights) {
     for (int h = 0; h < ref.n_heads; ++h)
       for (int64_t q = 0; q < 23; ++q)
         for (int64_t t = 0; t < 23; ++t) expected[(size_t)t] += ref.prob(l, h, q, ref.n_view_rows + t);
-  for (int t = 0; t < 23; ++t) EXPECT_NEAR(scores[t], expected[t], 1e-4 * std::max(1.0, expected[t])) << t;
+  std::vector<double> expected_mean(23);
+  for (int t = 0; t < 23; ++t) {
+    EXPECT_NEAR(scores[t], expected[t], 1e-4 * std::max(1.0, expected[t])) << t;
+    expected_mean[t] = expected[t] / (23 - t);  // the rows that can see token t: itself and the later ones
+    EXPECT_NEAR(means[t], expected_mean[t], 1e-4 * std::max(1.0, expected_mean[t])) << t;
+  }
   EXPECT_EQ(select_anchor_positions(scores, 8, 0.4), brute_force_anchors(expected, 8, 0.4));
+  EXPECT_EQ(select_anchor_positions(means, 8, 0.4), brute_force_anchors(expected_mean, 8, 0.4));
+  EXPECT_NE(select_anchor_positions(means, 8, 0.4), select_anchor_positions(scores, 8, 0.4))
+      << "on this chunk the two scores should keep different rows; pick another";
 }
 
 TEST_F(CompressModel, SharedLayersReadTheirSourceKvAndSkipTheirOwn) {

@@ -54,6 +54,10 @@ void add_compress_command(CLI::App& app) {
   cmd->add_option("--anchor-mode", a->o.anchor_mode, "select | append")
       ->capture_default_str()
       ->check(CLI::IsMember({"select", "append"}));
+  cmd->add_option("--anchor-score", a->o.anchor_score,
+                  "select: rank by the mean attention a token received per later row, or the sum over them")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mean", "sum"}));
   cmd->add_option("--segment", a->o.segment, "anchor segment length, tokens")->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--share-layers", a->o.share_layers, "layers that read an earlier layer's KV; 0: none")
       ->capture_default_str()
