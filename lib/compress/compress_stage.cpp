@@ -330,13 +330,11 @@ CompressStageResult run_compress_stage(const CompressStageOptions& o) {
     }
   }
   progress.finish();
-  sink.flush();
+  res.chunks = existing.chunks() + res.computed;  // the chunks computed were those the mode lacked
+  sink.finish_stage(stage, {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens},
+                            {"rows", res.rows}});
   res.shards_written = sink.written();
   res.stored_bytes = sink.bytes();
-  res.chunks = KvModeReader(o.store_dir, m, o.to, s.fingerprint).chunks();
-  m.record_stage({stage, utc_timestamp(), m.find_stage("chunk")->inputs_hash,
-                  {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}, {"rows", res.rows}}});
-  save_manifest(o.store_dir, m);
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;
 }

@@ -133,12 +133,9 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     }
   }
   progress.finish();
-  sink.flush();
+  sink.finish_stage(stage, {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}});
   res.shards_written = sink.written();
   res.stored_bytes = sink.bytes();
-  m.record_stage({stage, utc_timestamp(), m.find_stage("chunk")->inputs_hash,
-                  {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}}});
-  save_manifest(o.store_dir, m);
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;
 }

@@ -31,4 +31,10 @@ void ShardSink::flush() {
   writer_.set_deflate_level(deflate_level_);
 }
 
+void ShardSink::finish_stage(const std::string& stage, std::map<std::string, uint64_t> counts) {
+  flush();
+  m_.record_stage({stage, utc_timestamp(), m_.find_stage("chunk")->inputs_hash, std::move(counts)});
+  save_manifest(dir_, m_);
+}
+
 }  // namespace kvf

@@ -2,6 +2,7 @@
 // (DESIGN.md §4's commit protocol), so a killed run resumes after the last committed shard.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "prep/chunk_kv.h"
@@ -17,6 +18,8 @@ class ShardSink {
             int deflate_level = 0);
   void add(uint64_t chunk_id, const HostKv& kv, uint64_t context = 0);  // flushes once shard_bytes are held
   void flush();                                                         // commits what is held, if anything
+  // The stage's end: flushes, then records the stage (its inputs: the chunk table's) and saves the manifest.
+  void finish_stage(const std::string& stage, std::map<std::string, uint64_t> counts);
   uint64_t written() const { return written_; }
   uint64_t bytes() const { return bytes_; }
 
