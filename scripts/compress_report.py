@@ -107,7 +107,8 @@ def main():
         c = r["recipe"]
         parts = []
         if c.get("anchors"):
-            parts.append(f"anchors {c['anchor_mode']} {c['anchors']:g} (segment {c['segment']})")
+            score = f", {c['anchor_score']} attention" if c.get("anchor_score") else ""
+            parts.append(f"anchors {c['anchor_mode']} {c['anchors']:g} (segment {c['segment']}{score})")
         shared = sum(1 for l, s in enumerate(c.get("layer_sources", [])) if l != s)
         if shared:
             parts.append(f"{shared} layers shared")
