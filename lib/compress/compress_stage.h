@@ -26,7 +26,7 @@ struct CompressStageOptions {
   std::string from, to;                 // stored KV mode read, new mode written
   double anchors = 0;                   // fraction of each segment kept; 0: no anchors
   std::string anchor_mode = "select";   // select | append
-  std::string anchor_score = "mean";    // select: mean | sum of the attention received (anchors.h)
+  std::string anchor_score = "sum";     // select: sum | mean of the attention received (anchors.h)
   int segment = 100;
   int share_layers = 0;                 // layers sharing an earlier layer's KV; 0: none
   double share_threshold = 0.5;

@@ -43,7 +43,9 @@ void add_compress_command(CLI::App& app) {
       "segment's last positions (meant for models trained for them). --share-layers C: C layers read an earlier\n"
       "layer's KV (the store's `kvprep share-search` result for these settings, searched now if there is none); only\n"
       "source layers are stored. --quant int8: int8 with one f16 scale per row and head. Compressions combine; a\n"
-      "rerun computes only chunks the new mode lacks. Bytes per token: `kvprep inspect`.");
+      "rerun computes only chunks the new mode lacks. Bytes per token: `kvprep inspect`.\n"
+      "Measured (SmolLM2-135M, HotpotQA, fusion at 15%; docs/results/compress-hotpotqa*): int8 keeps the quality\n"
+      "(1.94x smaller); training-free anchors and layer sharing cost far more than they save on this model.");
   cmd->add_option("--store", a->o.store_dir, "store directory")->required();
   cmd->add_option("--from", a->o.from, "stored KV mode to compress (e.g. similarity)")->required();
   cmd->add_option("--to", a->o.to, "name of the new KV mode (letters, digits, '_', '-')")->required();
@@ -55,9 +57,9 @@ void add_compress_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"select", "append"}));
   cmd->add_option("--anchor-score", a->o.anchor_score,
-                  "select: rank by the mean attention a token received per later row, or the sum over them")
+                  "select: rank by the attention a token received summed over the rows after it, or its mean per row")
       ->capture_default_str()
-      ->check(CLI::IsMember({"mean", "sum"}));
+      ->check(CLI::IsMember({"sum", "mean"}));
   cmd->add_option("--segment", a->o.segment, "anchor segment length, tokens")->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--share-layers", a->o.share_layers, "layers that read an earlier layer's KV; 0: none")
       ->capture_default_str()
