@@ -11,14 +11,14 @@
 #include "io/gguf.h"
 #include "model/decoder.h"
 #include "model/fingerprint.h"
-#include "prep/chunk_kv.h"
+#include "model/gguf_tokenizer.h"
 #include "prep/precompute_view.h"
 #include "prep/retrieval_stages.h"
 #include "prep/shard_sink.h"
+#include "store/chunk_kv.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
 #include "text/bpe_tokenizer.h"
-#include "text/preset_tokens.h"
 
 namespace kvf {
 namespace {
@@ -92,8 +92,11 @@ std::vector<int32_t> sharing_sources(const ShareSearchStageOptions& o, StoreMode
 }
 
 // The rows of `kv` at the given in-chunk positions (each present once).
-HostKv keep_positions(const HostKv& kv, const std::vector<int32_t>& positions, int64_t row_elems) {
+HostKv keep_positions(const HostKv& kv, const std::vector<int32_t>& positions) {
+  const int64_t row_elems = kv.layers * kv.width;
   HostKv out;
+  out.layers = kv.layers;
+  out.width = kv.width;
   size_t next = 0;
   for (int64_t r = 0; r < kv.rows && next < positions.size(); ++r) {
     if (kv.positions[r] != positions[next]) continue;
@@ -108,28 +111,19 @@ HostKv keep_positions(const HostKv& kv, const std::vector<int32_t>& positions, i
   return out;
 }
 
-// Only the stored layers in `keep` (ascending stored-layer indices), in that order.
-HostKv keep_layers(const HostKv& kv, int stored_layers, const std::vector<int32_t>& keep, int64_t layer_elems) {
+// Only the layers in `keep` (ascending layer indices of `kv`), in that order.
+HostKv keep_layers(const HostKv& kv, const std::vector<int32_t>& keep) {
   HostKv out;
   out.rows = kv.rows;
+  out.layers = (int)keep.size();
+  out.width = kv.width;
   out.positions = kv.positions;
   for (int64_t r = 0; r < kv.rows; ++r)
     for (int32_t l : keep) {
-      const int64_t at = (r * stored_layers + l) * layer_elems;
-      out.k.insert(out.k.end(), kv.k.begin() + at, kv.k.begin() + at + layer_elems);
-      out.v.insert(out.v.end(), kv.v.begin() + at, kv.v.begin() + at + layer_elems);
+      const int64_t at = (r * kv.layers + l) * kv.width;
+      out.k.insert(out.k.end(), kv.k.begin() + at, kv.k.begin() + at + kv.width);
+      out.v.insert(out.v.end(), kv.v.begin() + at, kv.v.begin() + at + kv.width);
     }
-  return out;
-}
-
-// Rows [begin, begin + count) of a segment, positions moved by `shift` (tensors shared).
-KvSegment segment_rows(const KvSegment& seg, int64_t begin, int64_t count, int32_t shift) {
-  KvSegment out;
-  for (size_t l = 0; l < seg.k.size(); ++l) {
-    out.k.push_back(seg.k[l].rows(begin, count));
-    out.v.push_back(seg.v[l].rows(begin, count));
-  }
-  for (int64_t r = begin; r < begin + count; ++r) out.positions.push_back(seg.positions[r] + shift);
   return out;
 }
 
@@ -144,7 +138,7 @@ HostKv append_anchors(const Decoder& d, const KvSegment& system, const KvSegment
   for (const AnchorSegment& s : anchor_segments(n_tokens, segment, fraction)) {
     KVF_CHECK(chunk_kv.rows() == n_tokens && chunk_kv.positions[s.begin] == s.begin, "compress: append needs every "
               "token's row in the source KV");
-    const KvSegment own = segment_rows(chunk_kv, s.begin, s.end - s.begin, s_len);
+    const KvSegment own = placed_at(chunk_kv.slice(s.begin, s.end - s.begin), s_len);
     ForwardRequest r;
     r.view.push_back(&system);
     for (const KvSegment& a : anchors) r.view.push_back(&a);
@@ -159,6 +153,8 @@ HostKv append_anchors(const Decoder& d, const KvSegment& system, const KvSegment
     for (int32_t p : appended_anchor_positions(s)) kv.positions.push_back(s_len + p);
     HostKv host = segment_to_host(kv, b);
     for (int32_t& p : host.positions) p -= s_len;
+    out.layers = host.layers;
+    out.width = host.width;
     out.k.insert(out.k.end(), host.k.begin(), host.k.end());
     out.v.insert(out.v.end(), host.v.begin(), host.v.end());
     out.positions.insert(out.positions.end(), host.positions.begin(), host.positions.end());
@@ -167,6 +163,232 @@ HostKv append_anchors(const Decoder& d, const KvSegment& system, const KvSegment
   out.rows = (int64_t)out.positions.size();
   return out;
 }
+
+void check_compress_options(const CompressStageOptions& o) {
+  check_mode_name(o.to);
+  KVF_CHECK(o.from != o.to, "--from and --to are both '", o.from, "'");
+  KVF_CHECK(o.anchors >= 0 && o.anchors <= 1, "--anchors must be in (0, 1], got ", o.anchors);
+  KVF_CHECK(o.anchor_mode == "select" || o.anchor_mode == "append", "--anchor-mode must be select or append, got '",
+            o.anchor_mode, "'");
+  anchor_score_from_name(o.anchor_score);  // throws naming a bad value
+  KVF_CHECK(o.quant.empty() || o.quant == "int8", "--quant must be int8, got '", o.quant, "'");
+  KVF_CHECK(o.anchors > 0 || o.share_layers > 0 || !o.quant.empty(), "compress: nothing to do; give --anchors, "
+            "--share-layers or --quant");
+}
+
+// One kvprep compress run: from the source mode's KV to the new mode's, chunk group by chunk group.
+class CompressJob {
+ public:
+  CompressJob(const CompressStageOptions& o)
+      : o_(o),
+        s_(o.store_dir, o.model_path),
+        c_(s_.decoder->config()),
+        source_(open_source(o, s_)),
+        from_layout_(source_.layout()),
+        anchors_(o.anchors > 0),
+        select_(anchors_ && o.anchor_mode == "select"),
+        stage_("compress-" + o.to) {}
+
+  CompressStageResult run() {
+    read_source_recipe();
+    choose_layer_sources();
+    read_prompt_tokens();
+    make_target_layout();
+    record_recipe();
+    const KvModeReader existing(o_.store_dir, s_.manifest, o_.to, s_.fingerprint);
+    const uint64_t missing = plan_groups(existing);
+    res_.sources = sources_;
+    if (missing == 0 && s_.manifest.find_stage(stage_)) {
+      res_.unchanged = true;
+      res_.chunks = existing.chunks();
+      return res_;
+    }
+    if (anchors_) open_precompute_view();
+    ShardSink sink(o_.store_dir, s_.manifest, layout_, o_.shard_bytes);
+    Progress progress("compress " + o_.to, "chunks", missing, o_.progress);
+    for (const auto& [begin, end] : groups_) {
+      const std::vector<std::vector<int32_t>> kept = select_ ? select_anchors(begin, end) : kNone;
+      for (size_t row = begin; row < end; ++row) {
+        if (!needs(row, existing)) continue;
+        sink.add(s_.chunks.chunks()[row].id, compress_chunk(row, select_ ? &kept[row - begin] : nullptr),
+                 source_.context(s_.chunks.chunks()[row].id));
+        progress.advance(1);
+      }
+    }
+    progress.finish();
+    res_.chunks = existing.chunks() + res_.computed;  // the chunks computed were those the mode lacked
+    sink.finish_stage(stage_, {{"chunks", res_.chunks}, {"computed", res_.computed}, {"tokens", res_.tokens},
+                               {"rows", res_.rows}});
+    res_.shards_written = sink.written();
+    res_.stored_bytes = sink.bytes();
+    return res_;
+  }
+
+ private:
+  static KvModeReader open_source(const CompressStageOptions& o, StoreModel& s) {
+    KVF_CHECK(kv_mode_completed(s.manifest, o.from), o.store_dir, ": no '", o.from, "' KV to compress (stored modes "
+              "are listed by `kvprep inspect`)");
+    return KvModeReader(o.store_dir, s.manifest, o.from, s.fingerprint);
+  }
+
+  // What the source mode already is: its own recipe when it is compressed, and the prefill mode it comes from.
+  void read_source_recipe() {
+    const std::string section = "compress-" + o_.from;
+    from_recipe_ = s_.manifest.settings.contains(section) ? s_.manifest.settings.at(section) : json::object();
+    base_ = from_recipe_.value("base", o_.from);
+    if (anchors_)
+      KVF_CHECK(from_recipe_.value("anchors", 0.0) == 0.0, "--anchors needs every token's row, but '", o_.from,
+                "' already keeps anchors only; compress from '", base_, "'");
+  }
+
+  // The KV source map of the new mode: the source's, or a layer-sharing search's (recorded in the store).
+  void choose_layer_sources() {
+    from_sources_ = sources_of_layer_map(from_layout_.layer_map);
+    sources_ = from_sources_;
+    if (o_.share_layers == 0) return;
+    for (int l = 0; l < c_.n_layers; ++l)
+      KVF_CHECK(sources_[l] == l, "--share-layers needs every layer's KV, but '", o_.from, "' already shares layers");
+    ShareSearchStageOptions so;
+    so.store_dir = o_.store_dir;
+    so.model_path = o_.model_path;
+    so.search = {o_.share_layers, o_.share_threshold, o_.progress};
+    so.samples = o_.share_samples;
+    so.sample_tokens = o_.share_sample_tokens;
+    sources_ = sharing_sources(so, s_);
+  }
+
+  // S's tokens (the view anchors are computed after) and, for append, the anchor token ids: the k-th anchor of a
+  // segment is the preset's k-th id, the list repeating when it is shorter.
+  void read_prompt_tokens() {
+    const std::string system_text = s_.manifest.settings.at("prefill").at("system_prompt").get<std::string>();
+    const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*s_.file));
+    s_tokens_ = tokenizer.encode(system_text, false, true);
+    anchor_ids_ = preset_token_list(*s_.file, kAnchorTokensKey, tokenizer);
+  }
+
+  // The new mode's layout: the source layers only, in order; each layer maps to its source's stored layer.
+  void make_target_layout() {
+    for (int l = 0; l < c_.n_layers; ++l)
+      if (sources_[l] == l) kept_layers_.push_back(from_layout_.layer_map[l]);
+    layout_ = from_layout_;
+    layout_.mode = o_.to;
+    layout_.stored_layers = (int)kept_layers_.size();
+    for (int l = 0; l < c_.n_layers; ++l)
+      layout_.layer_map[l] = (int32_t)(std::find(kept_layers_.begin(), kept_layers_.end(),
+                                                 from_layout_.layer_map[sources_[l]]) - kept_layers_.begin());
+    if (o_.quant == "int8") layout_.dtype = KvDtype::Int8;
+    for (int l = 0; l < c_.n_layers; ++l)
+      if (from_sources_[l] == l) from_source_layers_.push_back(l);
+  }
+
+  // The recipe kvrun reads; a rerun with other options is refused (require_settings names the difference).
+  void record_recipe() {
+    json recipe = {{"from", o_.from},
+                   {"base", base_},
+                   {"anchors", anchors_ ? o_.anchors : from_recipe_.value("anchors", 0.0)},
+                   {"anchor_mode", anchors_ ? o_.anchor_mode : from_recipe_.value("anchor_mode", "")},
+                   {"segment", anchors_ ? o_.segment : from_recipe_.value("segment", 0)},
+                   {"layer_sources", sources_},
+                   {"quant", layout_.dtype == KvDtype::Int8 ? "int8" : ""}};
+    if (anchors_ && !select_) recipe["anchor_token_ids"] = anchor_ids_;
+    if (select_) recipe["anchor_score"] = o_.anchor_score;
+    if (!anchors_ && from_recipe_.contains("anchor_score")) recipe["anchor_score"] = from_recipe_["anchor_score"];
+    require_settings(s_.manifest, stage_, recipe, o_.store_dir);
+  }
+
+  bool needs(size_t row, const KvModeReader& existing) const {
+    const uint64_t id = s_.chunks.chunks()[row].id;
+    return source_.contains(id) && !existing.contains(id);
+  }
+
+  // The fixed chunk groups holding a chunk the new mode lacks; returns how many chunks that is.
+  uint64_t plan_groups(const KvModeReader& existing) {
+    uint64_t missing = 0;
+    for (const auto& [begin, end] : fixed_chunk_batches(s_.chunks, o_.batch_tokens)) {
+      uint64_t here = 0;
+      for (size_t row = begin; row < end; ++row) here += needs(row, existing);
+      if (here) groups_.push_back({begin, end});
+      missing += here;
+    }
+    return missing;
+  }
+
+  // Anchors are computed over the base mode's precompute view (select re-runs it to see the attention each
+  // token received there; append places its anchors after S).
+  void open_precompute_view() {
+    const Manifest& m = s_.manifest;
+    const int top_n = base_ == "similarity" ? m.settings.at("prefill_similarity").at("top_n").get<int>() : 0;
+    view_ = std::make_unique<PrecomputeView>(o_.store_dir, m, s_.chunks, base_, top_n, s_.fingerprint, s_tokens_,
+                                             c_.context_length, *s_.backend, o_.neighbor_cache_bytes);
+    // append computes with the model the source KV belongs to (its layer sharing included).
+    source_model_ = s_.decoder->with_kv_sources(from_sources_);
+  }
+
+  // select: the in-chunk positions each chunk of the group keeps, from the attention its tokens received.
+  std::vector<std::vector<int32_t>> select_anchors(size_t begin, size_t end) {
+    std::vector<size_t> rows;
+    for (size_t row = begin; row < end; ++row) rows.push_back(row);
+    std::vector<std::vector<KvSegment>> placed;
+    std::vector<ForwardRequest> batch = view_->chunk_requests(rows, placed);
+    for (ForwardRequest& r : batch) {
+      for (int l = 0; l < c_.n_layers; ++l) r.probe_layers.push_back(l);
+      for (size_t i = 0; i < r.tokens.size(); ++i) r.probe_rows.push_back((int32_t)i);
+    }
+    const std::vector<ForwardResult> out = s_.decoder->forward(batch);
+    const AnchorScore score_kind = anchor_score_from_name(o_.anchor_score);
+    std::vector<std::vector<int32_t>> kept(out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      int64_t view_rows = 0;
+      for (const KvSegment* seg : batch[i].view) view_rows += seg->rows();
+      kept[i] = select_anchor_positions(
+          received_attention(out[i].attn_colsum, view_rows, (int64_t)batch[i].tokens.size(), score_kind), o_.segment,
+          o_.anchors);
+    }
+    return kept;
+  }
+
+  // One chunk's KV in the new mode: anchors (kept positions or appended tokens), then the layers kept.
+  HostKv compress_chunk(size_t row, const std::vector<int32_t>* selected) {
+    const ChunkRecord& chunk = s_.chunks.chunks()[row];
+    HostKv kv = source_.read(chunk.id);
+    res_.source_bytes += (uint64_t)(kv.rows * from_layout_.bytes_per_row());
+    if (selected) {
+      kv = keep_positions(kv, *selected);
+    } else if (anchors_) {
+      const KvSegment chunk_kv = host_to_segment(kv, from_layout_, *s_.backend, kv.positions);
+      kv = append_anchors(*source_model_, view_->system(), chunk_kv, (int32_t)chunk.tokens.size(), anchor_ids_,
+                          o_.segment, o_.anchors);
+      kv = keep_layers(kv, from_source_layers_);  // every model layer back to the source's stored layers
+    }
+    if ((int)kept_layers_.size() != from_layout_.stored_layers) kv = keep_layers(kv, kept_layers_);
+    res_.tokens += chunk.tokens.size();
+    res_.rows += (uint64_t)kv.rows;
+    ++res_.computed;
+    return kv;
+  }
+
+  inline static const std::vector<std::vector<int32_t>> kNone{};
+
+  const CompressStageOptions& o_;
+  StoreModel s_;
+  const LlamaConfig& c_;
+  const KvModeReader source_;
+  const KvShardLayout& from_layout_;
+  const bool anchors_, select_;
+  const std::string stage_;
+
+  json from_recipe_;
+  std::string base_;                          // the prefill mode the source KV comes from
+  std::vector<int32_t> from_sources_, sources_;  // KV source maps of the source and the new mode
+  std::vector<int32_t> from_source_layers_;   // the source's stored layers, as model layers
+  std::vector<int32_t> kept_layers_;          // stored layers of the source that the new mode keeps
+  KvShardLayout layout_;
+  std::vector<int32_t> s_tokens_, anchor_ids_;
+  std::vector<std::pair<size_t, size_t>> groups_;
+  std::unique_ptr<PrecomputeView> view_;
+  std::unique_ptr<Decoder> source_model_;
+  CompressStageResult res_;
+};
 
 }  // namespace
 
@@ -180,161 +402,8 @@ ShareSearchResult run_share_search(const ShareSearchStageOptions& o) {
 
 CompressStageResult run_compress_stage(const CompressStageOptions& o) {
   const auto t0 = Clock::now();
-  check_mode_name(o.to);
-  KVF_CHECK(o.from != o.to, "--from and --to are both '", o.from, "'");
-  const bool anchors = o.anchors > 0;
-  KVF_CHECK(o.anchors >= 0 && o.anchors <= 1, "--anchors must be in (0, 1], got ", o.anchors);
-  KVF_CHECK(o.anchor_mode == "select" || o.anchor_mode == "append", "--anchor-mode must be select or append, got '",
-            o.anchor_mode, "'");
-  const AnchorScore score_kind = anchor_score_from_name(o.anchor_score);
-  KVF_CHECK(o.quant.empty() || o.quant == "int8", "--quant must be int8, got '", o.quant, "'");
-  KVF_CHECK(anchors || o.share_layers > 0 || !o.quant.empty(), "compress: nothing to do; give --anchors, "
-            "--share-layers or --quant");
-  StoreModel s(o.store_dir, o.model_path);
-  Manifest& m = s.manifest;
-  KVF_CHECK(kv_mode_completed(m, o.from), o.store_dir, ": no '", o.from, "' KV to compress (stored modes are "
-            "listed by `kvprep inspect`)");
-  const KvModeReader source(o.store_dir, m, o.from, s.fingerprint);
-  const KvShardLayout& from_layout = source.layout();
-  const std::string from_section = "compress-" + o.from;
-  const json from_recipe = m.settings.contains(from_section) ? m.settings.at(from_section) : json::object();
-  const std::string base = from_recipe.value("base", o.from);  // the prefill mode the KV comes from
-  if (anchors)
-    KVF_CHECK(from_recipe.value("anchors", 0.0) == 0.0, "--anchors needs every token's row, but '", o.from,
-              "' already keeps anchors only; compress from '", base, "'");
-  const LlamaConfig& c = s.decoder->config();
-  const std::vector<int32_t> from_sources = sources_of_layer_map(from_layout.layer_map);
-  std::vector<int32_t> sources = from_sources;
-  if (o.share_layers > 0) {
-    for (int l = 0; l < c.n_layers; ++l)
-      KVF_CHECK(sources[l] == l, "--share-layers needs every layer's KV, but '", o.from, "' already shares layers");
-    ShareSearchStageOptions so;
-    so.store_dir = o.store_dir;
-    so.model_path = o.model_path;
-    so.search = {o.share_layers, o.share_threshold, o.progress};
-    so.samples = o.share_samples;
-    so.sample_tokens = o.share_sample_tokens;
-    sources = sharing_sources(so, s);
-  }
-
-  const std::string system_text = m.settings.at("prefill").at("system_prompt").get<std::string>();
-  const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*s.file));
-  const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
-  // append: the k-th anchor of a segment is the preset's k-th id, the list repeating when it is shorter.
-  const std::vector<int32_t> anchor_ids = preset_token_list(*s.file, kAnchorTokensKey, tokenizer);
-
-  // The new mode's layout: the source layers only, in order; each layer maps to its source's stored layer.
-  std::vector<int32_t> kept_layers;  // stored layers of `from` that remain
-  for (int l = 0; l < c.n_layers; ++l)
-    if (sources[l] == l) kept_layers.push_back(from_layout.layer_map[l]);
-  KvShardLayout layout = from_layout;
-  layout.mode = o.to;
-  layout.stored_layers = (int)kept_layers.size();
-  for (int l = 0; l < c.n_layers; ++l)
-    layout.layer_map[l] = (int32_t)(std::find(kept_layers.begin(), kept_layers.end(),
-                                              from_layout.layer_map[sources[l]]) - kept_layers.begin());
-  if (o.quant == "int8") layout.dtype = KvDtype::Int8;
-
-  json recipe = {{"from", o.from},
-                 {"base", base},
-                 {"anchors", anchors ? o.anchors : from_recipe.value("anchors", 0.0)},
-                 {"anchor_mode", anchors ? o.anchor_mode : from_recipe.value("anchor_mode", "")},
-                 {"segment", anchors ? o.segment : from_recipe.value("segment", 0)},
-                 {"layer_sources", sources},
-                 {"quant", layout.dtype == KvDtype::Int8 ? "int8" : ""}};
-  if (anchors && o.anchor_mode == "append") recipe["anchor_token_ids"] = anchor_ids;
-  if (anchors && o.anchor_mode == "select") recipe["anchor_score"] = o.anchor_score;
-  if (!anchors && from_recipe.contains("anchor_score")) recipe["anchor_score"] = from_recipe["anchor_score"];
-  require_settings(m, "compress-" + o.to, recipe, o.store_dir);
-
-  const KvModeReader existing(o.store_dir, m, o.to, s.fingerprint);
-  const auto needs = [&](size_t row) {
-    const uint64_t id = s.chunks.chunks()[row].id;
-    return source.contains(id) && !existing.contains(id);
-  };
-  std::vector<std::pair<size_t, size_t>> groups;
-  uint64_t missing = 0;
-  for (const auto& [begin, end] : fixed_chunk_batches(s.chunks, o.batch_tokens)) {
-    uint64_t here = 0;
-    for (size_t row = begin; row < end; ++row) here += needs(row);
-    if (here) groups.push_back({begin, end});
-    missing += here;
-  }
-  CompressStageResult res;
-  res.sources = sources;
-  const std::string stage = "compress-" + o.to;
-  if (missing == 0 && m.find_stage(stage)) {
-    res.unchanged = true;
-    res.chunks = existing.chunks();
-    res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    return res;
-  }
-
-  // select re-runs the base mode's precompute to see the attention each token received there.
-  std::unique_ptr<PrecomputeView> view;
-  if (anchors) {
-    const int top_n = base == "similarity" ? m.settings.at("prefill_similarity").at("top_n").get<int>() : 0;
-    view = std::make_unique<PrecomputeView>(o.store_dir, m, s.chunks, base, top_n, s.fingerprint, s_tokens,
-                                            c.context_length, *s.backend, o.neighbor_cache_bytes);
-  }
-  const int64_t layer_elems = (int64_t)from_layout.kv_heads * from_layout.head_dim;
-  // append computes anchors with the model the source KV belongs to (its layer sharing included) and gets every
-  // model layer back; the source's stored layers are its source layers, in order.
-  const std::unique_ptr<Decoder> source_model = s.decoder->with_kv_sources(from_sources);
-  std::vector<int32_t> from_source_layers;
-  for (int l = 0; l < c.n_layers; ++l)
-    if (from_sources[l] == l) from_source_layers.push_back(l);
-  const double source_row_bytes = from_layout.bytes_per_row();
-  ShardSink sink(o.store_dir, m, layout, o.shard_bytes);
-  Progress progress("compress " + o.to, "chunks", missing, o.progress);
-  for (const auto& [begin, end] : groups) {
-    std::vector<std::vector<int32_t>> kept(end - begin);  // select: positions kept per chunk
-    if (anchors && o.anchor_mode == "select") {
-      std::vector<size_t> rows;
-      for (size_t row = begin; row < end; ++row) rows.push_back(row);
-      std::vector<std::vector<KvSegment>> placed;
-      std::vector<ForwardRequest> batch = view->chunk_requests(rows, placed);
-      for (ForwardRequest& r : batch) {
-        for (int l = 0; l < c.n_layers; ++l) r.probe_layers.push_back(l);
-        for (size_t i = 0; i < r.tokens.size(); ++i) r.probe_rows.push_back((int32_t)i);
-      }
-      const std::vector<ForwardResult> out = s.decoder->forward(batch);
-      for (size_t i = 0; i < out.size(); ++i) {
-        int64_t view_rows = 0;
-        for (const KvSegment* seg : batch[i].view) view_rows += seg->rows();
-        kept[i] = select_anchor_positions(
-            received_attention(out[i].attn_colsum, view_rows, (int64_t)batch[i].tokens.size(), score_kind), o.segment,
-            o.anchors);
-      }
-    }
-    for (size_t row = begin; row < end; ++row) {
-      if (!needs(row)) continue;
-      const ChunkRecord& chunk = s.chunks.chunks()[row];
-      HostKv kv = source.read(chunk.id);
-      res.source_bytes += (uint64_t)(kv.rows * source_row_bytes);
-      if (anchors && o.anchor_mode == "select") {
-        kv = keep_positions(kv, kept[row - begin], (int64_t)from_layout.stored_layers * layer_elems);
-      } else if (anchors) {
-        const KvSegment chunk_kv = host_to_segment(kv, from_layout, *s.backend, kv.positions);
-        kv = append_anchors(*source_model, view->system(), chunk_kv, (int32_t)chunk.tokens.size(), anchor_ids,
-                            o.segment, o.anchors);
-        kv = keep_layers(kv, c.n_layers, from_source_layers, layer_elems);  // back to the source's stored layers
-      }
-      if ((int)kept_layers.size() != from_layout.stored_layers)
-        kv = keep_layers(kv, from_layout.stored_layers, kept_layers, layer_elems);
-      sink.add(chunk.id, kv, source.context(chunk.id));
-      res.tokens += chunk.tokens.size();
-      res.rows += (uint64_t)kv.rows;
-      ++res.computed;
-      progress.advance(1);
-    }
-  }
-  progress.finish();
-  res.chunks = existing.chunks() + res.computed;  // the chunks computed were those the mode lacked
-  sink.finish_stage(stage, {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens},
-                            {"rows", res.rows}});
-  res.shards_written = sink.written();
-  res.stored_bytes = sink.bytes();
+  check_compress_options(o);
+  CompressStageResult res = CompressJob(o).run();
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "model/generate.h"
@@ -51,23 +52,31 @@ double top1_agreement(const std::vector<float>& logits_a, const std::vector<floa
   return (double)same / (double)rows;
 }
 
-LayerDeviation kv_deviation(const ContextKv& a, const ContextKv& b) {
-  KVF_CHECK(a.rows == b.rows && a.width == b.width && a.k.size() == b.k.size(), "kv_deviation: ", a.rows, "x",
-            a.width, " over ", a.k.size(), " layers against ", b.rows, "x", b.width, " over ", b.k.size());
-  LayerDeviation d;
-  // Over the tokens both have a row for (anchor compression drops some rows).
-  std::vector<int64_t> both;
-  for (int64_t r = 0; r < a.rows; ++r)
-    if ((a.present.empty() || a.present[(size_t)r]) && (b.present.empty() || b.present[(size_t)r])) both.push_back(r);
-  const auto mean_sq = [&](const std::vector<float>& x, const std::vector<float>& y) {
+LayerDeviation kv_deviation(const HostKv& a, const HostKv& b) {
+  KVF_CHECK(a.layers == b.layers && a.width == b.width, "kv_deviation: rows of ", a.layers, " layers x ", a.width,
+            " against ", b.layers, " x ", b.width);
+  // Over the positions both have a row for (anchor compression drops some rows).
+  std::unordered_map<int32_t, int64_t> b_row;
+  for (int64_t r = 0; r < b.rows; ++r) b_row[b.positions[(size_t)r]] = r;
+  std::vector<std::pair<int64_t, int64_t>> both;
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const auto it = b_row.find(a.positions[(size_t)r]);
+    if (it != b_row.end()) both.push_back({r, it->second});
+  }
+  const int64_t w = a.width;
+  const auto mean_sq = [&](const std::vector<float>& x, const std::vector<float>& y, int64_t layer) {
     double sum = 0;
-    for (int64_t r : both)
-      for (int64_t i = r * a.width; i < (r + 1) * a.width; ++i) sum += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+    for (const auto& [ra, rb] : both) {
+      const float* xa = x.data() + (ra * a.layers + layer) * w;
+      const float* yb = y.data() + (rb * b.layers + layer) * w;
+      for (int64_t i = 0; i < w; ++i) sum += ((double)xa[i] - yb[i]) * ((double)xa[i] - yb[i]);
+    }
     return both.empty() ? 0.0 : sum / (double)both.size();
   };
-  for (size_t l = 0; l < a.k.size(); ++l) {
-    d.k.push_back(mean_sq(a.k[l], b.k[l]));
-    d.v.push_back(mean_sq(a.v[l], b.v[l]));
+  LayerDeviation d;
+  for (int64_t l = 0; l < a.layers; ++l) {
+    d.k.push_back(mean_sq(a.k, b.k, l));
+    d.v.push_back(mean_sq(a.v, b.v, l));
   }
   return d;
 }

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "fusion/context_kv.h"
+#include "store/chunk_kv.h"
 
 namespace kvf {
 
@@ -21,6 +21,7 @@ double top1_agreement(const std::vector<float>& logits_a, const std::vector<floa
 struct LayerDeviation {
   std::vector<double> k, v;  // per layer: mean over context tokens (those both keep) of sum_j (a - b)^2 (eq. 7)
 };
-LayerDeviation kv_deviation(const ContextKv& reference, const ContextKv& other);
+// Rows are matched by position; both must have the same layers and width.
+LayerDeviation kv_deviation(const HostKv& reference, const HostKv& other);
 
 }  // namespace kvf

@@ -1,5 +1,4 @@
 #include "fusion/fused_prefill.h"
-#include "core/stopwatch.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/stopwatch.h"
 #include "fusion/token_selection.h"
 
 namespace kvf {
@@ -153,11 +153,7 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
   if (method == FusionMethod::Full) {
     res.selected = all_context(l);
   } else {
-    for (size_t c = 0; c < in.chunks.size(); ++c) {
-      KvSegment seg = *in.chunks[c];  // shares the stored tensors
-      for (int32_t& p : seg.positions) p += l.chunks[c].start;
-      res.placed.push_back(std::move(seg));
-    }
+    for (size_t c = 0; c < in.chunks.size(); ++c) res.placed.push_back(placed_at(*in.chunks[c], l.chunks[c].start));
     const int64_t count = method == FusionMethod::Reuse ? 0 : recompute_count(recompute, l.n_context());
     if (count == l.n_context()) {
       res.selected = all_context(l);  // the scores cannot change the set

@@ -1,5 +1,4 @@
 #include "fusion/query_engine.h"
-#include "core/stopwatch.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +6,8 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
-#include "fusion/chunk_kv_cache.h"
+#include "core/hex.h"
+#include "core/stopwatch.h"
 #include "fusion/fused_prefill.h"
 #include "fusion/token_selection.h"
 #include "io/gguf.h"
@@ -15,15 +15,15 @@
 #include "model/decoder.h"
 #include "model/fingerprint.h"
 #include "model/generate.h"
-#include "prep/chunk_kv.h"
-#include "prep/precompute_view.h"
+#include "model/gguf_tokenizer.h"
 #include "prep/store_search.h"
+#include "store/chunk_kv.h"
+#include "store/chunk_kv_cache.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
 #include "text/bpe_tokenizer.h"
 #include "text/chat_template.h"
 #include "text/chunker.h"
-#include "text/preset_tokens.h"
 #include "text/rag_prompt.h"
 
 namespace kvf {
@@ -81,7 +81,7 @@ struct QueryEngine::State {
     backend = make_backend(o.backend);
     decoder = Decoder::load_gguf(model_path, *backend);
     const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
-    const uint64_t s_id = system_prompt_id(s_tokens, fingerprint);
+    const uint64_t s_id = chunk_id(s_tokens, fingerprint);
     const KvModeReader system_store(o.store_dir, manifest, "system", fingerprint);
     KVF_CHECK(system_store.contains(s_id), o.store_dir, ": the system prompt's KV is missing; run `kvprep prefill`");
     std::vector<int32_t> positions(s_tokens.size());
@@ -109,7 +109,7 @@ struct QueryEngine::State {
       for (const TextChunk& piece : chunk_document(p.title, p.text, chunker, tokenize)) {
         const uint64_t id = chunk_id(piece.tokens, fingerprint);
         KVF_CHECK(chunks.contains(id), "question '", q.id, "': passage ", i, " ('", p.title.substr(0, 60),
-                  "') is not in the store ", options.store_dir, " (chunk ", fingerprint_hex(id),
+                  "') is not in the store ", options.store_dir, " (chunk ", hex64(id),
                   "); build the store from the data set's passages");
         ids.push_back(id);
       }
@@ -140,7 +140,7 @@ ResolvedQuery QueryEngine::resolve(const Query& q, int top_k) {
   const auto t0 = Clock::now();
   if (!q.chunk_ids.empty()) {
     for (uint64_t id : q.chunk_ids)
-      KVF_CHECK(s_->chunks.contains(id), "question '", q.id, "': chunk ", fingerprint_hex(id), " is not in the store ",
+      KVF_CHECK(s_->chunks.contains(id), "question '", q.id, "': chunk ", hex64(id), " is not in the store ",
                 s_->options.store_dir);
     r.chunk_ids = q.chunk_ids;
   } else if (!q.contexts.empty()) {

@@ -68,7 +68,7 @@ struct QueryAnswer {
   std::vector<int32_t> tokens;  // generated ids, the end token excluded
   std::vector<float> first_logits;  // the prefill's logits for the first generated token (vocab entries)
   std::vector<float> teacher_logits;  // [teacher_tokens.size(), vocab]: the logits at each teacher token
-  ContextKv context_kv;             // when return_context_kv
+  HostKv context_kv;                  // when return_context_kv: at prompt positions
   std::string stopped_by;       // end_token | stop_string | max_tokens
   uint64_t cache_hits = 0, cache_misses = 0;  // chunk KV lookups of this query
   QueryTimings ms;

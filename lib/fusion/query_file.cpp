@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "model/fingerprint.h"
+#include "core/hex.h"
 
 namespace kvf {
 namespace {
@@ -65,7 +65,7 @@ QueryRecord parse_record(const std::string& line_text, size_t line) {
     for (size_t i = 0; i < j["chunk_ids"].size(); ++i) {
       const auto& id = j["chunk_ids"][i];
       KVF_CHECK(id.is_string(), "\"chunk_ids\"[", i, "] must be a string, got ", id.dump().substr(0, 60));
-      q.chunk_ids.push_back(parse_fingerprint_hex(id.get<std::string>(), "\"chunk_ids\"[" + std::to_string(i) + "]"));
+      q.chunk_ids.push_back(parse_hex64(id.get<std::string>(), "\"chunk_ids\"[" + std::to_string(i) + "]"));
     }
   }
   if (j.contains("contexts")) {

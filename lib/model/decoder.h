@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "model/kv_segment.h"
+#include "backend/kv_segment.h"
 #include "model/llama_config.h"
 #include "model/llama_weights.h"
 

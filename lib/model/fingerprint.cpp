@@ -2,8 +2,6 @@
 
 #include <xxhash.h>
 
-#include <cinttypes>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -82,18 +80,6 @@ uint64_t tokenizer_fingerprint(const gguf::File& file) {
   Serializer s;
   s.put_metadata(file, {"tokenizer."});
   return s.digest();
-}
-
-std::string fingerprint_hex(uint64_t fingerprint) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, fingerprint);
-  return buf;
-}
-
-uint64_t parse_fingerprint_hex(const std::string& text, const std::string& what) {
-  KVF_CHECK(text.size() == 16 && text.find_first_not_of("0123456789abcdef") == std::string::npos, what,
-            ": expected 16 lower-case hex digits, got '", text, "'");
-  return std::stoull(text, nullptr, 16);
 }
 
 }  // namespace kvf

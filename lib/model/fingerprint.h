@@ -19,9 +19,4 @@ uint64_t model_fingerprint(const gguf::File& file);
 // the token ids of a text.
 uint64_t tokenizer_fingerprint(const gguf::File& file);
 
-// The 16-digit lower-case hex form ("%016llx") of a fingerprint or any other 64-bit hash, as manifests and HDF5
-// attributes write them; parse_fingerprint_hex reads it back, naming `what` when the text is not 16 hex digits.
-std::string fingerprint_hex(uint64_t fingerprint);
-uint64_t parse_fingerprint_hex(const std::string& text, const std::string& what);
-
 }  // namespace kvf

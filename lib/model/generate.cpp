@@ -1,14 +1,11 @@
 #include "model/generate.h"
-#include "core/stopwatch.h"
 
 #include <algorithm>
 #include <chrono>
 
+#include "core/stopwatch.h"
+
 namespace kvf {
-namespace {
-
-
-}  // namespace
 
 int32_t argmax(const float* logits, int64_t n) {
   return (int32_t)(std::max_element(logits, logits + n) - logits);

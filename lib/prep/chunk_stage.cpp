@@ -8,9 +8,11 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/hex.h"
 #include "io/corpus_reader.h"
 #include "io/gguf.h"
 #include "model/fingerprint.h"
+#include "model/gguf_tokenizer.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
 #include "text/bpe_tokenizer.h"
@@ -144,8 +146,8 @@ ChunkStageResult run_chunk_stage(const ChunkStageOptions& options) {
 
   ChunkTable table = fs::exists(chunks_path) ? ChunkTable::read(chunks_path) : ChunkTable(result.model_fingerprint);
   KVF_CHECK(table.model_fingerprint() == result.model_fingerprint, chunks_path, ": made with model fingerprint ",
-            fingerprint_hex(table.model_fingerprint()), ", but this model (", model_name, ") has ",
-            fingerprint_hex(result.model_fingerprint));
+            hex64(table.model_fingerprint()), ", but this model (", model_name, ") has ",
+            hex64(result.model_fingerprint));
   std::vector<std::vector<TextChunk>> pieces = chunk_corpus(corpus, options, tokenizer);
   result.documents = corpus.documents.size() + corpus.skipped_empty;
   result.skipped_empty = corpus.skipped_empty;

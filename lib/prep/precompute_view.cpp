@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "fusion/chunk_kv_cache.h"
-#include "prep/chunk_kv.h"
 #include "prep/retrieval_stages.h"
+#include "store/chunk_kv.h"
+#include "store/chunk_kv_cache.h"
 
 namespace kvf {
 namespace {
@@ -32,10 +32,6 @@ std::vector<std::pair<size_t, size_t>> fixed_chunk_batches(const ChunkTable& chu
   return groups;
 }
 
-uint64_t system_prompt_id(const std::vector<int32_t>& s_tokens, uint64_t model_fingerprint) {
-  return XXH3_64bits_withSeed(s_tokens.data(), s_tokens.size() * sizeof(int32_t), model_fingerprint);
-}
-
 PrecomputeView::PrecomputeView(const std::string& store_dir, const Manifest& m, const ChunkTable& chunks,
                                const std::string& mode, int top_n, uint64_t fingerprint,
                                const std::vector<int32_t>& s_tokens, int32_t context_length, Backend& backend,
@@ -45,7 +41,7 @@ PrecomputeView::PrecomputeView(const std::string& store_dir, const Manifest& m, 
             mode, "'");
   // Always S as stored (rounded to the store's dtype), so a first run and a resumed one see the same view.
   const KvModeReader system_store(store_dir, m, "system", fingerprint);
-  const uint64_t s_id = system_prompt_id(s_tokens, fingerprint);
+  const uint64_t s_id = chunk_id(s_tokens, fingerprint);
   KVF_CHECK(system_store.contains(s_id), store_dir, ": the system prompt's KV is missing; run `kvprep prefill`");
   system_kv_ = host_to_segment(system_store.read(s_id), system_store.layout(), backend,
                                consecutive((int64_t)s_tokens.size(), 0));
@@ -68,10 +64,8 @@ std::vector<KvSegment> PrecomputeView::neighbours(size_t row, int64_t chunk_toke
     if (nb_row < 0) break;
     const std::shared_ptr<const KvSegment> nb = cache_->get(chunks_.chunks()[(size_t)nb_row].id).kv;
     if (at + nb->rows() + chunk_tokens > context_length_) break;  // the view must fit
-    KvSegment moved = *nb;  // same tensors, placed at this view's positions
-    moved.positions = consecutive(nb->rows(), at);
+    views.push_back(placed_at(*nb, at));  // independent KV: every row, at in-chunk positions 0..rows-1
     at += (int32_t)nb->rows();
-    views.push_back(std::move(moved));
   }
   return views;
 }

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/kv_segment.h"
 #include "model/decoder.h"
-#include "model/kv_segment.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
 #include "store/neighbor_table.h"
@@ -56,8 +56,5 @@ class PrecomputeView {
 // shape, so a chunk's result then depends only on its inputs, and a resumed or incremental run stores exactly
 // what one run would have.
 std::vector<std::pair<size_t, size_t>> fixed_chunk_batches(const ChunkTable& chunks, int batch_tokens);
-
-// S's chunk id in the "system" KV mode: a hash of its tokens under the model's fingerprint.
-uint64_t system_prompt_id(const std::vector<int32_t>& s_tokens, uint64_t model_fingerprint);
 
 }  // namespace kvf

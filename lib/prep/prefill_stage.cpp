@@ -8,10 +8,11 @@
 #include "io/gguf.h"
 #include "model/decoder.h"
 #include "model/fingerprint.h"
-#include "prep/chunk_kv.h"
+#include "model/gguf_tokenizer.h"
 #include "prep/precompute_view.h"
-#include "prep/shard_sink.h"
 #include "prep/retrieval_stages.h"
+#include "prep/shard_sink.h"
+#include "store/chunk_kv.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
 #include "text/bpe_tokenizer.h"
@@ -77,7 +78,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   // S: computed once per store, stored as its own shard.
   const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
   const int32_t s_len = (int32_t)s_tokens.size();
-  const uint64_t s_id = system_prompt_id(s_tokens, fingerprint);
+  const uint64_t s_id = chunk_id(s_tokens, fingerprint);
   if (!KvModeReader(o.store_dir, m, kSystemMode, fingerprint).contains(s_id)) {
     ForwardRequest r;
     r.tokens = s_tokens;

@@ -9,8 +9,8 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/hex.h"
 #include "model/bert_encoder.h"
-#include "model/fingerprint.h"
 #include "store/chunk_table.h"
 #include "store/embedding_table.h"
 #include "store/manifest.h"
@@ -80,7 +80,7 @@ EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
   const auto embedder = SentenceEmbedder::load(o.embedder_dir, *backend);
   require_settings(m, "embedding",
                    {{"model", fs::path(o.embedder_dir).filename().string()},
-                    {"fingerprint", fingerprint_hex(embedder->fingerprint())},
+                    {"fingerprint", hex64(embedder->fingerprint())},
                     {"dim", embedder->dim()},
                     {"max_length", embedder->max_length()}},
                    o.store_dir);
@@ -90,8 +90,8 @@ EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
   if (fs::exists(out)) {
     const EmbeddingTable old = EmbeddingTable::read(out);
     KVF_CHECK(old.embedder_fingerprint == embedder->fingerprint() && old.dim == embedder->dim(), out,
-              ": made by another embedder (fingerprint ", fingerprint_hex(old.embedder_fingerprint), ", now ",
-              fingerprint_hex(embedder->fingerprint()), ")");
+              ": made by another embedder (fingerprint ", hex64(old.embedder_fingerprint), ", now ",
+              hex64(embedder->fingerprint()), ")");
     for (size_t i = 0; i < old.rows(); ++i)
       if (chunks.contains(old.chunk_ids[i])) done[old.chunk_ids[i]].assign(old.row(i), old.row(i) + old.dim);
   }

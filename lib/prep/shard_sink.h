@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "prep/chunk_kv.h"
+#include "store/chunk_kv.h"
 #include "store/kv_shard.h"
 #include "store/manifest.h"
 

@@ -5,9 +5,10 @@
 #include <filesystem>
 #include <map>
 
+#include "core/hex.h"
 #include "model/fingerprint.h"
-#include "prep/chunk_kv.h"
 #include "prep/retrieval_stages.h"
+#include "store/chunk_kv.h"
 #include "store/chunk_table.h"
 #include "store/embedding_table.h"
 #include "store/kv_shard.h"
@@ -44,9 +45,9 @@ std::vector<std::string> verify_store(const std::string& dir) {
     try {
       const CommittedFile now = describe_file(dir, f.path);
       if (now.bytes != f.bytes || now.xxh3 != f.xxh3) {
-        problems.push_back(path + ": " + std::to_string(now.bytes) + " bytes, xxh3 " + fingerprint_hex(now.xxh3) +
+        problems.push_back(path + ": " + std::to_string(now.bytes) + " bytes, xxh3 " + hex64(now.xxh3) +
                            "; the manifest recorded " + std::to_string(f.bytes) + " bytes, xxh3 " +
-                           fingerprint_hex(f.xxh3));
+                           hex64(f.xxh3));
       }
     } catch (const std::exception& e) {
       problems.push_back(e.what());
@@ -60,8 +61,8 @@ std::vector<std::string> verify_store(const std::string& dir) {
   try {
     const ChunkTable chunks = ChunkTable::read((fs::path(dir) / kChunksFile).string());
     if (chunks.model_fingerprint() != m.model_fingerprint)
-      problems.push_back(dir + "/" + kChunksFile + ": model fingerprint " + fingerprint_hex(chunks.model_fingerprint()) +
-                         ", the manifest's " + fingerprint_hex(m.model_fingerprint));
+      problems.push_back(dir + "/" + kChunksFile + ": model fingerprint " + hex64(chunks.model_fingerprint()) +
+                         ", the manifest's " + hex64(m.model_fingerprint));
     const auto same_ids = [&](const std::vector<uint64_t>& ids, const char* file) {
       bool same = ids.size() == chunks.size();
       for (size_t i = 0; same && i < ids.size(); ++i) same = ids[i] == chunks.chunks()[i].id;
@@ -82,7 +83,7 @@ nlohmann::json inspect_store(const std::string& dir) {
   const ChunkTable chunks = ChunkTable::read((fs::path(dir) / kChunksFile).string());
   nlohmann::json out = {{"store", dir},
                         {"model", m.model_name},
-                        {"model_fingerprint", fingerprint_hex(m.model_fingerprint)},
+                        {"model_fingerprint", hex64(m.model_fingerprint)},
                         {"chunks", chunks.size()},
                         {"tokens", chunks.n_tokens()},
                         {"settings", m.settings},
@@ -130,7 +131,7 @@ nlohmann::json inspect_store(const std::string& dir) {
                        {"bytes", t.bytes},
                        {"bytes_per_token", tokens ? (double)t.bytes / (double)tokens : 0.0},
                        {"kv_bytes_per_token", tokens ? t.row_bytes * (double)t.rows / (double)tokens : 0.0},
-                       {"content_hash", fingerprint_hex(content_hash(t.checksums))}};
+                       {"content_hash", hex64(content_hash(t.checksums))}};
   }
   out["bytes"] = total_bytes;
   return out;

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "model/fingerprint.h"
+#include "core/hex.h"
 #include "prep/retrieval_stages.h"
 #include "store/manifest.h"
 
@@ -20,9 +20,9 @@ std::unique_ptr<SentenceEmbedder> load_store_embedder(const std::string& store_d
   KVF_CHECK(m.settings.contains("embedding"), store_dir, ": no embeddings yet; run `kvprep embed` first");
   auto embedder = SentenceEmbedder::load(embedder_dir, backend);
   const std::string want = m.settings["embedding"].at("fingerprint").get<std::string>();
-  KVF_CHECK(fingerprint_hex(embedder->fingerprint()) == want, store_dir, ": the store was embedded with ",
+  KVF_CHECK(hex64(embedder->fingerprint()) == want, store_dir, ": the store was embedded with ",
             m.settings["embedding"].at("model").get<std::string>(), " (fingerprint ", want, "), not with ",
-            embedder_dir, " (", fingerprint_hex(embedder->fingerprint()), ")");
+            embedder_dir, " (", hex64(embedder->fingerprint()), ")");
   return embedder;
 }
 

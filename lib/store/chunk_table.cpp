@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "model/fingerprint.h"
+#include "core/hex.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
 
@@ -39,7 +39,7 @@ bool ChunkTable::add(ChunkRecord record) {
   record.id = chunk_id(record.tokens, fingerprint_);
   const auto [it, inserted] = rows_.emplace(record.id, chunks_.size());
   if (!inserted) {
-    KVF_CHECK(chunks_[it->second].tokens == record.tokens, "chunk table: id ", fingerprint_hex(record.id),
+    KVF_CHECK(chunks_[it->second].tokens == record.tokens, "chunk table: id ", hex64(record.id),
               " is the hash of two different token sequences (documents '", chunks_[it->second].doc_id, "' and '",
               record.doc_id, "')");
     return false;
@@ -54,7 +54,7 @@ void ChunkTable::write(const std::string& path) const {
   {
     const h5::File f = h5::File::create(tmp);
     f.write_format(kChunkTableMagic, kChunkTableFormatVersion);
-    f.write_string_attribute("model_fingerprint", fingerprint_hex(fingerprint_));
+    f.write_string_attribute("model_fingerprint", hex64(fingerprint_));
 
     std::vector<uint64_t> ids, offsets{0};
     std::vector<uint32_t> index_in_doc;
@@ -83,7 +83,7 @@ ChunkTable ChunkTable::read(const std::string& path) {
   const h5::File f = h5::File::open_read(path);
   f.require_format(kChunkTableMagic, kChunkTableFormatVersion);
   ChunkTable table(
-      parse_fingerprint_hex(f.read_string_attribute("model_fingerprint"), path + ": attribute 'model_fingerprint'"));
+      parse_hex64(f.read_string_attribute("model_fingerprint"), path + ": attribute 'model_fingerprint'"));
 
   const std::vector<uint64_t> ids = f.read<uint64_t>(kIds, {-1});
   const int64_t n = (int64_t)ids.size();
@@ -107,9 +107,9 @@ ChunkTable ChunkTable::read(const std::string& path) {
                   index_in_doc[i],
                   std::vector<int32_t>(tokens.begin() + (std::ptrdiff_t)offsets[i],
                                        tokens.begin() + (std::ptrdiff_t)offsets[i + 1])};
-    KVF_CHECK(chunk_id(c.tokens, table.fingerprint_) == c.id, path, ": row ", i, ": chunk id ", fingerprint_hex(c.id),
+    KVF_CHECK(chunk_id(c.tokens, table.fingerprint_) == c.id, path, ": row ", i, ": chunk id ", hex64(c.id),
               " does not match its tokens");
-    KVF_CHECK(table.add(std::move(c)), path, ": chunk id ", fingerprint_hex(ids[i]), " appears twice (row ", i, ")");
+    KVF_CHECK(table.add(std::move(c)), path, ": chunk id ", hex64(ids[i]), " appears twice (row ", i, ")");
   }
   return table;
 }

@@ -1,7 +1,7 @@
 #include "store/embedding_table.h"
 
 #include "core/error.h"
-#include "model/fingerprint.h"
+#include "core/hex.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
 
@@ -15,7 +15,7 @@ EmbeddingTable EmbeddingTable::read(const std::string& path) {
   const h5::File f = h5::File::open_read(path);
   f.require_format(kMagic, kFormatVersion);
   EmbeddingTable t;
-  t.embedder_fingerprint = parse_fingerprint_hex(f.read_string_attribute("embedder_fingerprint"), path);
+  t.embedder_fingerprint = parse_hex64(f.read_string_attribute("embedder_fingerprint"), path);
   t.chunk_ids = f.read<uint64_t>("chunk_id", {-1});
   std::vector<uint64_t> shape;
   t.vectors = f.read<float>("embedding", {(int64_t)t.chunk_ids.size(), -1}, &shape);
@@ -31,7 +31,7 @@ void EmbeddingTable::write(const std::string& path) const {
   {
     const h5::File f = h5::File::create(tmp);
     f.write_format(kMagic, kFormatVersion);
-    f.write_string_attribute("embedder_fingerprint", fingerprint_hex(embedder_fingerprint));
+    f.write_string_attribute("embedder_fingerprint", hex64(embedder_fingerprint));
     f.write<uint64_t>("chunk_id", {rows()}, chunk_ids.data());
     f.write<float>("embedding", {rows(), (uint64_t)dim}, vectors.data());
   }

@@ -10,8 +10,8 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/hex.h"
 #include "core/int8_rows.h"
-#include "model/fingerprint.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
 
@@ -98,8 +98,8 @@ KvShardWriter::KvShardWriter(KvShardLayout layout) : layout_(std::move(layout)) 
 
 void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions,
                               uint32_t rows, uint64_t context) {
-  KVF_CHECK(rows > 0, "kv shard: chunk ", fingerprint_hex(chunk_id), " has no rows");
-  KVF_CHECK(ids_.count(chunk_id) == 0, "kv shard: chunk ", fingerprint_hex(chunk_id), " added twice");
+  KVF_CHECK(rows > 0, "kv shard: chunk ", hex64(chunk_id), " has no rows");
+  KVF_CHECK(ids_.count(chunk_id) == 0, "kv shard: chunk ", hex64(chunk_id), " added twice");
   const KvDtype dtype = layout_.dtype;
   const size_t elems = (size_t)rows * layout_.row_elems();
   const size_t bytes = elems * layout_.element_bytes();
@@ -124,7 +124,7 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
       v_.resize(at);
       k_scale_.resize(scale_at);
       v_scale_.resize(scale_at);
-      fail("kv shard: chunk ", fingerprint_hex(chunk_id), " ", which, " (groups: row, stored layer, kv head): ",
+      fail("kv shard: chunk ", hex64(chunk_id), " ", which, " (groups: row, stored layer, kv head): ",
            e.what());
     }
   } else {
@@ -176,7 +176,7 @@ void KvShardWriter::write(const std::string& path) const {
     const h5::File f = h5::File::create(tmp);
     f.write_format(kMagic, kFormatVersion);
     f.write_string_attribute("mode", l.mode);
-    f.write_string_attribute("model_fingerprint", fingerprint_hex(l.model_fingerprint));
+    f.write_string_attribute("model_fingerprint", hex64(l.model_fingerprint));
     f.write_int_attribute("n_layers", l.n_layers);
     f.write_int_attribute("stored_layers", l.stored_layers);
     f.write_int_attribute("kv_heads", l.kv_heads);
@@ -221,10 +221,10 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
   KvShardLayout& l = r.layout_;
   l.mode = f.read_string_attribute("mode");
   l.model_fingerprint =
-      parse_fingerprint_hex(f.read_string_attribute("model_fingerprint"), path + ": attribute 'model_fingerprint'");
+      parse_hex64(f.read_string_attribute("model_fingerprint"), path + ": attribute 'model_fingerprint'");
   KVF_CHECK(expected_fingerprint == 0 || l.model_fingerprint == expected_fingerprint, path,
-            ": KV computed with model fingerprint ", fingerprint_hex(l.model_fingerprint), ", but this model's is ",
-            fingerprint_hex(expected_fingerprint));
+            ": KV computed with model fingerprint ", hex64(l.model_fingerprint), ", but this model's is ",
+            hex64(expected_fingerprint));
   l.n_layers = int_attribute(f, "n_layers");
   l.stored_layers = int_attribute(f, "stored_layers");
   l.kv_heads = int_attribute(f, "kv_heads");
@@ -272,10 +272,10 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
     KvChunkEntry& e = r.index_[i];
     e = {ids[i], first[i], counts[i], checksums[i], contexts[i]};
     KVF_CHECK(e.rows > 0 && e.first_row < total && e.rows <= total - e.first_row, path, ": index entry ", i,
-              " (chunk ", fingerprint_hex(e.chunk_id), ") holds rows ", e.first_row, "+", e.rows, ", outside [0, ",
+              " (chunk ", hex64(e.chunk_id), ") holds rows ", e.first_row, "+", e.rows, ", outside [0, ",
               total, ")");
     KVF_CHECK(seen.insert(e.chunk_id).second, path, ": index entry ", i, " repeats chunk ",
-              fingerprint_hex(e.chunk_id));
+              hex64(e.chunk_id));
   }
   std::vector<size_t> order(n);
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -320,8 +320,8 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
                                                  {v_scale.data(), groups * sizeof(uint16_t)},
                                                  pos})
                                : chunk_checksum({{k_raw.data(), bytes}, {v_raw.data(), bytes}, pos});
-    KVF_CHECK(found == e.checksum, path(), ": chunk ", fingerprint_hex(e.chunk_id), " (index entry ", entry,
-              ") has checksum ", fingerprint_hex(found), ", the index records ", fingerprint_hex(e.checksum));
+    KVF_CHECK(found == e.checksum, path(), ": chunk ", hex64(e.chunk_id), " (index entry ", entry,
+              ") has checksum ", hex64(found), ", the index records ", hex64(e.checksum));
   }
   k.resize(elems);
   v.resize(elems);
@@ -335,7 +335,7 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
   for (const auto& [name, scales] : {std::make_pair("k_scale", &k_scale), std::make_pair("v_scale", &v_scale)})
     for (size_t g = 0; g < groups; ++g) {
       const float s = f16_to_f32((*scales)[g]);
-      KVF_CHECK(s >= 0 && std::isfinite(s), path(), ": chunk ", fingerprint_hex(e.chunk_id), " (index entry ",
+      KVF_CHECK(s >= 0 && std::isfinite(s), path(), ": chunk ", hex64(e.chunk_id), " (index entry ",
                 entry, "): ", name, " of row ", e.first_row + g / (layers * heads), ", stored layer ",
                 g / heads % layers, ", kv head ", g % heads, " is ", s, ", expected a finite scale >= 0");
     }

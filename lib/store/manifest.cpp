@@ -13,7 +13,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "model/fingerprint.h"
+#include "core/hex.h"
 
 namespace kvf {
 namespace {
@@ -42,7 +42,7 @@ class Reader {
     return v.get<uint64_t>();
   }
   uint64_t hash(const json& object, const std::string& name, const std::string& path) const {
-    return parse_fingerprint_hex(string(object, name, path), file_ + ": field '" + path + "'");
+    return parse_hex64(string(object, name, path), file_ + ": field '" + path + "'");
   }
   const json& array(const json& object, const std::string& name, const std::string& path) const {
     const json& v = field(object, name, path);
@@ -180,17 +180,17 @@ void save_manifest(const std::string& store_dir, const Manifest& m) {
   for (const StageRecord& s : m.stages) {
     stages.push_back({{"stage", s.stage},
                       {"completed_at", s.completed_at},
-                      {"inputs_hash", fingerprint_hex(s.inputs_hash)},
+                      {"inputs_hash", hex64(s.inputs_hash)},
                       {"counts", s.counts}});
   }
   json files = json::array();
   for (const CommittedFile& f : m.files) {
-    files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh3", fingerprint_hex(f.xxh3)}});
+    files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh3", hex64(f.xxh3)}});
   }
   const json j = {{"magic", kManifestMagic},
                   {"format_version", kManifestFormatVersion},
-                  {"model_fingerprint", fingerprint_hex(m.model_fingerprint)},
-                  {"tokenizer_hash", fingerprint_hex(m.tokenizer_hash)},
+                  {"model_fingerprint", hex64(m.model_fingerprint)},
+                  {"tokenizer_hash", hex64(m.tokenizer_hash)},
                   {"model_name", m.model_name},
                   {"settings", m.settings},
                   {"stages", stages},
@@ -209,8 +209,8 @@ void save_manifest(const std::string& store_dir, const Manifest& m) {
 void require_same_model(const Manifest& m, uint64_t model_fingerprint, const std::string& model_name,
                         const std::string& store_dir) {
   KVF_CHECK(m.model_fingerprint == model_fingerprint, "store ", store_dir, " was built with model fingerprint ",
-            fingerprint_hex(m.model_fingerprint), " (", m.model_name, "), but this model (", model_name,
-            ") has fingerprint ", fingerprint_hex(model_fingerprint),
+            hex64(m.model_fingerprint), " (", m.model_name, "), but this model (", model_name,
+            ") has fingerprint ", hex64(model_fingerprint),
             ": KV and chunk ids of two models cannot mix; use the store's model or another --store");
 }
 

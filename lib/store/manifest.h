@@ -28,7 +28,7 @@ struct CommittedFile {
   uint64_t xxh3 = 0;  // XXH3-64 of the whole file
 };
 
-// Hashes are written as 16 hex digits (fingerprint_hex).
+// Hashes are written as 16 hex digits (hex64).
 struct Manifest {
   uint64_t model_fingerprint = 0;  // model_fingerprint() of the decoder every stored token id and KV row came from
   uint64_t tokenizer_hash = 0;     // tokenizer_fingerprint() of it

@@ -1,16 +1,12 @@
 // The vocabulary of a byte-level BPE tokenizer (GGUF tokenizer.ggml.model "gpt2") as the file stores it: token
 // texts in GPT-2's byte-to-unicode alphabet ("Ġthe" for " the"), token types, merges by rank, the pre-tokenizer
-// name and the special token ids.
+// name and the special token ids. model/gguf_tokenizer.h reads it from a GGUF file.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace kvf {
-
-namespace gguf {
-class File;
-}
 
 // tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
 enum class TokenType : int32_t {
@@ -41,9 +37,5 @@ struct BpeVocabulary {
   bool add_bos = false;  // what encoding "with specials" adds
   bool add_eos = false;
 };
-
-// Reads tokenizer.ggml.* from a GGUF file. Throws kvf::Error naming the file and the key when the tokenizer is
-// not "gpt2", the pre-tokenizer is unknown, the arrays disagree in length or a special id is out of range.
-BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file);
 
 }  // namespace kvf

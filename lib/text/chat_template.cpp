@@ -1,6 +1,5 @@
 #include "text/chat_template.h"
 
-#include "io/gguf.h"
 
 namespace kvf {
 namespace {
@@ -79,10 +78,6 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
   }
   if (add_generation_prompt) out += "<|im_start|>assistant\n";
   return out;
-}
-
-ChatTemplate chat_template_from_gguf(const gguf::File& file) {
-  return ChatTemplate(file.get_string("tokenizer.chat_template", ""));
 }
 
 }  // namespace kvf

@@ -13,10 +13,6 @@
 
 namespace kvf {
 
-namespace gguf {
-class File;
-}
-
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant"
   std::string content;
@@ -40,8 +36,5 @@ class ChatTemplate {
   std::string default_system_;
   std::string note_;
 };
-
-// The template of a GGUF file (tokenizer.chat_template; ChatML with a note when absent).
-ChatTemplate chat_template_from_gguf(const gguf::File& file);
 
 }  // namespace kvf

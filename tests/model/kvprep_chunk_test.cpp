@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/hex.h"
 #include "io/gguf.h"
 #include "model/fingerprint.h"
 #include "prep/chunk_stage.h"
@@ -202,7 +203,7 @@ TEST(KvprepChunk, RefusesAnotherModelOrOtherSettings) {
     run_chunk_stage(o);
     FAIL() << "expected kvf::Error";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("was built with model fingerprint " + fingerprint_hex(m.model_fingerprint)));
+    EXPECT_THAT(e.what(), HasSubstr("was built with model fingerprint " + hex64(m.model_fingerprint)));
   }
 }
 
@@ -214,7 +215,7 @@ TEST(ModelFingerprint, SmolLM2TakesUnder100Milliseconds) {
   EXPECT_EQ(first, again);
   EXPECT_NE(first, tokenizer_fingerprint(*model_file()));
   EXPECT_LT(ms, 100.0);
-  std::printf("model_fingerprint(SmolLM2 Q4_1, open included): %.1f ms = %s\n", ms, fingerprint_hex(first).c_str());
+  std::printf("model_fingerprint(SmolLM2 Q4_1, open included): %.1f ms = %s\n", ms, hex64(first).c_str());
 }
 
 }  // namespace

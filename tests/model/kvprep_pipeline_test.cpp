@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "prep/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "store/manifest.h"
 #include "support/temp_dir.h"
 #include "support/tiny_corpus.h"

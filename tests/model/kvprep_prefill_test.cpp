@@ -5,17 +5,18 @@
 
 #include <cmath>
 
-#include "support/test_values.h"
 #include "io/model_paths.h"
 #include "model/decoder.h"
-#include "prep/chunk_kv.h"
+#include "model/gguf_tokenizer.h"
 #include "prep/chunk_stage.h"
 #include "prep/prefill_stage.h"
 #include "prep/retrieval_stages.h"
+#include "store/chunk_kv.h"
 #include "store/chunk_table.h"
 #include "store/neighbor_table.h"
 #include "support/model_files.h"
 #include "support/temp_dir.h"
+#include "support/test_values.h"
 #include "support/tiny_corpus.h"
 #include "text/chat_template.h"
 #include "text/rag_prompt.h"

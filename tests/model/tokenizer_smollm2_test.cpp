@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/gguf.h"
+#include "model/gguf_tokenizer.h"
 #include "support/model_files.h"
 #include "text/bpe_tokenizer.h"
 #include "text/chat_template.h"

@@ -7,6 +7,7 @@
 
 #include "io/gguf.h"
 #include "io/model_paths.h"
+#include "model/gguf_tokenizer.h"
 #include "text/bpe_tokenizer.h"
 
 namespace kvf::test {

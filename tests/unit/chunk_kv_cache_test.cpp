@@ -9,14 +9,15 @@
 #include <random>
 #include <thread>
 
-#include "support/test_values.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/half.h"
-#include "fusion/chunk_kv_cache.h"
+#include "core/hex.h"
 #include "model/fingerprint.h"
-#include "prep/chunk_kv.h"
+#include "store/chunk_kv.h"
+#include "store/chunk_kv_cache.h"
 #include "store/manifest.h"
+#include "support/test_values.h"
 
 #include "support/temp_dir.h"
 
@@ -191,9 +192,9 @@ TEST_F(ChunkKvCacheTest, LoadedKvIsWhatWasWrittenRoundedToF16) {
 TEST_F(ChunkKvCacheTest, AMissingChunkIsAnErrorNamingItsIdInHex) {
   ChunkKvCache cache(*source, *backend, 1ull << 30);
   const std::string message = error_of([&] { cache.get(kMissing); });
-  EXPECT_THAT(message, HasSubstr("0x" + fingerprint_hex(kMissing)));
+  EXPECT_THAT(message, HasSubstr("0x" + hex64(kMissing)));
   EXPECT_THAT(message, HasSubstr("independent"));
-  EXPECT_THAT(error_of([&] { cache.get(kMissing); }), HasSubstr(fingerprint_hex(kMissing)));  // not cached
+  EXPECT_THAT(error_of([&] { cache.get(kMissing); }), HasSubstr(hex64(kMissing)));  // not cached
   EXPECT_FALSE(cache.get(id(0)).hit);  // the cache still works
 }
 
@@ -228,8 +229,8 @@ TEST_F(ChunkKvCacheTest, AFailedPrefetchIsReportedByTheLaterGet) {
   BackgroundLoader loader(cache);
   loader.enqueue({kMissing, id(2)});
   loader.wait_idle();
-  EXPECT_THAT(error_of([&] { cache.get(kMissing); }), HasSubstr(fingerprint_hex(kMissing)));
-  EXPECT_THAT(error_of([&] { cache.get(kMissing); }), HasSubstr(fingerprint_hex(kMissing)));  // tried again
+  EXPECT_THAT(error_of([&] { cache.get(kMissing); }), HasSubstr(hex64(kMissing)));
+  EXPECT_THAT(error_of([&] { cache.get(kMissing); }), HasSubstr(hex64(kMissing)));  // tried again
   EXPECT_TRUE(cache.get(id(2)).hit);  // the loader went on after the failure
   loader.enqueue({id(3)});
   loader.wait_idle();

@@ -55,17 +55,20 @@ TEST(Fidelity, GoldLogLikelihoodAndTopOneAgreement) {
 }
 
 TEST(Fidelity, KvDeviationIsMeanSquaredDistancePerLayer) {
-  ContextKv a, b;
+  // Two rows (positions 5, 6) of two layers, two values each: [rows, layers, width].
+  HostKv a, b;
   a.rows = b.rows = 2;
+  a.layers = b.layers = 2;
   a.width = b.width = 2;
-  a.k = {{0, 0, 0, 0}, {1, 1, 1, 1}};
-  a.v = {{0, 0, 0, 0}, {0, 0, 0, 0}};
-  b.k = {{3, 4, 0, 0}, {1, 1, 1, 1}};  // layer 0: row 0 off by (3, 4): 25, row 1 exact: mean 12.5
-  b.v = {{0, 0, 0, 1}, {0, 0, 0, 0}};
+  a.positions = b.positions = {5, 6};
+  a.k = {0, 0, 1, 1, 0, 0, 1, 1};
+  a.v = {0, 0, 0, 0, 0, 0, 0, 0};
+  b.k = {3, 4, 1, 1, 0, 0, 1, 1};  // layer 0: row 0 off by (3, 4): 25, row 1 exact: mean 12.5
+  b.v = {0, 0, 0, 0, 0, 1, 0, 0};
   const LayerDeviation d = kv_deviation(a, b);
   EXPECT_EQ(d.k, (std::vector<double>{12.5, 0}));
   EXPECT_EQ(d.v, (std::vector<double>{0.5, 0}));
-  b.rows = 1;
+  b.width = 1;
   EXPECT_THROW(kv_deviation(a, b), Error);
 }
 

@@ -16,13 +16,14 @@
 #include <random>
 #include <tuple>
 
-#include "support/test_values.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/hex.h"
 #include "core/int8_rows.h"
 #include "model/fingerprint.h"
 #include "store/hdf5_file.h"
 #include "store/kv_shard.h"
+#include "support/test_values.h"
 
 #include "support/temp_dir.h"
 
@@ -451,7 +452,7 @@ TEST(KvShard, Int8BadScaleIsRefusedEvenUnchecked) {
   r.read_chunk(0, k, v, positions);
   const std::string error = error_of([&] { r.read_chunk(1, k, v, positions); });
   EXPECT_THAT(error, HasSubstr(negative));
-  EXPECT_THAT(error, HasSubstr("chunk " + fingerprint_hex(chunks[1].id)));
+  EXPECT_THAT(error, HasSubstr("chunk " + hex64(chunks[1].id)));
   EXPECT_THAT(error, HasSubstr("k_scale of row 6, stored layer 1, kv head 1 is -2.5"));
   EXPECT_THAT(error_of([&] { KvShardReader::open(nan).read_chunk(0, k, v, positions); }),
               HasSubstr("v_scale of row 0, stored layer 1, kv head 1 is nan"));
@@ -516,7 +517,7 @@ TEST(KvShard, Int8WriterRefusesNonFiniteValuesAndStaysUsable) {
   const float good = chunks[1].v[21];
   chunks[1].v[21] = std::numeric_limits<float>::infinity();  // row 0, layer 1, head 0, element 5: group 2
   const std::string error = error_of([&] { add_all(w, {chunks[1]}); });
-  EXPECT_THAT(error, HasSubstr("chunk " + fingerprint_hex(chunks[1].id)));
+  EXPECT_THAT(error, HasSubstr("chunk " + hex64(chunks[1].id)));
   EXPECT_THAT(error, HasSubstr("v"));
   EXPECT_THAT(error, HasSubstr("group 2 element 5 is inf"));
   EXPECT_EQ(w.chunks(), 1u);

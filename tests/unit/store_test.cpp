@@ -11,13 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "support/test_values.h"
 #include "core/error.h"
+#include "core/hex.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/fingerprint.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
+#include "support/test_values.h"
 
 #include "support/temp_dir.h"
 
@@ -338,11 +339,11 @@ TEST(ModelFingerprint, HashesArchitectureTokenizerAndTensors) {
 }
 
 TEST(ModelFingerprint, HexForm) {
-  EXPECT_EQ(fingerprint_hex(0x00000000000000abULL), "00000000000000ab");
-  EXPECT_EQ(parse_fingerprint_hex("0123456789abcdef", "x"), 0x0123456789abcdefULL);
-  EXPECT_THAT(error_of([] { parse_fingerprint_hex("0123456789ABCDEF", "field 'f'"); }),
+  EXPECT_EQ(hex64(0x00000000000000abULL), "00000000000000ab");
+  EXPECT_EQ(parse_hex64("0123456789abcdef", "x"), 0x0123456789abcdefULL);
+  EXPECT_THAT(error_of([] { parse_hex64("0123456789ABCDEF", "field 'f'"); }),
               HasSubstr("field 'f': expected 16 lower-case hex digits, got '0123456789ABCDEF'"));
-  EXPECT_THROW(parse_fingerprint_hex("123", "x"), Error);
+  EXPECT_THROW(parse_hex64("123", "x"), Error);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "core/hex.h"
 #include "io/model_paths.h"
 #include "model/fingerprint.h"
 #include "prep/chunk_stage.h"
@@ -41,7 +42,7 @@ void print_summary(const ChunkStageResult& r, const ChunkStageOptions& o) {
               o.chunker.chunk_tokens, o.chunker.hard_max());
   std::printf("store    %s: %llu chunks, %llu tokens, chunks.h5 %.1f MB, model %s\n", o.store_dir.c_str(),
               (unsigned long long)r.table_chunks, (unsigned long long)r.table_tokens, r.table_bytes / 1e6,
-              fingerprint_hex(r.model_fingerprint).c_str());
+              hex64(r.model_fingerprint).c_str());
   std::printf("time     %.2f s\n", r.seconds);
 }
 

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "common/cli.h"
-#include "prep/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "run_command.h"
 
 namespace kvf::cli {

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
+#include "core/hex.h"
 #include "io/model_paths.h"
-#include "model/fingerprint.h"
 #include "prep/store_search.h"
 #include "retrieval_commands.h"
 
@@ -45,7 +45,7 @@ void add_search_command(CLI::App& app) {
       for (size_t i = 0; i < hits.size(); ++i)
         out["hits"].push_back({{"rank", i + 1},
                                {"score", hits[i].score},
-                               {"chunk_id", fingerprint_hex(hits[i].chunk->id)},
+                               {"chunk_id", hex64(hits[i].chunk->id)},
                                {"doc_id", hits[i].chunk->doc_id},
                                {"title", hits[i].chunk->title},
                                {"text", hits[i].chunk->text}});
@@ -54,7 +54,7 @@ void add_search_command(CLI::App& app) {
     }
     for (size_t i = 0; i < hits.size(); ++i)
       std::printf("%2zu. %.3f  %s  [%s] %s\n    %s\n", i + 1, hits[i].score,
-                  fingerprint_hex(hits[i].chunk->id).c_str(), hits[i].chunk->doc_id.c_str(),
+                  hex64(hits[i].chunk->id).c_str(), hits[i].chunk->doc_id.c_str(),
                   hits[i].chunk->title.c_str(), snippet(hits[i].chunk->text, 160).c_str());
   });
 }

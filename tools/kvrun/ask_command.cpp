@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "common/cli.h"
-#include "model/fingerprint.h"
+#include "core/hex.h"
 #include "query_commands.h"
 #include "query_options.h"
 
@@ -23,7 +23,7 @@ void run_ask(const AskArgs& a) {
   q.id = "ask";
   q.question = a.question;
   for (size_t i = 0; i < a.chunks.size(); ++i)
-    q.chunk_ids.push_back(parse_fingerprint_hex(a.chunks[i], "--chunks item " + std::to_string(i + 1)));
+    q.chunk_ids.push_back(parse_hex64(a.chunks[i], "--chunks item " + std::to_string(i + 1)));
   QueryEngine engine(a.query.engine_options());
   const QueryAnswer answer = engine.answer(engine.resolve(q, options.top_k), options);
   if (a.query.json)

@@ -11,7 +11,7 @@
 #include "eval/eval_report.h"
 #include "eval/eval_sweep.h"
 #include "fusion/query_file.h"
-#include "prep/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "query_commands.h"
 
 namespace kvf::cli {

@@ -13,6 +13,7 @@
 #include "io/model_paths.h"
 #include "model/decoder.h"
 #include "model/generate.h"
+#include "model/gguf_tokenizer.h"
 #include "text/bpe_tokenizer.h"
 #include "text/chat_template.h"
 

@@ -1,6 +1,6 @@
 #include "query_options.h"
 
-#include "model/fingerprint.h"
+#include "core/hex.h"
 
 namespace kvf::cli {
 
@@ -53,7 +53,7 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
 
 nlohmann::json answer_json(const QueryAnswer& a) {
   std::vector<std::string> ids;
-  for (uint64_t id : a.chunk_ids) ids.push_back(fingerprint_hex(id));
+  for (uint64_t id : a.chunk_ids) ids.push_back(hex64(id));
   return {{"id", a.id},
           {"question", a.question},
           {"answer", a.answer},

@@ -1,7 +1,7 @@
-#include "fusion/chunk_kv_cache.h"
+#include "store/chunk_kv_cache.h"
 
 #include "core/error.h"
-#include "model/fingerprint.h"
+#include "core/hex.h"
 
 namespace kvf {
 
@@ -67,7 +67,7 @@ std::shared_ptr<const KvSegment> ChunkKvCache::load(uint64_t chunk_id, const std
     {
       const std::lock_guard<std::mutex> read(read_mutex_);
       if (!source_.contains(chunk_id))
-        fail("chunk KV cache: no stored KV for chunk 0x", fingerprint_hex(chunk_id),
+        fail("chunk KV cache: no stored KV for chunk 0x", hex64(chunk_id),
              source_.shards() ? " in mode '" + source_.layout().mode + "'" : std::string(" (the mode has no shards)"));
       host = source_.read(chunk_id);
       layout = source_.layout();

@@ -1,4 +1,4 @@
-#include "prep/chunk_kv.h"
+#include "store/chunk_kv.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,6 +14,8 @@ HostKv segment_to_host(const KvSegment& seg, Backend& backend) {
   out.positions = seg.positions;
   if (seg.k.empty()) return out;
   const int64_t layers = (int64_t)seg.k.size(), row = seg.k[0].row_elems();  // kv_heads * head_dim
+  out.layers = (int)layers;
+  out.width = row;
   out.k.resize((size_t)(out.rows * layers * row));
   out.v.resize(out.k.size());
   std::vector<float> layer_k((size_t)(out.rows * row)), layer_v(layer_k.size());
@@ -112,6 +114,9 @@ HostKv KvModeReader::read(uint64_t chunk_id) const {
   HostKv kv;
   shards_[it->second.first]->read_chunk(it->second.second, kv.k, kv.v, kv.positions);
   kv.rows = (int64_t)kv.positions.size();
+  const KvShardLayout& l = shards_[it->second.first]->layout();
+  kv.layers = l.stored_layers;
+  kv.width = (int64_t)l.kv_heads * l.head_dim;
   return kv;
 }
 

@@ -1,10 +1,10 @@
-#include "text/bpe_vocabulary.h"
+#include "model/gguf_tokenizer.h"
 
 #include "core/error.h"
-#include "io/gguf.h"
 #include "text/pretokenizer.h"
 
 namespace kvf {
+
 
 BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
   const std::string& path = file.path();
@@ -63,6 +63,27 @@ BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
   KVF_CHECK(!vocab.add_eos || vocab.eos_id >= 0, path,
             ": tokenizer.ggml.add_eos_token is set but there is no eos_token_id");
   return vocab;
+}
+
+ChatTemplate chat_template_from_gguf(const gguf::File& file) {
+  return ChatTemplate(file.get_string("tokenizer.chat_template", ""));
+}
+
+
+std::vector<int32_t> preset_token_list(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer) {
+  std::vector<int32_t> preset;
+  if (file.has(key))
+    for (int64_t id : file.get_int_array(key)) preset.push_back((int32_t)id);
+  if (preset.empty()) preset = tokenizer.encode("\n", false, false);
+  return preset;
+}
+
+std::vector<int32_t> preset_token_ids(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer,
+                                      int count) {
+  const std::vector<int32_t> preset = preset_token_list(file, key, tokenizer);
+  std::vector<int32_t> ids;
+  for (int i = 0; i < count; ++i) ids.push_back(preset[(size_t)i % preset.size()]);
+  return ids;
 }
 
 }  // namespace kvf

@@ -1,4 +1,4 @@
-#include "prep/pipeline.h"
+#include "pipeline/pipeline.h"
 
 #include <tbb/global_control.h>
 #include <tbb/info.h>

@@ -13,8 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/kv_segment.h"
-#include "prep/chunk_kv.h"
+#include "backend/kv_segment.h"
+#include "store/chunk_kv.h"
 
 namespace kvf {
 

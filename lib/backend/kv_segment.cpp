@@ -1,6 +1,24 @@
-#include "model/kv_segment.h"
+#include "backend/kv_segment.h"
 
 namespace kvf {
+
+KvSegment KvSegment::slice(int64_t begin, int64_t count) const {
+  KVF_CHECK(begin >= 0 && count >= 0 && begin + count <= rows(), "KvSegment: rows [", begin, ", ", begin + count,
+            ") outside [0, ", rows(), ")");
+  KvSegment out;
+  out.positions.assign(positions.begin() + begin, positions.begin() + begin + count);
+  for (size_t l = 0; l < k.size(); ++l) {
+    out.k.push_back(k[l].rows(begin, count));
+    out.v.push_back(v[l].rows(begin, count));
+  }
+  return out;
+}
+
+KvSegment placed_at(const KvSegment& seg, int32_t offset) {
+  KvSegment out = seg;
+  for (int32_t& p : out.positions) p += offset;
+  return out;
+}
 
 KvBuffer::KvBuffer(Backend& backend, int n_layers, int n_kv_heads, int head_dim, int64_t capacity)
     : backend_(backend), capacity_(capacity) {

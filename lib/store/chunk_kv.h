@@ -8,16 +8,20 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/kv_segment.h"
+#include "backend/kv_segment.h"
 #include "store/kv_shard.h"
 #include "store/manifest.h"
 
 namespace kvf {
 
+// KV rows in host memory: a shard's stored form (in-chunk positions) or a snapshot of KV as a prompt saw it
+// (prompt positions, fusion/context_kv.h).
 struct HostKv {
   int64_t rows = 0;
-  std::vector<float> k, v;         // [rows, stored_layers, kv_heads, head_dim]
-  std::vector<int32_t> positions;  // in-chunk positions
+  int layers = 0;                  // layers per row: the stored layers, or every model layer of a segment
+  int64_t width = 0;               // kv_heads * head_dim
+  std::vector<float> k, v;         // [rows, layers, width]
+  std::vector<int32_t> positions;  // one per row
 };
 
 // Interleaves a segment's per-layer K/V into stored rows (every layer stored: identity layer map).

@@ -1,0 +1,32 @@
+// A GGUF file's tokenizer metadata read into text's plain structs: the BPE vocabulary, the chat template and the
+// token ids a model preset names for kvfuse's special roles (KVLink link tokens, anchor tokens). A model trained
+// for such a role lists the ids in its GGUF metadata; any other model gets a neutral separator, the newline token.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/gguf.h"
+#include "text/bpe_tokenizer.h"
+#include "text/bpe_vocabulary.h"
+#include "text/chat_template.h"
+
+namespace kvf {
+
+// Reads tokenizer.ggml.* from a GGUF file. Throws kvf::Error naming the file and the key when the tokenizer is
+// not "gpt2", the pre-tokenizer is unknown, the arrays disagree in length or a special id is out of range.
+BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file);
+
+// The template of a GGUF file (tokenizer.chat_template; ChatML with a note when absent).
+ChatTemplate chat_template_from_gguf(const gguf::File& file);
+
+inline constexpr const char* kLinkTokensKey = "kvfuse.link_token_ids";
+inline constexpr const char* kAnchorTokensKey = "kvfuse.anchor_token_ids";
+
+// The ids listed under `key`, or the newline token alone.
+std::vector<int32_t> preset_token_list(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer);
+// `count` ids: preset_token_list's, repeated in turn.
+std::vector<int32_t> preset_token_ids(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer,
+                                      int count);
+
+}  // namespace kvf
