@@ -33,10 +33,10 @@ test-unit: build
 demo: setup build
 	BUILD_DIR=$(BUILD_DIR) scripts/demo.sh
 
-# Prefill speed against llama.cpp on the same GGUF, side by side (needs the reference venv).
+# Prefill and decode speed against llama.cpp on the same GGUF, side by side (needs the reference venv).
 bench: setup build
 	@scripts/setup-reference.sh
-	$(REF_PYTHON) bench/prefill_vs_llamacpp.py
+	$(REF_PYTHON) bench/cpu_vs_llamacpp.py
 
 # Regenerates the golden fixtures under tests/fixtures from llama.cpp (see tests/reference/README.md).
 reference: setup

@@ -1,6 +1,7 @@
 // Prefill timing of kvfuse's decoder: N fixed-seed random tokens in one forward call (logits of the last row,
-// KV returned as a real prefill keeps it), one warm-up then R timed runs. Prints one JSON object; driven by
-// bench/prefill_vs_llamacpp.py for the side-by-side table against llama.cpp.
+// KV returned as a real prefill keeps it), one warm-up then R timed runs; with --decode D also D greedy decode
+// steps after such a prompt (R runs, median tokens/s). Prints one JSON object; driven by bench/cpu_vs_llamacpp.py
+// for the side-by-side table against llama.cpp.
 #include <tbb/global_control.h>
 
 #include <CLI/CLI.hpp>
@@ -14,16 +15,24 @@
 #include "backend/profiling_backend.h"
 #include "io/model_paths.h"
 #include "model/decoder.h"
+#include "model/generate.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kvf_prefill_bench: time one prefill of N tokens"};
   std::string model = "smollm2";
-  int tokens = 512, threads = 2, runs = 5;
+  int tokens = 512, threads = 2, runs = 5, decode = 0;
+  std::string compute = "fast";
   bool json = false, profile = false;
   app.add_option("--model", model, "smollm2 or a GGUF path")->capture_default_str();
   app.add_option("--tokens", tokens, "prompt length")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "worker threads")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--compute", compute, "fast (compact weights, the CPU's fastest kernels) or f32 (the reference)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fast", "f32"}));
   app.add_option("--runs", runs, "timed runs (after one warm-up)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--decode", decode, "also time this many greedy decode steps after the prompt (0: none)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--json", json, "print one JSON object");
   app.add_flag("--profile", profile, "also time every backend op (adds per-call overhead) and report the split");
   CLI11_PARSE(app, argc, argv);
@@ -32,7 +41,8 @@ int main(int argc, char** argv) {
     auto cpu = kvf::make_cpu_backend();
     kvf::ProfilingBackend profiler(*cpu);
     kvf::Backend& backend = profile ? static_cast<kvf::Backend&>(profiler) : *cpu;
-    auto decoder = kvf::Decoder::load_gguf(kvf::resolve_model(model), backend);
+    auto decoder =
+        kvf::Decoder::load_gguf(kvf::resolve_model(model), backend, kvf::compute_mode_from_name(compute));
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> id(0, decoder->config().vocab - 1);
     kvf::ForwardRequest req;
@@ -54,16 +64,29 @@ int main(int argc, char** argv) {
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
                                             : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    // Decode: the prompt prefilled, then `decode` steps of one token over the growing buffer (no end token).
+    std::vector<double> decode_tps;
+    for (int r = 0; decode > 0 && r <= runs; ++r) {
+      kvf::GreedyOptions g;
+      g.max_new_tokens = decode + 1;  // the first token comes from the prefill
+      const kvf::GreedyResult res = kvf::generate_greedy(*decoder, req.tokens, g);
+      if (r > 0) decode_tps.push_back(decode / (res.decode_ms / 1000.0));
+    }
+    std::sort(decode_tps.begin(), decode_tps.end());
+    const double decode_median = decode_tps.empty() ? 0.0 : decode_tps[decode_tps.size() / 2];
     nlohmann::json ops = nlohmann::json::object();
     for (const auto& [op, st] : profiler.stats())
       ops[op] = {{"seconds_per_run", st.seconds / runs}, {"calls_per_run", st.calls / runs}};
     if (json) {
-      nlohmann::json out{{"tokens", tokens}, {"threads", threads}, {"median_s", median}, {"runs_s", secs}};
+      nlohmann::json out{{"tokens", tokens}, {"threads", threads}, {"compute", compute}, {"median_s", median},
+                         {"runs_s", secs}};
+      if (decode > 0) out["decode_tokens_per_s"] = decode_median;
       if (profile) out["ops"] = ops;
       std::printf("%s\n", out.dump().c_str());
     } else {
-      std::printf("%d tokens, %d threads: median %.4f s, %.1f tokens/s\n", tokens, threads, median,
-                  tokens / median);
+      std::printf("%d tokens, %d threads, %s: median %.4f s, %.1f tokens/s\n", tokens, threads, compute.c_str(),
+                  median, tokens / median);
+      if (decode > 0) std::printf("decode after %d tokens: %.1f tokens/s (median)\n", tokens, decode_median);
       for (const auto& [op, st] : profiler.stats())
         std::printf("  %-16s %8.4f s/run  %6.1f%%  %lld calls/run\n", op.c_str(), st.seconds / runs,
                     100.0 * st.seconds / runs / median, (long long)(st.calls / runs));

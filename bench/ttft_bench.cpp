@@ -52,7 +52,7 @@ double ideal_ratio(const Setting& s, double n, double q, double L) {
 
 int main(int argc, char** argv) {
   CLI::App app{"kvf_ttft_bench: TTFT of kvrun's methods against full, side by side"};
-  std::string store, queries, model = "smollm2";
+  std::string store, queries, model = "smollm2", compute = "fast";
   int questions = 5, chunks = 10, runs = 5, threads = 2;
   std::vector<double> ratios{0.0, 0.05, 0.15, 0.3, 1.0};
   app.add_option("--store", store, "store built from the questions' passages")->required();
@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
   app.add_option("--chunks", chunks, "chunks per question (its first ones)")->capture_default_str();
   app.add_option("--runs", runs, "timed runs per setting and question (after one warm-up)")->capture_default_str();
   app.add_option("--threads", threads, "worker threads")->capture_default_str();
+  app.add_option("--compute", compute, "fast or f32 (the reference)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fast", "f32"}));
   app.add_option("--ratios", ratios, "recompute ratios of cacheblend, a3 and fusion")->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   try {
@@ -70,6 +73,7 @@ int main(int argc, char** argv) {
     eo.store_dir = store;
     eo.model = model;
     eo.cache_bytes = 0;  // every query reads its chunks from the store
+    eo.compute = kvf::compute_mode_from_name(compute);
     kvf::QueryEngine engine(eo);
     std::vector<kvf::ResolvedQuery> picked;
     for (const kvf::QueryRecord& r : kvf::read_query_file(queries)) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -42,13 +43,25 @@ class Backend {
   virtual std::string name() const = 0;
   virtual Device device() const = 0;
 
+  // Whether matmul_nt and embedding take weights of this dtype with rows of row_elems values as they are (f32
+  // always); a model loader keeps weights in their stored format where the backend takes it, else f32.
+  virtual bool accepts_weights(DType dtype, int64_t row_elems) const {
+    (void)row_elems;
+    return dtype == DType::F32;
+  }
+
   virtual Tensor empty(DType dtype, const Shape& shape) = 0;
   virtual void copy_from_host(Tensor& dst, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(const Tensor& src, void* dst, size_t bytes) = 0;
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
 
-  // y[n, m] = x[n, k] · w[m, k]^T
+  // y[n, m] = x[n, k] · w[m, k]^T; x and y f32, w f32 or a dtype the backend accepts
   virtual void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) = 0;
+  // ys[i] = x · ws[i]^T for every i (Q, K and V of one input; gate and up): what separate matmul_nt calls give,
+  // in one pass where the backend can share the work.
+  virtual void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) {
+    for (size_t i = 0; i < ws.size(); ++i) matmul_nt(x, *ws[i], *ys[i]);
+  }
   // y = x / rms(x) * weight, per row
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) = 0;
   // y += x
@@ -57,7 +70,7 @@ class Backend {
   virtual void add_bias(Tensor& y, const Tensor& bias) = 0;
   // out = silu(gate) * up
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
-  // out[i] = table[ids[i]]
+  // out[i] = table[ids[i]] (f32 out; table f32 or a dtype the backend accepts)
   virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
   // dst[i] = src[rows[i]] along dimension 0
   virtual void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) = 0;

@@ -33,6 +33,11 @@ void ProfilingBackend::copy(const Tensor& src, Tensor& dst) {
 void ProfilingBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
   timed("matmul_nt", [&] { inner_.matmul_nt(x, w, y); });
 }
+
+void ProfilingBackend::matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws,
+                                      const std::vector<Tensor*>& ys) {
+  timed("matmul_nt", [&] { inner_.matmul_nt_many(x, ws, ys); });
+}
 void ProfilingBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
   timed("rms_norm", [&] { inner_.rms_norm(x, weight, eps, y); });
 }

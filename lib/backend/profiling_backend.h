@@ -22,11 +22,15 @@ class ProfilingBackend final : public Backend {
 
   std::string name() const override { return inner_.name() + "+profile"; }
   Device device() const override { return inner_.device(); }
+  bool accepts_weights(DType dtype, int64_t row_elems) const override {
+    return inner_.accepts_weights(dtype, row_elems);
+  }
   Tensor empty(DType dtype, const Shape& shape) override;
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override;
   void copy_to_host(const Tensor& src, void* dst, size_t bytes) override;
   void copy(const Tensor& src, Tensor& dst) override;
   void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override;
+  void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) override;
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override;
   void add_inplace(Tensor& y, const Tensor& x) override;
   void add_bias(Tensor& y, const Tensor& bias) override;

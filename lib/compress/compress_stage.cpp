@@ -44,6 +44,13 @@ Manifest load_store_manifest(const std::string& store_dir) {
   return load_manifest(store_dir);
 }
 
+// The compute mode the store's KV was made in (kvprep prefill records it; stores older than the setting: f32), so
+// that anchors are computed as the KV they join was.
+ComputeMode store_compute_mode(const Manifest& m) {
+  const auto it = m.settings.find("prefill");
+  return compute_mode_from_name(it != m.settings.end() ? it->value("compute", "f32") : "f32");
+}
+
 // Loads the manifest and the model, checking they belong together.
 struct StoreModel {
   Manifest manifest;
@@ -60,7 +67,7 @@ struct StoreModel {
         backend(make_cpu_backend()),
         chunks(ChunkTable::read((fs::path(store_dir) / kChunksFile).string())) {
     require_same_model(manifest, fingerprint, fs::path(model_path).filename().string(), store_dir);
-    decoder = Decoder::load_gguf(model_path, *backend);
+    decoder = Decoder::load_gguf(model_path, *backend, store_compute_mode(manifest));
   }
 };
 

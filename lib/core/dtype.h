@@ -1,4 +1,6 @@
-// Element types of tensors that live in backend memory.
+// Element types of tensors that live in backend memory. Besides plain element types, a tensor can hold weights in
+// a ggml block format exactly as a GGUF file stores them (a row of k values is k / block_elems blocks of
+// block_bytes each); only matmul weights and embedding tables take those.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -6,18 +8,43 @@
 
 namespace kvf {
 
-enum class DType : uint8_t { F32, F16, BF16, I8, I32 };
+enum class DType : uint8_t { F32, F16, BF16, I8, I32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K };
 
-inline size_t dtype_size(DType t) {
+// Values per block: 1 for plain types, 32 for the *_0 / *_1 formats, 256 for the K formats.
+inline int64_t dtype_block_elems(DType t) {
+  switch (t) {
+    case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: return 32;
+    case DType::Q4_K: case DType::Q6_K: return 256;
+    default: return 1;
+  }
+}
+
+// Bytes per block (the element size for plain types).
+inline size_t dtype_block_bytes(DType t) {
   switch (t) {
     case DType::F32: return 4;
     case DType::F16: return 2;
     case DType::BF16: return 2;
     case DType::I8: return 1;
     case DType::I32: return 4;
+    case DType::Q4_0: return 18;
+    case DType::Q4_1: return 20;
+    case DType::Q5_0: return 22;
+    case DType::Q5_1: return 24;
+    case DType::Q8_0: return 34;
+    case DType::Q4_K: return 144;
+    case DType::Q6_K: return 210;
   }
   return 0;
 }
+
+inline bool dtype_is_block(DType t) { return dtype_block_elems(t) > 1; }
+
+// Bytes of one element of a plain type; block formats have none (use dtype_block_bytes).
+inline size_t dtype_size(DType t) { return dtype_is_block(t) ? 0 : dtype_block_bytes(t); }
+
+// Bytes of n consecutive values (n a multiple of the block size).
+inline size_t dtype_bytes(DType t, int64_t n) { return (size_t)(n / dtype_block_elems(t)) * dtype_block_bytes(t); }
 
 inline const char* dtype_name(DType t) {
   switch (t) {
@@ -26,6 +53,13 @@ inline const char* dtype_name(DType t) {
     case DType::BF16: return "bf16";
     case DType::I8: return "int8";
     case DType::I32: return "i32";
+    case DType::Q4_0: return "q4_0";
+    case DType::Q4_1: return "q4_1";
+    case DType::Q5_0: return "q5_0";
+    case DType::Q5_1: return "q5_1";
+    case DType::Q8_0: return "q8_0";
+    case DType::Q4_K: return "q4_k";
+    case DType::Q6_K: return "q6_k";
   }
   return "?";
 }

@@ -16,7 +16,7 @@ Tensor Tensor::rows(int64_t begin, int64_t count) const {
   KVF_CHECK(!shape.empty() && begin >= 0 && count >= 0 && begin + count <= shape[0], "tensor rows [", begin,
             ", ", begin + count, ") out of range for shape ", shape_str(shape));
   Tensor t = *this;
-  t.offset += (size_t)(begin * row_elems()) * dtype_size(dtype);
+  t.offset += dtype_bytes(dtype, begin * row_elems());
   t.shape[0] = count;
   return t;
 }

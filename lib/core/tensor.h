@@ -41,7 +41,8 @@ struct Tensor {
   int64_t numel() const {
     return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
   }
-  size_t nbytes() const { return (size_t)numel() * dtype_size(dtype); }
+  // Block formats: numel and row_elems count values; a row holds whole blocks.
+  size_t nbytes() const { return dtype_bytes(dtype, numel()); }
   // Elements per row along dimension 0 (well defined for zero rows too).
   int64_t row_elems() const {
     return shape.empty() ? 0

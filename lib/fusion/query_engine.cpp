@@ -79,7 +79,7 @@ struct QueryEngine::State {
                 "build a store with this system message or leave --system out");
     }
     backend = make_backend(o.backend);
-    decoder = Decoder::load_gguf(model_path, *backend);
+    decoder = Decoder::load_gguf(model_path, *backend, o.compute);
     const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
     const uint64_t s_id = chunk_id(s_tokens, fingerprint);
     const KvModeReader system_store(o.store_dir, manifest, "system", fingerprint);

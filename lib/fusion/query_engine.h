@@ -20,6 +20,7 @@ struct QueryEngineOptions {
   uint64_t cache_bytes = 1ull << 30;    // chunk KV kept in memory (f32), least recently used out first
   std::string system_message;           // must match the store's S; empty: the store's own
   std::string backend = "cpu";          // where the decoder runs: cpu | cuda
+  ComputeMode compute = ComputeMode::Fast;  // how: compact weights and fast kernels, or the f32 reference
 };
 
 struct Passage {

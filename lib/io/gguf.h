@@ -10,7 +10,7 @@
 
 #include "io/mapped_file.h"
 
-#include "io/ggml_types.h"
+#include "core/ggml_types.h"
 
 namespace kvf::gguf {
 

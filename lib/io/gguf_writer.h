@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "io/ggml_types.h"
+#include "core/ggml_types.h"
 #include "io/gguf.h"
 
 namespace kvf::gguf {

@@ -97,11 +97,12 @@ class ForwardPass {
     Tensor qm = q_.reshaped({N, c_.n_heads * c_.head_dim});
     Tensor km = k_.reshaped({N, c_.n_kv_heads * c_.head_dim}), vm = v_.reshaped({N, c_.n_kv_heads * c_.head_dim});
     b_.rms_norm(x_, w.attn_norm, c_.norm_eps, xn_);
-    b_.matmul_nt(xn_, w.wq, qm);
+    if (src == l)
+      b_.matmul_nt_many(xn_, {&w.wq, &w.wk, &w.wv}, {&qm, &km, &vm});
+    else
+      b_.matmul_nt(xn_, w.wq, qm);
     if (w.bq.defined()) b_.add_bias(qm, w.bq);
     if (src != l) return;
-    b_.matmul_nt(xn_, w.wk, km);
-    b_.matmul_nt(xn_, w.wv, vm);
     if (w.bk.defined()) b_.add_bias(km, w.bk);
     if (w.bv.defined()) b_.add_bias(vm, w.bv);
     if (shared_k_[l].defined()) {
@@ -189,8 +190,7 @@ class ForwardPass {
     b_.matmul_nt(attn_.reshaped({n_tokens_, c_.n_heads * c_.head_dim}), w.wo, proj_);
     b_.add_inplace(x_, proj_);
     b_.rms_norm(x_, w.ffn_norm, c_.norm_eps, xn_);
-    b_.matmul_nt(xn_, w.w_gate, gate_);
-    b_.matmul_nt(xn_, w.w_up, up_);
+    b_.matmul_nt_many(xn_, {&w.w_gate, &w.w_up}, {&gate_, &up_});
     b_.swiglu(gate_, up_, gate_);
     b_.matmul_nt(gate_, w.w_down, proj_);
     b_.add_inplace(x_, proj_);
@@ -243,8 +243,8 @@ class ForwardPass {
 
 }  // namespace
 
-Decoder::Decoder(LlamaConfig config, LlamaWeights weights, Backend& backend)
-    : config_(std::move(config)), weights_(std::move(weights)), backend_(backend) {
+Decoder::Decoder(LlamaConfig config, LlamaWeights weights, Backend& backend, ComputeMode mode)
+    : config_(std::move(config)), weights_(std::move(weights)), backend_(backend), mode_(mode) {
   rope_.rotary_dim = config_.rotary_dim;
   rope_.pairing = config_.rope_pairing;
   rope_.inv_freq = std::make_shared<const std::vector<float>>(rope_inv_frequencies(
@@ -253,11 +253,11 @@ Decoder::Decoder(LlamaConfig config, LlamaWeights weights, Backend& backend)
   rope_.cos_sin = std::make_shared<const std::vector<float>>(rope_cos_sin_table(*rope_.inv_freq, config_.context_length));
 }
 
-std::unique_ptr<Decoder> Decoder::load_gguf(const std::string& path, Backend& backend) {
+std::unique_ptr<Decoder> Decoder::load_gguf(const std::string& path, Backend& backend, ComputeMode mode) {
   const auto file = gguf::File::open(path);
   LlamaConfig config = llama_config_from_gguf(*file);
-  LlamaWeights weights = load_llama_weights(*file, config, backend);
-  return std::unique_ptr<Decoder>(new Decoder(std::move(config), std::move(weights), backend));
+  LlamaWeights weights = load_llama_weights(*file, config, backend, mode);
+  return std::unique_ptr<Decoder>(new Decoder(std::move(config), std::move(weights), backend, mode));
 }
 
 std::unique_ptr<Decoder> Decoder::with_kv_sources(std::vector<int32_t> sources) const {

@@ -37,12 +37,15 @@ struct ForwardResult {
 
 class Decoder {
  public:
-  // Loads a GGUF decoder onto the backend; throws kvf::Error naming the file and the cause.
-  static std::unique_ptr<Decoder> load_gguf(const std::string& path, Backend& backend);
+  // Loads a GGUF decoder onto the backend; throws kvf::Error naming the file and the cause. The compute mode
+  // decides how weights are held and multiplied (llama_weights.h); ComputeMode::F32 is the reference.
+  static std::unique_ptr<Decoder> load_gguf(const std::string& path, Backend& backend,
+                                            ComputeMode mode = ComputeMode::Fast);
 
   const LlamaConfig& config() const { return config_; }
   Backend& backend() const { return backend_; }
   const RopeSpec& rope() const { return rope_; }
+  ComputeMode compute_mode() const { return mode_; }
 
   // The same weights run with a KV source map (KVSharer, DESIGN.md §3): layer i reads the K and V of layer
   // sources[i] (view rows and computed tokens alike) and skips its own K/V projection. sources[i] <= i, and a
@@ -55,11 +58,12 @@ class Decoder {
   ForwardResult forward(const ForwardRequest& request) const { return std::move(forward(std::vector{request})[0]); }
 
  private:
-  Decoder(LlamaConfig config, LlamaWeights weights, Backend& backend);
+  Decoder(LlamaConfig config, LlamaWeights weights, Backend& backend, ComputeMode mode);
   LlamaConfig config_;
   LlamaWeights weights_;
   Backend& backend_;
   RopeSpec rope_;
+  ComputeMode mode_;
   std::vector<int32_t> kv_sources_;
 };
 

@@ -73,7 +73,7 @@ class Config {
         {"chunk", {"chunk_tokens", "max_chunk_tokens"}},
         {"index", {"kind", "ivf_nlist", "ivf_nprobe", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search"}},
         {"neighbors", {"top_n"}},
-        {"prefill", {"modes", "dtype", "system", "batch_tokens"}}};
+        {"prefill", {"modes", "dtype", "compute", "system", "batch_tokens"}}};
     const std::set<std::string> scalars = {"store", "corpus", "model", "embedder", "threads"};
     KVF_CHECK(root_.IsMap(), file_, ": expected a mapping of settings");
     for (const auto& kv : root_) {
@@ -177,6 +177,10 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   const auto modes = cfg.get<std::vector<std::string>>("prefill", "modes", {"independent"});
   const std::string dtype = cfg.get<std::string>("prefill", "dtype", "f16");
   KVF_CHECK(dtype == "f16" || dtype == "bf16", path, ": 'prefill.dtype' must be f16 or bf16, got '", dtype, "'");
+  const std::string compute_name = cfg.get<std::string>("prefill", "compute", "fast");
+  KVF_CHECK(compute_name == "fast" || compute_name == "f32", path, ": 'prefill.compute' must be fast or f32, got '",
+            compute_name, "'");
+  const ComputeMode compute = compute_mode_from_name(compute_name);
   for (const std::string& mode : modes) {
     PrefillStageOptions p;
     p.store_dir = store;
@@ -184,6 +188,7 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     p.mode = mode;
     p.top_n = neighbors.top_n;
     p.dtype = dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
+    p.compute = compute;
     p.system_message = cfg.get<std::string>("prefill", "system", "");
     p.batch_tokens = cfg.get<int>("prefill", "batch_tokens", p.batch_tokens);
     const PrefillStageResult r = run_prefill_stage(p);

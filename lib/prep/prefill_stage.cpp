@@ -65,13 +65,17 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   require_same_model(m, fingerprint, fs::path(o.model_path).filename().string(), o.store_dir);
   const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*file));
   const std::string system_text = rag_system_prefix(chat_template_from_gguf(*file), o.system_message);
+  // Stores built before the fast compute mode existed were computed in f32.
+  if (m.settings.contains("prefill") && !m.settings["prefill"].contains("compute")) m.settings["prefill"]["compute"] = "f32";
   require_settings(m, "prefill",
-                   {{"system_prompt", system_text}, {"dtype", o.dtype == KvDtype::F16 ? "f16" : "bf16"}},
+                   {{"system_prompt", system_text},
+                    {"dtype", o.dtype == KvDtype::F16 ? "f16" : "bf16"},
+                    {"compute", compute_mode_name(o.compute)}},
                    o.store_dir);
   if (similarity) require_settings(m, "prefill_similarity", {{"top_n", o.top_n}}, o.store_dir);
 
   auto backend = make_cpu_backend();
-  const auto decoder = Decoder::load_gguf(o.model_path, *backend);
+  const auto decoder = Decoder::load_gguf(o.model_path, *backend, o.compute);
   const LlamaConfig& c = decoder->config();
   const ChunkTable chunks = ChunkTable::read((fs::path(o.store_dir) / kChunksFile).string());
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/progress.h"
+#include "model/llama_weights.h"
 #include "store/kv_shard.h"
 
 namespace kvf {
@@ -21,6 +22,7 @@ struct PrefillStageOptions {
   int top_n = 10;                   // similarity: neighbours in the view (at most the store's top_n)
   std::string system_message;       // empty: the chat template's default
   KvDtype dtype = KvDtype::F16;
+  ComputeMode compute = ComputeMode::Fast;  // recorded: a store's KV is computed in one mode
   int deflate_level = 0;                // 1-9: shuffle + deflate the shards' K and V (smaller, slower); 0: off
   uint64_t shard_bytes = 256ull << 20;  // a shard is committed once it holds this much KV
   int batch_tokens = 1024;              // chunks are computed in ragged batches of about this many tokens

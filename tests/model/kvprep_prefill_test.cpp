@@ -32,7 +32,7 @@ class KvprepPrefill : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     backend = make_cpu_backend().release();
-    decoder = Decoder::load_gguf(test::smollm2_gguf(), *backend).release();
+    decoder = Decoder::load_gguf(test::smollm2_gguf(), *backend).release();  // the fast mode, as the stage runs
     system_tokens = new std::vector<int32_t>(test::smollm2_tokenizer().encode(
         rag_system_prefix(chat_template_from_gguf(*test::smollm2_file()), ""), false, true));
   }
@@ -88,14 +88,25 @@ class KvprepPrefill : public ::testing::Test {
     r.return_kv = true;
     return segment_to_host(decoder->forward(r).kv, *backend);
   }
-  static void expect_f16_close(const HostKv& stored, const HostKv& ref, double tol, const std::string& what) {
+  // Stored KV against a direct forward: at most `tol` apart per value (relative to max(1, |value|)), what f16
+  // storage rounds. When the two computations also see differently rounded inputs (S or neighbours as stored vs
+  // as computed), the fast mode's bf16 rounding amplifies that input difference (measured: up to 0.11 per value,
+  // NMSE ~1e-5): there the bound is on the NMSE instead.
+  static void expect_f16_close(const HostKv& stored, const HostKv& ref, double tol, const std::string& what,
+                               bool same_inputs = false) {
     ASSERT_EQ(stored.rows, ref.rows) << what;
-    double worst = 0;
+    double worst = 0, err_sq = 0, ref_sq = 0;
     for (size_t i = 0; i < ref.k.size(); ++i) {
       worst = std::max(worst, std::abs(stored.k[i] - ref.k[i]) / std::max(1.0, (double)std::abs(ref.k[i])));
       worst = std::max(worst, std::abs(stored.v[i] - ref.v[i]) / std::max(1.0, (double)std::abs(ref.v[i])));
+      err_sq += (stored.k[i] - ref.k[i]) * (stored.k[i] - ref.k[i]) + (stored.v[i] - ref.v[i]) * (stored.v[i] - ref.v[i]);
+      ref_sq += ref.k[i] * ref.k[i] + ref.v[i] * ref.v[i];
     }
-    EXPECT_LT(worst, tol) << what;
+    if (same_inputs || decoder->compute_mode() == ComputeMode::F32)
+      EXPECT_LT(worst, tol) << what;
+    else
+      EXPECT_LT(err_sq / ref_sq, 1e-4) << what << " (largest difference " << worst << ")";
+    std::printf("  %-24s largest %.5f, NMSE %.2e\n", what.c_str(), worst, err_sq / ref_sq);
     EXPECT_EQ(stored.positions, iota_positions(ref.rows, 0)) << what << ": stored rows carry in-chunk positions";
   }
 
@@ -123,7 +134,7 @@ TEST_F(KvprepPrefill, IndependentKvEqualsDirectForwardAfterTheSystemPrompt) {
                                          iota_positions(s_len, 0));
   for (const ChunkRecord& c : chunks.chunks()) {
     // Over S exactly as stored: the chunk's KV only rounded to f16.
-    expect_f16_close(stored.read(c.id), direct(c.tokens, s_len, {&s_kv}), 1e-3, c.title + " over stored S");
+    expect_f16_close(stored.read(c.id), direct(c.tokens, s_len, {&s_kv}), 1e-3, c.title + " over stored S", true);
     std::vector<int32_t> both = *system_tokens;
     both.insert(both.end(), c.tokens.begin(), c.tokens.end());
     HostKv ref = direct(both, 0, {});

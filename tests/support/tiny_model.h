@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "io/ggml_types.h"
+#include "core/ggml_types.h"
 
 namespace kvf::test {
 

@@ -27,13 +27,13 @@ std::vector<float> host(Backend& b, const Tensor& t) {
   return v;
 }
 
-class DecoderForward : public ::testing::TestWithParam<std::string> {
+class DecoderForward : public ::testing::TestWithParam<std::tuple<std::string, ComputeMode>> {
  protected:
   void SetUp() override {
-    spec.arch = GetParam();
+    spec.arch = std::get<0>(GetParam());
     path = test::write_tiny_model(spec);
     backend = make_cpu_backend();
-    decoder = Decoder::load_gguf(path, *backend);
+    decoder = Decoder::load_gguf(path, *backend, std::get<1>(GetParam()));
     vocab = decoder->config().vocab;
   }
   ForwardResult prefill(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
@@ -58,10 +58,20 @@ TEST_P(DecoderForward, MatchesNaiveDoublePrecisionReference) {
   const auto tokens = random_tokens(37, vocab, 1);
   const ForwardResult out = prefill(tokens, iota_positions(37));
   const auto ref = test::reference_logits(path, tokens);
-  double worst = 0;
+  double worst = 0, err_sq = 0, ref_sq = 0;
   for (size_t i = 0; i < tokens.size(); ++i)
-    for (int v = 0; v < vocab; ++v) worst = std::max(worst, std::abs(out.logits[i * vocab + v] - ref[i][v]));
-  EXPECT_LT(worst, 2e-4) << "largest |logit difference| against the double-precision reference";
+    for (int v = 0; v < vocab; ++v) {
+      const double d = out.logits[i * vocab + v] - ref[i][v];
+      worst = std::max(worst, std::abs(d));
+      err_sq += d * d;
+      ref_sq += ref[i][v] * ref[i][v];
+    }
+  if (decoder->compute_mode() == ComputeMode::F32) {
+    EXPECT_LT(worst, 2e-4) << "largest |logit difference| against the double-precision reference";
+  } else {  // bf16 weights and activations in every matmul (measured: NMSE 1-2e-4 on these models)
+    EXPECT_LT(err_sq / ref_sq, 1e-3) << "logit NMSE against the double-precision reference (largest |difference| "
+                                     << worst << ")";
+  }
 }
 
 TEST_P(DecoderForward, PrefillInPiecesOverViewsEqualsOneCall) {
@@ -193,8 +203,11 @@ TEST_P(DecoderForward, RaggedBatchEqualsSeparateCalls) {
   r2.positions = iota_positions(11);
   r2.logit_rows = all_rows(11);
   const auto batched = decoder->forward(std::vector<ForwardRequest>{r1, r2});
-  EXPECT_LT(max_abs_diff(batched[0].logits, decoder->forward(r1).logits), 1e-4);  // GEMM shapes differ
-  EXPECT_LT(max_abs_diff(batched[1].logits, decoder->forward(r2).logits), 1e-4);
+  // GEMM shapes differ. In the fast mode the 2 logit rows of r1 alone take the few-rows path (f32 dots) and the
+  // 13 of the batch the bf16 panels (measured: 0.035 apart); every other row is computed identically.
+  const float tol = decoder->compute_mode() == ComputeMode::F32 ? 1e-4f : 0.1f;
+  EXPECT_LT(max_abs_diff(batched[0].logits, decoder->forward(r1).logits), tol);
+  EXPECT_LT(max_abs_diff(batched[1].logits, decoder->forward(r2).logits), tol);
 }
 
 TEST_P(DecoderForward, GreedyGenerationEqualsArgmaxOfFullRecompute) {
@@ -275,7 +288,12 @@ TEST_P(DecoderForward, RejectsBadRequestsWithAMessage) {
   EXPECT_THROW(decoder->forward(r), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, DecoderForward, ::testing::Values("llama", "qwen2"));
+INSTANTIATE_TEST_SUITE_P(ArchsAndModes, DecoderForward,
+                         ::testing::Combine(::testing::Values("llama", "qwen2"),
+                                            ::testing::Values(ComputeMode::Fast, ComputeMode::F32)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + compute_mode_name(std::get<1>(info.param));
+                         });
 
 }  // namespace
 }  // namespace kvf

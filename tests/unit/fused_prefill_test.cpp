@@ -24,14 +24,14 @@ const std::vector<FusionMethod> kSelectors = {FusionMethod::CacheBlend, FusionMe
 
 // A prompt of S, three chunks with their "independent" stored KV (each computed after S alone, stored at
 // in-chunk positions as kvprep stores it) and a question.
-class FusedPrefillTest : public ::testing::TestWithParam<std::string> {
+class FusedPrefillTest : public ::testing::TestWithParam<std::tuple<std::string, ComputeMode>> {
  protected:
   void SetUp() override {
-    spec.arch = GetParam();
+    spec.arch = std::get<0>(GetParam());
     spec.n_layers = 3;
     path = test::write_tiny_model(spec);
     backend = make_cpu_backend();
-    decoder = Decoder::load_gguf(path, *backend);
+    decoder = Decoder::load_gguf(path, *backend, std::get<1>(GetParam()));
     const int vocab = decoder->config().vocab;
     system_tokens = random_tokens(6, vocab, 1);
     ForwardRequest s;
@@ -192,7 +192,12 @@ TEST_P(FusedPrefillTest, StoredKvIsNeverWritten) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, FusedPrefillTest, ::testing::Values("llama", "qwen2"));
+INSTANTIATE_TEST_SUITE_P(ArchsAndModes, FusedPrefillTest,
+                         ::testing::Combine(::testing::Values("llama", "qwen2"),
+                                            ::testing::Values(ComputeMode::Fast, ComputeMode::F32)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + compute_mode_name(std::get<1>(info.param));
+                         });
 
 }  // namespace
 }  // namespace kvf

@@ -1,7 +1,7 @@
 // ggml block layouts, (de)quantization against hand-built blocks, error bounds, and bit-exact agreement with
 // gguf-py (tests/fixtures/quant, made by tests/reference/make_quant_fixtures.py).
 #include "support/test_values.h"
-#include "io/ggml_types.h"
+#include "core/ggml_types.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -12,7 +12,7 @@ namespace kvf::cli {
 
 void add_prefill_command(CLI::App& app) {
   struct Args {
-    std::string store, model = "smollm2", mode = "independent", system, dtype = "f16";
+    std::string store, model = "smollm2", mode = "independent", system, dtype = "f16", compute = "fast";
     int top_n = 10, threads = 0, batch_tokens = 1024, deflate = 0;
     bool refresh = false;
     double shard_mb = 256;
@@ -39,6 +39,10 @@ void add_prefill_command(CLI::App& app) {
                 "similarity: also recompute chunks whose neighbour list changed since their KV was stored");
   cmd->add_option("--system", a->system, "system message (default: the chat template's own)");
   cmd->add_option("--dtype", a->dtype, "stored KV type")->capture_default_str()->check(CLI::IsMember({"f16", "bf16"}));
+  cmd->add_option("--compute", a->compute,
+                  "fast: compact weights and the CPU's fastest kernels; f32: the reference math (a store keeps one)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fast", "f32"}));
   cmd->add_option("--deflate", a->deflate, "shuffle+deflate level for K and V, 1-9 (0: off, fastest reads)")
       ->capture_default_str()
       ->check(CLI::Range(0, 9));
@@ -54,6 +58,7 @@ void add_prefill_command(CLI::App& app) {
     o.top_n = a->top_n;
     o.system_message = a->system;
     o.dtype = a->dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
+    o.compute = compute_mode_from_name(a->compute);
     o.batch_tokens = a->batch_tokens;
     o.refresh_changed_neighbors = a->refresh;
     o.deflate_level = a->deflate;

@@ -28,6 +28,7 @@ struct GenerateArgs {
   int max_tokens = 128;
   int threads = 0;
   std::string backend = "cpu";
+  std::string compute = "fast";
   bool json = false;
 };
 
@@ -40,7 +41,7 @@ void run_generate(const GenerateArgs& a) {
   const auto file = gguf::File::open(path);
   const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*file));
   auto backend = make_backend(a.backend);
-  auto decoder = Decoder::load_gguf(path, *backend);
+  auto decoder = Decoder::load_gguf(path, *backend, compute_mode_from_name(a.compute));
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
 
@@ -74,6 +75,7 @@ void run_generate(const GenerateArgs& a) {
                                 {"generated_tokens", r.tokens.size()},
                                 {"stopped_by", r.ended ? "end_token" : "max_tokens"},
                                 {"threads", threads},
+                                {"compute", a.compute},
                                 {"load_ms", load_ms},
                                 {"ttft_ms", r.prefill_ms},
                                 {"decode_ms", r.decode_ms},
@@ -84,8 +86,9 @@ void run_generate(const GenerateArgs& a) {
     std::printf("%s\n", text.c_str());
     std::fprintf(stderr,
                  "[%zu prompt tokens, %zu generated | load %.0f ms | ttft %.1f ms (%.0f tok/s prefill) | "
-                 "decode %.1f tok/s | %d threads]\n",
-                 prompt_ids.size(), r.tokens.size(), load_ms, r.prefill_ms, prefill_tps, decode_tps, threads);
+                 "decode %.1f tok/s | %d threads, %s]\n",
+                 prompt_ids.size(), r.tokens.size(), load_ms, r.prefill_ms, prefill_tps, decode_tps, threads,
+                 a.compute.c_str());
   }
 }
 
@@ -110,6 +113,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--backend", args->backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--compute", args->compute, "fast: compact weights, the CPU's fastest kernels; f32: the reference math")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fast", "f32"}));
   cmd->add_flag("--json", args->json,
                 "print one JSON object: text, token_ids, prompt_tokens, ttft_ms, prefill_tokens_per_s, "
                 "decode_tokens_per_s, ...");

@@ -7,6 +7,7 @@ namespace kvf::cli {
 QueryEngineOptions QueryCliOptions::engine_options() const {
   QueryEngineOptions e = engine;
   e.cache_bytes = (uint64_t)(cache_mb * 1024 * 1024);
+  e.compute = compute_mode_from_name(compute);
   return e;
 }
 
@@ -48,6 +49,9 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--backend", o.engine.backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd.add_option("--compute", o.compute, "fast: compact weights, the CPU's fastest kernels; f32: the reference math")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fast", "f32"}));
   cmd.add_flag("--json", o.json, "print one JSON object per question");
 }
 

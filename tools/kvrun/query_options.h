@@ -14,6 +14,7 @@ struct QueryCliOptions {
   QueryEngineOptions engine;
   AnswerOptions answer;
   std::string method = "fusion";
+  std::string compute = "fast";
   double cache_mb = 1024;
   int threads = 0;
   bool json = false;
@@ -23,7 +24,7 @@ struct QueryCliOptions {
 };
 
 // Registers --store, --model, --embedder, --kv, --method, --recompute, --top-k, --link-tokens, --max-tokens,
-// --stop, --cache-mb, --threads, --backend and --json on `cmd`.
+// --stop, --cache-mb, --threads, --backend, --compute and --json on `cmd`.
 void add_query_options(CLI::App& cmd, QueryCliOptions& o);
 
 nlohmann::json answer_json(const QueryAnswer& a);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/packed_matmul.h"
 #include "backend/cpu/vec_math.h"
 #include "backend/op_checks.h"
 
@@ -79,12 +80,20 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   if (src.nbytes()) std::memcpy(dst.data<char>(), src.data<char>(), src.nbytes());
 }
 
+bool CpuBackend::accepts_weights(DType dtype, int64_t row_elems) const {
+  if (dtype == DType::F32) return true;
+  const bool compact = dtype == DType::BF16 || dtype == DType::F16 || dtype_is_block(dtype);
+  return compact && row_elems % packed_matmul_k_step() == 0;
+}
+
 void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
   check_f32(x, "matmul x");
-  check_f32(w, "matmul w");
   check_f32(y, "matmul y");
+  KVF_CHECK(w.defined() && accepts_weights(w.dtype, w.row_elems()), "cpu backend: matmul weights of type ",
+            dtype_name(w.dtype), " with rows of ", w.row_elems());
   const auto [n, k, m] = matmul_dims(x, w, y);
   if (n == 0 || m == 0) return;
+  if (w.dtype != DType::F32) return packed_matmul(x.data<float>(), n, k, w, y.data<float>());
   const float* xp = x.data<float>();
   const float* wp = w.data<float>();
   float* yp = y.data<float>();
@@ -101,6 +110,24 @@ void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
                   wp + m0 * k, (int)k, 0.0f, yp + m0, (int)m);
     }
   });
+}
+
+void CpuBackend::matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws,
+                                const std::vector<Tensor*>& ys) {
+  KVF_CHECK(ws.size() == ys.size(), "matmul_nt_many: ", ws.size(), " weights for ", ys.size(), " outputs");
+  bool compact = true;
+  for (const Tensor* w : ws) compact = compact && w->defined() && w->dtype != DType::F32;
+  if (!compact) return Backend::matmul_nt_many(x, ws, ys);
+  check_f32(x, "matmul x");
+  std::vector<MatmulProduct> products;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    check_f32(*ys[i], "matmul y");
+    KVF_CHECK(accepts_weights(ws[i]->dtype, ws[i]->row_elems()), "cpu backend: matmul weights of type ",
+              dtype_name(ws[i]->dtype), " with rows of ", ws[i]->row_elems());
+    matmul_dims(x, *ws[i], *ys[i]);
+    products.push_back({ws[i], ys[i]->data<float>()});
+  }
+  packed_matmul(x.data<float>(), x.dim(0), x.row_elems(), products);
 }
 
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
@@ -148,13 +175,17 @@ void CpuBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
 
 void CpuBackend::embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
   KVF_CHECK(ids.dtype == DType::I32, "embedding: ids must be i32");
+  KVF_CHECK(accepts_weights(table.dtype, table.row_elems()), "cpu backend: embedding table of type ",
+            dtype_name(table.dtype));
+  check_f32(out, "embedding out");
   const int64_t vocab = table.dim(0), d = table.row_elems(), n = ids.numel();
   KVF_CHECK(out.dim(0) == n && out.row_elems() == d, "embedding: out ", shape_str(out.shape));
   const int32_t* ip = ids.data<int32_t>();
+  const size_t row_bytes = dtype_bytes(table.dtype, d);
   for (int64_t i = 0; i < n; ++i) {
     KVF_CHECK(ip[i] >= 0 && ip[i] < vocab, "token id ", ip[i], " at index ", i, " is outside the vocabulary of ",
               vocab);
-    std::memcpy(out.data<float>() + i * d, table.data<float>() + ip[i] * d, d * sizeof(float));
+    weight_values(table.dtype, table.data<uint8_t>() + ip[i] * row_bytes, 0, d, out.data<float>() + i * d);
   }
 }
 

@@ -1,5 +1,6 @@
-// CPU backend: f32 compute, OpenBLAS sgemm (single-threaded calls) split across cores with TBB, so one thread
-// pool (TBB's, sized by tbb::global_control) does all the parallel work.
+// CPU backend: f32 activations; matmuls over f32 weights by OpenBLAS sgemm (single-threaded calls), over compact
+// weights (bf16, f16, ggml blocks) by the run-time chosen kernels of packed_matmul.h; everything split across cores
+// with TBB, so one thread pool (TBB's, sized by tbb::global_control) does all the parallel work.
 #pragma once
 #include "backend/backend.h"
 
@@ -10,6 +11,7 @@ class CpuBackend final : public Backend {
   CpuBackend();
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::Host; }
+  bool accepts_weights(DType dtype, int64_t row_elems) const override;
 
   Tensor empty(DType dtype, const Shape& shape) override;
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override;
@@ -17,6 +19,7 @@ class CpuBackend final : public Backend {
   void copy(const Tensor& src, Tensor& dst) override;
 
   void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override;
+  void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) override;
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override;
   void add_inplace(Tensor& y, const Tensor& x) override;
   void add_bias(Tensor& y, const Tensor& bias) override;

@@ -4,13 +4,14 @@
 // Contracting a*b+c into one fused multiply-add rounds once instead of twice and would break that bit-identity;
 // lib/CMakeLists.txt compiles this file with -ffp-contract=off.
 
-#include "io/ggml_types.h"
+#include "core/ggml_types.h"
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -344,6 +345,32 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
     case GgmlType::Q8_0: return quant_q8_0(src, y, nb);
     default: fail("quantize_row: converting f32 to ", info.name, " is not supported");
   }
+}
+
+namespace {
+
+constexpr std::pair<GgmlType, DType> kStoredAs[] = {
+    {GgmlType::F32, DType::F32},   {GgmlType::F16, DType::F16},   {GgmlType::BF16, DType::BF16},
+    {GgmlType::Q4_0, DType::Q4_0}, {GgmlType::Q4_1, DType::Q4_1}, {GgmlType::Q5_0, DType::Q5_0},
+    {GgmlType::Q5_1, DType::Q5_1}, {GgmlType::Q8_0, DType::Q8_0}, {GgmlType::Q4_K, DType::Q4_K},
+    {GgmlType::Q6_K, DType::Q6_K},
+};
+
+}  // namespace
+
+bool dtype_of_ggml(GgmlType t, DType* out) {
+  for (const auto& [g, d] : kStoredAs)
+    if (g == t) {
+      *out = d;
+      return true;
+    }
+  return false;
+}
+
+GgmlType ggml_type_of(DType t) {
+  for (const auto& [g, d] : kStoredAs)
+    if (d == t) return g;
+  fail("ggml_type_of: ", dtype_name(t), " has no ggml type");
 }
 
 }  // namespace kvf

@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace kvf {
 
 enum class GgmlType : uint32_t {
@@ -20,6 +22,10 @@ size_t ggml_row_bytes(GgmlType t, int64_t n);
 
 // Converts n elements (a multiple of the block size) starting at src to f32.
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
+// The tensor dtype that holds a GGUF type's data as stored, and back; false / throws for types without one.
+bool dtype_of_ggml(GgmlType t, DType* out);
+GgmlType ggml_type_of(DType t);
+
 // Reference quantizers (round-to-nearest as ggml's reference code), for writing test models.
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""CPU speed side by side: kvfuse (build/bin/kvf_prefill_bench) in both compute modes and llama.cpp
+(llama-cpp-python, built from source for this CPU) with and without its repacked weight layouts.
+
+For every model, prompt length and thread count, each configuration prefills the same fixed-seed random token ids
+into an empty cache of the same GGUF, then (with --decode D) decodes D tokens one at a time after a prompt of the
+first length; every measurement runs in its own subprocess, one after another (never overlapping): one warm-up
+and --runs timed runs, median reported. Prints a table and writes it as markdown with the CPU model and its
+flags, versions, load averages and this exact command.
+
+Run it with the reference venv (scripts/setup-reference.sh), e.g. `make bench`.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import llama_cpp
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "reference"))
+from llama_cpp_options import extra_bufts  # noqa: E402
+KVFUSE_HOME = Path(os.environ.get("KVFUSE_HOME", Path.home() / ".cache" / "kvfuse"))
+DEFAULT_MODEL = KVFUSE_HOME / "models" / "smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_BIN = REPO / "build" / "bin" / "kvf_prefill_bench"
+DEFAULT_OUT = REPO / "docs" / "results" / "cpu_vs_llamacpp.md"
+# Configurations: (label, engine, setting)
+CONFIGS = [
+    ("llama.cpp", "llama", False),
+    ("llama.cpp repacked", "llama", True),
+    ("kvfuse f32", "kvfuse", "f32"),
+    ("kvfuse fast", "kvfuse", "fast"),
+]
+
+
+def int_list(text):
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", type=Path, action="append",
+                   help=f"GGUF both engines load; repeatable (default: {DEFAULT_MODEL})")
+    p.add_argument("--tokens", type=int_list, default=[128, 512, 2048],
+                   help="comma-separated prompt lengths (default: 128,512,2048)")
+    p.add_argument("--threads", type=int_list, default=[2], help="comma-separated thread counts (default: 2)")
+    p.add_argument("--decode", type=int, default=64,
+                   help="decode steps timed after a prompt of the first length; 0: none (default: 64)")
+    p.add_argument("--runs", type=int, default=5, help="timed runs per measurement, after one warm-up (default: 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random token ids (default: 0)")
+    p.add_argument("--kvfuse-bin", type=Path, default=DEFAULT_BIN, help="kvfuse's benchmark (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="markdown report to write (default: %(default)s)")
+    p.add_argument("--llama-worker", action="store_true", help=argparse.SUPPRESS)  # one llama.cpp measurement
+    p.add_argument("--llama-extra-bufts", action="store_true", help=argparse.SUPPRESS)  # for the worker
+    args = p.parse_args()
+    args.model = args.model or [DEFAULT_MODEL]
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
+    if args.decode < 0:
+        p.error("--decode must be 0 or more")
+    return args
+
+
+# --- llama.cpp, measured inside a worker subprocess ----------------------------------------------------------
+
+def llama_measure(model, n_tokens, threads, runs, seed, use_extra_bufts, decode):
+    with extra_bufts(use_extra_bufts):
+        llm = llama_cpp.Llama(model_path=str(model), n_ctx=n_tokens + decode + 8, n_batch=n_tokens,
+                              n_threads=threads, n_threads_batch=threads, logits_all=False, verbose=False)
+    tokens = np.random.default_rng(seed).integers(0, llm.n_vocab(), n_tokens + decode).tolist()
+    prefill, decode_tps = [], []
+    for _ in range(runs + 1):  # the first is the warm-up
+        llm.reset()
+        start = time.perf_counter()
+        llm.eval(tokens[:n_tokens])
+        prefill.append(time.perf_counter() - start)
+        if decode:
+            start = time.perf_counter()
+            for t in tokens[n_tokens:]:
+                llm.eval([t])
+            decode_tps.append(decode / (time.perf_counter() - start))
+    out = {"tokens": n_tokens, "threads": threads, "median_s": statistics.median(prefill[1:])}
+    if decode:
+        out["decode_tokens_per_s"] = statistics.median(decode_tps[1:])
+    return out
+
+
+# --- the driver ------------------------------------------------------------------------------------------------
+
+def run_json(cmd):
+    """Run one measurement; its stdout ends with one JSON object."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"error: {shlex.join(map(str, cmd))} exited with {proc.returncode}:\n{proc.stderr.strip()}")
+    lines = proc.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        sys.exit(f"error: {shlex.join(map(str, cmd))} printed no JSON object on its last line:\n{proc.stdout}")
+
+
+def measure_cmd(args, engine, setting, model, n_tokens, threads, decode):
+    if engine == "llama":
+        cmd = [sys.executable, __file__, "--llama-worker", "--model", model, "--tokens", n_tokens,
+               "--threads", threads, "--runs", args.runs, "--seed", args.seed, "--decode", decode]
+        return [str(c) for c in cmd] + (["--llama-extra-bufts"] if setting else [])
+    return [str(c) for c in (args.kvfuse_bin, "--model", model, "--tokens", n_tokens, "--threads", threads,
+                             "--runs", args.runs, "--compute", setting, "--decode", decode, "--json")]
+
+
+def measure_all(args):
+    """rows: (model, tokens, threads, {label: tokens/s}) with tokens = 'decode' for the decode rows."""
+    rows = []
+    labels = [c[0] for c in CONFIGS]
+    print(f"{'model':<40} {'tokens':>6} {'thr':>3} " + " ".join(f"{l:>19}" for l in labels), flush=True)
+    for model in args.model:
+        for threads in args.threads:
+            decode_row = {}
+            for i, n_tokens in enumerate(args.tokens):
+                decode = args.decode if i == 0 else 0
+                speeds = {}
+                for label, engine, setting in CONFIGS:
+                    r = run_json(measure_cmd(args, engine, setting, model, n_tokens, threads, decode))
+                    speeds[label] = n_tokens / r["median_s"]
+                    if decode:
+                        decode_row[label] = r["decode_tokens_per_s"]
+                rows.append((model.name, n_tokens, threads, speeds))
+                print(f"{model.name:<40} {n_tokens:>6} {threads:>3} " +
+                      " ".join(f"{speeds[l]:>19.1f}" for l in labels), flush=True)
+            if decode_row:
+                rows.append((model.name, f"decode {args.decode} after {args.tokens[0]}", threads, decode_row))
+                print(f"{model.name:<40} {'decode':>6} {threads:>3} " +
+                      " ".join(f"{decode_row[l]:>19.1f}" for l in labels), flush=True)
+    return rows
+
+
+def cpu_model():
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def cpu_flags():
+    """The flags that decide which kernels either engine can use."""
+    wanted = ["avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+              "amx_tile", "amx_bf16", "amx_int8", "avx_vnni"]
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return " ".join(w for w in wanted if w in have)
+    return "unknown"
+
+
+def load_average():
+    with open("/proc/loadavg", encoding="utf-8") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def markdown(args, rows, loads):
+    command = shlex.join([sys.executable, *sys.argv])
+    labels = [c[0] for c in CONFIGS]
+    lines = [
+        "# CPU speed: kvfuse vs llama.cpp, side by side",
+        "",
+        f"- Machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}",
+        f"- CPU flags that matter here: {cpu_flags()}",
+        f"- Models: {', '.join(f'`{m.name}`' for m in args.model)}",
+        f"- llama.cpp: llama-cpp-python {llama_cpp.__version__} built with GGML_NATIVE=ON; n_batch = prompt length, "
+        "F16 KV cache; `llama.cpp` without its extra buffer types, `llama.cpp repacked` with them (weights "
+        "repacked for its AMX / AVX-512 kernels where the CPU and the weight type have one)",
+        "- kvfuse: `kvf_prefill_bench`, `--compute f32` (weights dequantized to f32, OpenBLAS) and `--compute fast` "
+        "(weights kept as stored, the run-time chosen kernel)",
+        f"- Workload: prefill of {', '.join(map(str, args.tokens))} random token ids (seed {args.seed}) into an "
+        f"empty cache; decode: {args.decode} single-token steps after the {args.tokens[0]}-token prompt; median of "
+        f"{args.runs} timed runs after one warm-up; each measurement in its own process, one at a time",
+        f"- Load average (1, 5, 15 min) before / after: {loads[0]} / {loads[1]} (other work on the cores skews "
+        "the numbers)",
+        f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
+        f"- Command: `{command}`",
+        "",
+        "Tokens per second (prefill: prompt tokens / time; decode: generated tokens / time); the last two columns "
+        "divide kvfuse fast by each llama.cpp configuration.",
+        "",
+        "| model | tokens | threads | " + " | ".join(labels) + " | fast / llama.cpp | fast / repacked |",
+        "|---|---|--:|" + "--:|" * len(labels) + "--:|--:|",
+    ]
+    for model, n, t, speeds in rows:
+        cells = " | ".join(f"{speeds[l]:.1f}" for l in labels)
+        fast = speeds["kvfuse fast"]
+        lines.append(f"| {model} | {n} | {t} | {cells} | {fast / speeds['llama.cpp']:.2f} | "
+                     f"{fast / speeds['llama.cpp repacked']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    args = parse_args()
+    if args.llama_worker:
+        if len(args.tokens) != 1 or len(args.threads) != 1 or len(args.model) != 1:
+            sys.exit("error: a worker measures one --model, --tokens and --threads value")
+        result = llama_measure(args.model[0], args.tokens[0], args.threads[0], args.runs, args.seed,
+                               args.llama_extra_bufts, args.decode)
+        print(json.dumps(result))
+        return
+    for model in args.model:
+        if not model.is_file():
+            sys.exit(f"error: model {model} not found (scripts/setup.sh fetches the presets)")
+    if not os.access(args.kvfuse_bin, os.X_OK):
+        sys.exit(f"error: kvfuse benchmark {args.kvfuse_bin} not found; build it first (make)")
+    load_before = load_average()
+    rows = measure_all(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(markdown(args, rows, (load_before, load_average())), encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+// The instruction-set-specific half of the compact-weight matmul (packed_matmul.h does the rest): turning f32
+// activations into the kernel's input form, f32 weight rows into a panel, and a block of rows times a panel into
+// f32 outputs. Each kernel lives in its own file compiled for its instruction set; this header holds only
+// declarations, so nothing compiled for one instruction set leaks into code that runs on every CPU.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace kvf::cpu {
+
+struct GemmIsa {
+  int panel_cols;       // output columns per panel
+  int k_step;           // a panel's k extent is a multiple of this
+  size_t x_elem_bytes;  // bytes per activation element in the kernel's input form
+  // x [n] f32 -> the kernel's input form (n a multiple of k_step).
+  void (*convert_x)(const float* x, int64_t n, void* out);
+  // Weight rows w[c][0, kc) for c < cols (row stride ldw floats; cols <= panel_cols) -> panel; columns past cols
+  // are zero.
+  void (*pack_panel)(const float* w, int64_t ldw, int cols, int kc, void* panel);
+  // y[r][0, cols) (+)= x[r][0, kc) . panel for r < rows; x rows ldx elements apart, y rows ldy floats apart.
+  // Every output gets the same operations in the same order whatever rows and cols are, so a row's result never
+  // depends on the batch it is computed in.
+  void (*multiply)(const void* x, int64_t ldx, int rows, const void* panel, int kc, int cols, float* y, int64_t ldy,
+                   bool accumulate);
+};
+
+extern const GemmIsa kGemmAvx512Bf16;
+extern const GemmIsa kGemmAvx2F32;
+
+// Dequantization of whole blocks to f32 with AVX2 (dequant_avx2.cpp): n values from the start of a run of blocks,
+// bit-identical to core/ggml_types.h's reference (same operations, no fused multiply-add).
+using DequantFn = void (*)(const uint8_t* blocks, float* out, int64_t n);
+struct DequantAvx2 {
+  DequantFn f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q6_k;
+};
+extern const DequantAvx2 kDequantAvx2;
+
+// Dot products of a few activation rows with a few f32 weight rows (few_rows_avx2.cpp): y[r * ldy + j] = x[r] . w[j]
+// for r < rows and j < wrows; x rows ldx floats apart, w rows ldw; k a multiple of 8.
+void dot_rows_avx2(const float* x, int64_t ldx, int rows, const float* w, int64_t ldw, int wrows, int64_t k, float* y,
+                   int64_t ldy);
+
+}  // namespace kvf::cpu

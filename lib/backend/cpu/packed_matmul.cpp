@@ -1,0 +1,142 @@
+#include "backend/cpu/packed_matmul.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/gemm_isa.h"
+#include "core/ggml_types.h"
+
+namespace kvf::cpu {
+namespace {
+
+// k extent of one panel: a multiple of every block size (32, 256) and small enough that a panel (64 columns)
+// stays in L1/L2 while every row of a task streams past it.
+constexpr int64_t kPanelK = 256;
+
+const GemmIsa& isa_of(GemmKernel kernel) {
+  return kernel == GemmKernel::Avx512Bf16 ? kGemmAvx512Bf16 : kGemmAvx2F32;
+}
+
+// Up to this many rows (decoding, short passes) each weight row is dequantized once to f32 and dotted with every
+// row while it sits in L1: no panel to pack, and the weights stream from memory once.
+constexpr int64_t kFewRows = 4;
+
+// Column blocks of every product, so that one parallel loop covers them all.
+struct ColumnBlock {
+  size_t product;
+  int64_t c0, cols;
+};
+
+std::vector<ColumnBlock> column_blocks(const std::vector<MatmulProduct>& products, int64_t cols) {
+  std::vector<ColumnBlock> blocks;
+  for (size_t p = 0; p < products.size(); ++p) {
+    const int64_t m = products[p].w->dim(0);
+    for (int64_t c0 = 0; c0 < m; c0 += cols) blocks.push_back({p, c0, std::min(cols, m - c0)});
+  }
+  return blocks;
+}
+
+void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products) {
+  const std::vector<ColumnBlock> blocks = column_blocks(products, 64);
+  tbb::parallel_for(size_t{0}, blocks.size(), [&](size_t b) {
+    const MatmulProduct& p = products[blocks[b].product];
+    const int64_t m = p.w->dim(0);
+    const size_t row_bytes = dtype_bytes(p.w->dtype, k);
+    constexpr int64_t kRowsAtOnce = 8;  // weight rows dequantized, then dotted with every activation row
+    std::vector<float> values((size_t)(kRowsAtOnce * k));
+    for (int64_t c = blocks[b].c0; c < blocks[b].c0 + blocks[b].cols; c += kRowsAtOnce) {
+      const int rows = (int)std::min(kRowsAtOnce, blocks[b].c0 + blocks[b].cols - c);
+      for (int j = 0; j < rows; ++j)
+        weight_values(p.w->dtype, p.w->data<uint8_t>() + (c + j) * row_bytes, 0, k, values.data() + j * k);
+      dot_rows_avx2(x, k, (int)n, values.data(), k, rows, k, p.y + c, m);
+    }
+  });
+}
+
+}  // namespace
+
+void weight_values(DType t, const uint8_t* row, int64_t k0, int64_t kc, float* out) {
+  const uint8_t* at = row + dtype_bytes(t, k0);
+  if (t == DType::F32) return (void)std::memcpy(out, at, (size_t)kc * 4);
+  static const bool simd = cpu_features().avx2_fma;
+  const DequantAvx2& d = kDequantAvx2;
+  const DequantFn fast = !simd              ? nullptr
+                         : t == DType::F16  ? d.f16
+                         : t == DType::BF16 ? d.bf16
+                         : t == DType::Q4_0 ? d.q4_0
+                         : t == DType::Q4_1 ? d.q4_1
+                         : t == DType::Q5_0 ? d.q5_0
+                         : t == DType::Q5_1 ? d.q5_1
+                         : t == DType::Q8_0 ? d.q8_0
+                         : t == DType::Q4_K ? d.q4_k
+                         : t == DType::Q6_K ? d.q6_k
+                                            : nullptr;
+  if (fast) return fast(at, out, kc);
+  dequantize_row(ggml_type_of(t), at, out, kc);
+}
+
+int64_t packed_matmul_k_step() { return isa_of(active_gemm_kernel()).k_step; }
+
+void packed_matmul(const float* x, int64_t n, int64_t k, const Tensor& w, float* y) {
+  packed_matmul(x, n, k, {{&w, y}}, active_gemm_kernel());
+}
+
+void packed_matmul(const float* x, int64_t n, int64_t k, const Tensor& w, float* y, GemmKernel kernel) {
+  packed_matmul(x, n, k, {{&w, y}}, kernel);
+}
+
+void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products) {
+  packed_matmul(x, n, k, products, active_gemm_kernel());
+}
+
+void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products,
+                   GemmKernel kernel) {
+  const GemmIsa& isa = isa_of(kernel);
+  for (const MatmulProduct& p : products)
+    KVF_CHECK(k % isa.k_step == 0 && k % dtype_block_elems(p.w->dtype) == 0, "matmul: rows of ", k, " values of a ",
+              dtype_name(p.w->dtype), " weight; the ", gemm_kernel_name(kernel), " kernel needs a multiple of ",
+              isa.k_step);
+  if (n == 0) return;
+  if (n <= kFewRows) return few_rows_matmul(x, n, k, products);
+  // Activations in the kernel's input form, once for every panel of every product.
+  std::vector<uint8_t> xin((size_t)(n * k) * isa.x_elem_bytes);
+  tbb::parallel_for(int64_t{0}, n, [&](int64_t r) { isa.convert_x(x + r * k, k, xin.data() + r * k * isa.x_elem_bytes); });
+
+  // Tasks are (column block, row block) tiles: enough of them to keep every core busy, rows blocks large enough
+  // that dequantizing a panel is cheap next to multiplying it.
+  const std::vector<ColumnBlock> blocks = column_blocks(products, isa.panel_cols);
+  const int64_t col_blocks = (int64_t)blocks.size();
+  const int64_t workers = tbb::this_task_arena::max_concurrency();
+  const int64_t row_blocks = std::clamp<int64_t>((2 * workers + col_blocks - 1) / col_blocks, 1, (n + 47) / 48);
+  const int64_t rows_per_block = (n + row_blocks - 1) / row_blocks;
+  tbb::parallel_for(int64_t{0}, col_blocks * row_blocks, [&](int64_t task) {
+    const ColumnBlock& block = blocks[(size_t)(task / row_blocks)];
+    const MatmulProduct& p = products[block.product];
+    const int64_t m = p.w->dim(0), c0 = block.c0, r0 = task % row_blocks * rows_per_block;
+    const int ncols = (int)block.cols;
+    const int nrows = (int)std::min(rows_per_block, n - r0);
+    if (nrows <= 0) return;
+    const size_t row_bytes = dtype_bytes(p.w->dtype, k);
+    const uint8_t* wp = p.w->data<uint8_t>();
+    std::vector<float> values((size_t)(isa.panel_cols * kPanelK));
+    static thread_local std::vector<uint8_t> panel;  // 64-byte aligned below for the kernels' aligned loads
+    panel.resize((size_t)(isa.panel_cols * kPanelK) * isa.x_elem_bytes + 64);
+    void* aligned = panel.data() + (64 - (uintptr_t)panel.data() % 64) % 64;
+    for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
+      const int kc = (int)std::min(kPanelK, k - k0);
+      for (int c = 0; c < ncols; ++c)
+        weight_values(p.w->dtype, wp + (c0 + c) * row_bytes, k0, kc, values.data() + c * kPanelK);
+      isa.pack_panel(values.data(), kPanelK, ncols, kc, aligned);
+      isa.multiply(xin.data() + (r0 * k + k0) * isa.x_elem_bytes, k, nrows, aligned, kc, ncols, p.y + r0 * m + c0,
+                   m, k0 > 0);
+    }
+  });
+}
+
+}  // namespace kvf::cpu

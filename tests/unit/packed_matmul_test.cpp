@@ -1,0 +1,216 @@
+// Compact-weight matmuls (lib/backend/cpu/packed_matmul.h) with every kernel this CPU runs and every weight format:
+// close to the f32 product of the dequantized weights, and each output row bit-identical whatever batch (of more
+// than the few-rows path's 4 rows) and column block it is computed in. The SIMD dequantization equals the
+// reference bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backend/backend.h"
+#include "backend/cpu/packed_matmul.h"
+#include "core/ggml_types.h"
+#include "core/half.h"
+
+namespace kvf {
+namespace {
+
+using cpu::GemmKernel;
+
+constexpr DType kFormats[] = {DType::BF16, DType::F16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                              DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+
+// A weight [m, k] in `t` (random values, or random blocks with sane f16 scales for formats without a quantizer
+// here), and its values as f32.
+struct Weight {
+  Tensor t;
+  std::vector<float> values;
+};
+
+Weight make_weight(Backend& b, DType t, int64_t m, int64_t k, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 0.05f);
+  std::vector<float> f((size_t)(m * k));
+  for (float& v : f) v = d(rng);
+  Weight w{b.empty(t, {m, k}), std::vector<float>((size_t)(m * k))};
+  std::vector<uint8_t> bytes(w.t.nbytes());
+  const size_t row = dtype_bytes(t, k);
+  for (int64_t r = 0; r < m; ++r) {
+    uint8_t* dst = bytes.data() + r * row;
+    if (t == DType::BF16 || t == DType::F16) {
+      for (int64_t i = 0; i < k; ++i) {
+        const uint16_t h = t == DType::BF16 ? f32_to_bf16(f[r * k + i]) : f32_to_f16(f[r * k + i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+    } else if (t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q8_0) {
+      quantize_row(ggml_type_of(t), f.data() + r * k, dst, k);
+    } else {  // random block bytes; every 16-bit scale field made a small f16 by rewriting the whole block's scales
+      for (size_t i = 0; i < row; ++i) dst[i] = (uint8_t)rng();
+      const size_t block = dtype_block_bytes(t);
+      const uint16_t scale = f32_to_f16(0.002f);
+      for (size_t at = 0; at < row; at += block) {
+        if (t == DType::Q4_K) {  // d, dmin first
+          std::memcpy(dst + at, &scale, 2);
+          std::memcpy(dst + at + 2, &scale, 2);
+        } else if (t == DType::Q6_K) {  // d last
+          std::memcpy(dst + at + block - 2, &scale, 2);
+        } else {  // Q5_0 / Q5_1: d (and m) first
+          std::memcpy(dst + at, &scale, 2);
+          if (t == DType::Q5_1) std::memcpy(dst + at + 2, &scale, 2);
+        }
+      }
+    }
+    dequantize_row(ggml_type_of(t), dst, w.values.data() + r * k, k);
+  }
+  b.copy_from_host(w.t, bytes.data(), bytes.size());
+  return w;
+}
+
+std::vector<float> random_rows(int64_t n, int64_t k, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x((size_t)(n * k));
+  for (float& v : x) v = d(rng);
+  return x;
+}
+
+TEST(PackedMatmul, EveryKernelAndFormatIsCloseToTheF32Product) {
+  auto b = make_cpu_backend();
+  std::mt19937 rng(7);
+  const int64_t n = 13, k = 512, m = 100;  // a partial row tile and a partial column panel
+  const std::vector<float> x = random_rows(n, k, rng);
+  for (DType t : kFormats) {
+    const Weight w = make_weight(*b, t, m, k, rng);
+    for (GemmKernel kernel : cpu::available_gemm_kernels()) {
+      std::vector<float> y((size_t)(n * m));
+      cpu::packed_matmul(x.data(), n, k, w.t, y.data(), kernel);
+      double err = 0, ref_sq = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          double ref = 0;
+          for (int64_t t2 = 0; t2 < k; ++t2) ref += (double)x[i * k + t2] * w.values[j * k + t2];
+          err += (y[i * m + j] - ref) * (y[i * m + j] - ref);
+          ref_sq += ref * ref;
+        }
+      // bf16 rounding of activations and weights: relative error per product ~2^-9; f32 panels: float rounding.
+      const double limit = kernel == GemmKernel::Avx512Bf16 ? 1e-4 : 1e-10;
+      EXPECT_LT(err / ref_sq, limit) << dtype_name(t) << " " << cpu::gemm_kernel_name(kernel);
+    }
+  }
+}
+
+TEST(PackedMatmul, ARowsResultDoesNotDependOnItsBatch) {
+  auto b = make_cpu_backend();
+  std::mt19937 rng(11);
+  const int64_t k = 768, m = 200;
+  const std::vector<float> x = random_rows(70, k, rng);
+  for (DType t : {DType::Q4_1, DType::Q8_0, DType::BF16}) {
+    const Weight w = make_weight(*b, t, m, k, rng);
+    for (GemmKernel kernel : cpu::available_gemm_kernels()) {
+      std::vector<float> all((size_t)(70 * m));
+      cpu::packed_matmul(x.data(), 70, k, w.t, all.data(), kernel);
+      for (int64_t first : {0, 5, 33, 60})
+        for (int64_t n : {5, 6, 7, 10}) {
+          if (first + n > 70) continue;
+          std::vector<float> part((size_t)(n * m));
+          cpu::packed_matmul(x.data() + first * k, n, k, w.t, part.data(), kernel);
+          ASSERT_EQ(0, std::memcmp(part.data(), all.data() + first * m, part.size() * sizeof(float)))
+              << dtype_name(t) << " " << cpu::gemm_kernel_name(kernel) << " rows " << first << "+" << n;
+        }
+      // The same rows against the first 37 weight rows only: a narrower last panel leaves them unchanged too.
+      Tensor narrow = w.t.rows(0, 37);
+      std::vector<float> y((size_t)(70 * 37));
+      cpu::packed_matmul(x.data(), 70, k, narrow, y.data(), kernel);
+      for (int64_t i = 0; i < 70; ++i)
+        ASSERT_EQ(0, std::memcmp(y.data() + i * 37, all.data() + i * m, 37 * sizeof(float)))
+            << dtype_name(t) << " " << cpu::gemm_kernel_name(kernel) << " row " << i;
+    }
+  }
+}
+
+TEST(PackedMatmul, FewRowsAreF32DotsOfTheDequantizedWeights) {
+  auto b = make_cpu_backend();
+  std::mt19937 rng(5);
+  const int64_t k = 768, m = 70;
+  const std::vector<float> x = random_rows(4, k, rng);
+  for (DType t : kFormats) {
+    const Weight w = make_weight(*b, t, m, k, rng);
+    std::vector<float> four(4 * m), one(m);
+    cpu::packed_matmul(x.data(), 4, k, w.t, four.data());
+    cpu::packed_matmul(x.data() + 3 * k, 1, k, w.t, one.data());
+    EXPECT_EQ(0, std::memcmp(one.data(), four.data() + 3 * m, one.size() * sizeof(float))) << dtype_name(t);
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t t2 = 0; t2 < k; ++t2) {
+          ref += (double)x[i * k + t2] * w.values[j * k + t2];
+          mag += std::abs((double)x[i * k + t2] * w.values[j * k + t2]);
+        }
+        ASSERT_NEAR(four[i * m + j], ref, 1e-6 * mag) << dtype_name(t) << " " << i << "," << j;
+      }
+  }
+}
+
+TEST(PackedMatmul, SimdDequantizationEqualsTheReference) {
+  auto b = make_cpu_backend();
+  std::mt19937 rng(9);
+  for (DType t : kFormats) {
+    const int64_t k = 1024;
+    const Weight w = make_weight(*b, t, 3, k, rng);
+    std::vector<float> got(k);
+    for (int64_t r = 0; r < 3; ++r)
+      for (int64_t k0 : {int64_t{0}, int64_t{256}}) {
+        cpu::weight_values(t, w.t.data<uint8_t>() + r * dtype_bytes(t, k), k0, k - k0, got.data());
+        ASSERT_EQ(0, std::memcmp(got.data(), w.values.data() + r * k + k0, (size_t)(k - k0) * sizeof(float)))
+            << dtype_name(t) << " row " << r << " from " << k0;
+      }
+  }
+}
+
+TEST(PackedMatmul, ManyProductsEqualSeparateCalls) {
+  auto b = make_cpu_backend();
+  std::mt19937 rng(13);
+  const int64_t k = 256;
+  const Weight wq = make_weight(*b, DType::Q4_1, 192, k, rng), wk = make_weight(*b, DType::Q8_0, 64, k, rng),
+               wv = make_weight(*b, DType::Q4_K, 100, k, rng);
+  for (int64_t n : {3, 40}) {  // the few-rows path and the panels
+    const std::vector<float> xv = random_rows(n, k, rng);
+    Tensor x = b->empty(DType::F32, {n, k});
+    b->copy_from_host(x, xv.data(), xv.size() * sizeof(float));
+    std::vector<Tensor> together, apart;
+    for (const Weight* w : {&wq, &wk, &wv}) {
+      together.push_back(b->empty(DType::F32, {n, w->t.dim(0)}));
+      apart.push_back(b->empty(DType::F32, {n, w->t.dim(0)}));
+    }
+    b->matmul_nt_many(x, {&wq.t, &wk.t, &wv.t}, {&together[0], &together[1], &together[2]});
+    b->matmul_nt(x, wq.t, apart[0]);
+    b->matmul_nt(x, wk.t, apart[1]);
+    b->matmul_nt(x, wv.t, apart[2]);
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(0, std::memcmp(together[i].data<float>(), apart[i].data<float>(), apart[i].nbytes())) << n << " " << i;
+  }
+}
+
+TEST(PackedMatmul, BackendTakesCompactWeightsAndEmbeddingTables) {
+  auto b = make_cpu_backend();
+  std::mt19937 rng(3);
+  const Weight w = make_weight(*b, DType::Q4_1, 50, 64, rng);
+  EXPECT_TRUE(b->accepts_weights(DType::Q4_1, 64));
+  EXPECT_FALSE(b->accepts_weights(DType::BF16, 20));  // rows the kernels cannot take stay f32
+  Tensor ids = b->empty(DType::I32, {3});
+  const int32_t id_values[] = {49, 0, 17};
+  b->copy_from_host(ids, id_values, sizeof id_values);
+  Tensor out = b->empty(DType::F32, {3, 64});
+  b->embedding(w.t, ids, out);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 64; ++j) ASSERT_EQ(out.data<float>()[i * 64 + j], w.values[id_values[i] * 64 + j]);
+  Tensor x = b->empty(DType::F32, {4, 64}), y = b->empty(DType::F32, {4, 50});
+  const std::vector<float> xv = random_rows(4, 64, rng);
+  b->copy_from_host(x, xv.data(), xv.size() * 4);
+  b->matmul_nt(x, w.t, y);
+  std::vector<float> direct(4 * 50);
+  cpu::packed_matmul(xv.data(), 4, 64, w.t, direct.data());
+  EXPECT_EQ(0, std::memcmp(direct.data(), y.data<float>(), direct.size() * 4));
+}
+
+}  // namespace
+}  // namespace kvf
