@@ -44,24 +44,14 @@ std::string command_line() {
   return out;
 }
 
-// The store built from the data set's own passages (--build-store): a pipeline's settings, or the defaults.
+// The store built from the data set's own passages (--build-store): a pipeline's settings, or the defaults. It
+// holds the KV modes the sweep reads and those they are computed from (similarity needs independent).
 void build_store(const EvalArgs& a, const EvalOptions& o) {
-  std::string corpus = resolve_dataset(a.corpus);
-  if (corpus.empty()) {  // the questions' own passages
-    std::vector<QueryRecord> records = read_query_file(o.dataset);
-    if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
-    corpus = (fs::path(o.store_dir) / "corpus.jsonl").string();
-    const size_t passages = write_dataset_corpus(records, corpus);
-    std::fprintf(stderr, "eval: building %s from %zu passages of %zu questions (%s)\n", o.store_dir.c_str(),
-                 passages, records.size(), corpus.c_str());
-  } else {
-    KVF_CHECK(fs::exists(corpus), corpus, ": no such corpus (bare names are looked up in KVFUSE_DATA=", data_dir(),
-              ")");
-    std::fprintf(stderr, "eval: building %s from the corpus %s\n", o.store_dir.c_str(), corpus.c_str());
-  }
-  std::string modes = "[";
-  for (const std::string& kv : o.kv_modes) modes += (modes.size() > 1 ? "," : "") + kv;
-  modes += "]";
+  const bool own_passages = a.corpus.empty();
+  const std::string corpus =
+      own_passages ? (fs::path(o.store_dir) / "corpus.jsonl").string() : resolve_dataset(a.corpus);
+  KVF_CHECK(own_passages || fs::exists(corpus), corpus, ": no such corpus (bare names are looked up in KVFUSE_DATA=",
+            data_dir(), ")");
   std::string pipeline = a.pipeline;
   if (pipeline.empty()) {  // the defaults of kvprep run, with this store, corpus and model
     fs::create_directories(o.store_dir);
@@ -71,10 +61,22 @@ void build_store(const EvalArgs& a, const EvalOptions& o) {
         << "\nembedder: " << o.embedder << "\n";
     KVF_CHECK(out, pipeline, ": write failed");
   }
-  run_pipeline(pipeline,
-               {"store=" + o.store_dir, "corpus=" + corpus, "model=" + o.model, "embedder=" + o.embedder,
-                "prefill.modes=" + modes, "threads=" + std::to_string(a.threads)},
-               [](const PipelineStep& s) { std::fprintf(stderr, "  %-22s %s\n", s.name.c_str(), s.outcome.c_str()); });
+  const std::vector<std::string> overrides = {"store=" + o.store_dir, "corpus=" + corpus, "model=" + o.model,
+                                              "embedder=" + o.embedder, "threads=" + std::to_string(a.threads)};
+  const KvModeRequest modes{o.kv_modes, "eval --kv"};
+  check_pipeline(pipeline, overrides, modes);
+  if (own_passages) {
+    std::vector<QueryRecord> records = read_query_file(o.dataset);
+    if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
+    const size_t passages = write_dataset_corpus(records, corpus);
+    std::fprintf(stderr, "eval: building %s from %zu passages of %zu questions (%s)\n", o.store_dir.c_str(),
+                 passages, records.size(), corpus.c_str());
+  } else {
+    std::fprintf(stderr, "eval: building %s from the corpus %s\n", o.store_dir.c_str(), corpus.c_str());
+  }
+  run_pipeline(
+      pipeline, overrides,
+      [](const PipelineStep& s) { std::fprintf(stderr, "  %-22s %s\n", s.name.c_str(), s.outcome.c_str()); }, modes);
 }
 
 void run_eval(EvalArgs& a, const CLI::App& cmd) {
