@@ -24,7 +24,8 @@ struct DecoderCase {
   std::string quant;        // the fixture's reference over the file's own weights
   double f32_max_diff;      // bound on |our logit - llama.cpp f32| at the reference's top-4 ids, every position
   double quant_top1;        // least share of positions whose top-1 agrees with the quantized reference
-  double quant_max_diff;    // bound on |our logit - llama.cpp quantized| likewise
+  double quant_max_diff;    // bound on |our logit - llama.cpp quantized| likewise, from position quant_from on
+  size_t quant_from;        // the first positions' huge activations (attention sinks) defeat 8-bit activations
   size_t min_positions;     // the fixture's five prompts hold at least this many tokens (up to ~1,000 each)
   bool optional;            // skipped unless installed (make test does not fetch it)
 };
@@ -51,17 +52,18 @@ class DecoderVsLlamaCpp : public ::testing::TestWithParam<DecoderCase> {
 
   struct Agreement {
     size_t positions = 0, top1_agree = 0;
-    double max_diff = 0;  // largest |our logit - reference logit| over the reference's top-4 ids at every position
+    double max_diff = 0;  // largest |our logit - reference logit| over the reference's top-4 ids at each position
+                          // from `from` on
   };
 
-  static Agreement compare(const std::vector<float>& logits, const json& ref, int vocab) {
+  static Agreement compare(const std::vector<float>& logits, const json& ref, int vocab, size_t from = 0) {
     Agreement a;
     const auto& ids = ref["top_ids"];
     const auto& vals = ref["top_logits"];
     for (size_t i = 0; i < ids.size(); ++i, ++a.positions) {
       const float* row = logits.data() + i * vocab;
       if (argmax(row, vocab) == ids[i][0].get<int>()) ++a.top1_agree;
-      for (size_t j = 0; j < ids[i].size(); ++j)
+      for (size_t j = 0; i >= from && j < ids[i].size(); ++j)
         a.max_diff = std::max(a.max_diff, std::abs((double)row[ids[i][j].get<int>()] - vals[i][j].get<double>()));
     }
     return a;
@@ -85,13 +87,13 @@ TEST_P(DecoderVsLlamaCpp, LogitsAgreeAtEveryPosition) {
     }
     const ForwardResult out = decoder_->forward(r);
     const Agreement f32 = compare(out.logits, prompt["refs"]["f32"], vocab);
-    const Agreement quant = compare(out.logits, prompt["refs"][c.quant], vocab);
+    const Agreement quant = compare(out.logits, prompt["refs"][c.quant], vocab, c.quant_from);
     total += f32.positions;
     worst = std::max(worst, f32.max_diff);
     std::printf("  %-8s %4zu tokens | vs llama.cpp f32: top-1 %zu/%zu, max |dlogit| %.5f | vs llama.cpp %s: "
-                "top-1 %zu/%zu, max |dlogit| %.4f\n",
+                "top-1 %zu/%zu, max |dlogit| %.4f from position %zu\n",
                 prompt["name"].get<std::string>().c_str(), r.tokens.size(), f32.top1_agree, f32.positions,
-                f32.max_diff, c.quant.c_str(), quant.top1_agree, quant.positions, quant.max_diff);
+                f32.max_diff, c.quant.c_str(), quant.top1_agree, quant.positions, quant.max_diff, c.quant_from);
     EXPECT_EQ(f32.top1_agree, f32.positions) << prompt["name"];
     EXPECT_LT(f32.max_diff, c.f32_max_diff) << prompt["name"];
     // Activation quantization in llama.cpp's quantized path moves logits by a few tenths; the argmax rarely flips.
@@ -125,11 +127,13 @@ TEST_P(DecoderVsLlamaCpp, GreedyContinuationsAreIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, DecoderVsLlamaCpp,
-                         ::testing::Values(DecoderCase{"smollm2", "q4_1", 0.002, 0.95, 1.5, 2000, false},
+                         ::testing::Values(DecoderCase{"smollm2", "q4_1", 0.002, 0.95, 1.5, 0, 2000, false},
                                            // Qwen's tokenizer makes fewer tokens of the same texts; on the
-                                           // 25-token prompt llama.cpp's own f32 and q4_k_m disagree at 2.
-                                           DecoderCase{"qwen0.5b", "q4_k_m", 0.002, 0.9, 1.0, 1900, false},
-                                           DecoderCase{"qwen1.5b", "q4_k_m", 0.002, 0.9, 1.0, 1900, true}),
+                                           // 25-token prompt llama.cpp's own f32 and q4_k_m disagree at 2. In
+                                           // the 1.5B model llama.cpp's q4_k_m logits at the first two positions
+                                           // are off by up to 15 (its f32 and q4_k_m references too), 0.35 after.
+                                           DecoderCase{"qwen0.5b", "q4_k_m", 0.002, 0.9, 1.0, 0, 1900, false},
+                                           DecoderCase{"qwen1.5b", "q4_k_m", 0.002, 0.9, 1.0, 2, 1900, true}),
                          [](const ::testing::TestParamInfo<DecoderCase>& info) {
                            return test::preset_test_name(info.param.preset);
                          });
