@@ -13,7 +13,7 @@ cat >"$work/qa.jsonl" <<'JSON'
 {"id": "rings", "question": "Which planet is known for its rings?", "answers": ["Saturn"], "contexts": [{"title": "Volcano", "text": "A volcano is a rupture in the crust where lava, ash and gases escape."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}]}
 {"id": "bow", "question": "What is the violin played with?", "answers": ["a bow"], "contexts": [{"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}]}
 JSON
-"$kvrun" eval --dataset "$work/qa.jsonl" --build-store "$work/store" --kv similarity --methods full,reuse,fusion \
+"$kvrun" eval --dataset "$work/qa.jsonl" --model smollm2 --build-store "$work/store" --kv similarity --methods full,reuse,fusion \
   --ratios 0,0.5 --max-tokens 2 --out "$work/eval" 2>"$work/log" || { cat "$work/log"; fail "eval --kv similarity"; }
 python3 - "$work/store/manifest.json" "$work/eval/results.jsonl" <<'PY' || fail "modes built or read"
 import json, sys

@@ -89,7 +89,7 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
   if (!a.pipeline.empty()) {
     std::set<std::string> given;
     for (const char* name : {"dataset", "limit", "setting", "methods", "ratios", "kv", "max-tokens", "top-k",
-                             "link-tokens", "out", "store"}) {
+                             "link-tokens", "out", "store", "model"}) {
       std::string key = name;
       std::replace(key.begin(), key.end(), '-', '_');
       if (cmd.count(std::string("--") + name)) given.insert(key);
@@ -144,6 +144,8 @@ void add_eval_command(CLI::App& app) {
       "  kvrun eval --pipeline pipelines/paper-hotpotqa.yaml --build-store      # the committed sweep\n"
       "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/hq --limit 20 \\\n"
       "      --methods full,reuse,fusion --ratios 0.15 --kv independent --out eval/hq\n"
+      "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --model qwen0.5b --build-store stores/hq-qwen --limit 20 \\\n"
+      "      --kv similarity --out eval/hq-qwen        # builds the independent KV similarity reads, too\n"
       "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/pool --corpus corpus_hotpotqa.jsonl \\\n"
       "      --setting retrieval --top-k 10 --out eval/pool            # retrieval over the pooled corpus\n"
       "  kvrun eval --store stores/hq --dataset hotpotqa_dev500_ircot.jsonl --out eval/hq --report-only");
@@ -151,6 +153,9 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--dataset", args->eval.dataset, "questions with answers and contexts: JSONL or .jsonl.gz");
   cmd->add_option("--store", args->eval.store_dir, "a store holding the data set's passages");
+  cmd->add_option("--model", args->eval.model,
+                  "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+      ->capture_default_str();
   cmd->add_option("--build-store", args->build_store,
                   "build this store first from the data set's passages (with --pipeline and no DIR: its store)")
       ->expected(0, 1);
