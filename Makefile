@@ -9,12 +9,20 @@ endif
 KVFUSE_HOME ?= $(HOME)/.cache/kvfuse
 REF_PYTHON := $(KVFUSE_HOME)/venv-ref/bin/python
 
-.PHONY: all setup build test test-unit demo bench reference clean
+# Models `make setup` fetches (scripts/setup.sh: smollm2 minilm qwen0.5b qwen1.5b, or all); default: the demo's.
+MODELS ?=
+# The models the `model` tests read (tests that need qwen1.5b run only where it is installed).
+TEST_MODELS := smollm2 minilm qwen0.5b
+
+.PHONY: all setup setup-test build test test-unit demo bench reference clean
 
 all: build
 
 setup:
-	@scripts/setup.sh
+	@scripts/setup.sh $(MODELS)
+
+setup-test:
+	@scripts/setup.sh $(TEST_MODELS)
 
 $(BUILD_DIR)/CMakeCache.txt:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
@@ -23,7 +31,7 @@ build: $(BUILD_DIR)/CMakeCache.txt
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Unit tests (tiny random models) and model tests (real weights against committed llama.cpp fixtures).
-test: setup build
+test: setup-test build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
 test-unit: build
@@ -39,12 +47,16 @@ bench: setup build
 	$(REF_PYTHON) bench/cpu_vs_llamacpp.py
 
 # Regenerates the golden fixtures under tests/fixtures from llama.cpp (see tests/reference/README.md).
-reference: setup
+REFERENCE_PRESETS := smollm2 qwen0.5b qwen1.5b
+reference:
+	@scripts/setup.sh all
 	@scripts/setup-reference.sh
 	$(REF_PYTHON) tests/reference/make_quant_fixtures.py
-	$(REF_PYTHON) tests/reference/make_token_fixtures.py
 	$(REF_PYTHON) tests/reference/make_embedder_fixtures.py
-	$(REF_PYTHON) tests/reference/make_llama_fixtures.py
+	for m in $(REFERENCE_PRESETS); do \
+	  $(REF_PYTHON) tests/reference/make_token_fixtures.py --preset $$m && \
+	  $(REF_PYTHON) tests/reference/make_llama_fixtures.py --preset $$m || exit 1; \
+	done
 
 clean:
 	rm -rf $(BUILD_DIR)

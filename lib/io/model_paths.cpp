@@ -6,6 +6,20 @@
 #include "core/error.h"
 
 namespace kvf {
+namespace {
+
+struct Preset {
+  const char* name;
+  const char* path;  // under models_dir(), as scripts/setup.sh installs it
+};
+constexpr Preset kPresets[] = {
+    {"smollm2", "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"},
+    {"qwen0.5b", "qwen0.5b/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"},
+    {"qwen1.5b", "qwen1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"},
+    {"minilm", "all-minilm-l6-v2"},
+};
+
+}  // namespace
 
 std::string kvfuse_home() {
   if (const char* home = std::getenv("KVFUSE_HOME"); home && *home) return home;
@@ -15,18 +29,22 @@ std::string kvfuse_home() {
 
 std::string models_dir() { return kvfuse_home() + "/models"; }
 
+std::string preset_path(const std::string& name) {
+  for (const Preset& p : kPresets)
+    if (name == p.name) return models_dir() + "/" + p.path;
+  return "";
+}
+
 std::string resolve_model(const std::string& name_or_path) {
-  std::string path;
-  if (name_or_path == "smollm2") {
-    path = models_dir() + "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  } else if (name_or_path == "minilm") {
-    path = models_dir() + "/all-minilm-l6-v2";
-  } else {
-    path = name_or_path;
+  const std::string preset = preset_path(name_or_path);
+  if (!preset.empty()) {
+    KVF_CHECK(std::filesystem::exists(preset), "model '", name_or_path, "': ", preset,
+              " does not exist (run `scripts/setup.sh ", name_or_path, "` to fetch it)");
+    return preset;
   }
-  KVF_CHECK(std::filesystem::exists(path), "model '", name_or_path, "': ", path,
-            " does not exist (run `make setup` to fetch the default models)");
-  return path;
+  KVF_CHECK(std::filesystem::exists(name_or_path), "model '", name_or_path, "': ", name_or_path,
+            " does not exist (a preset: smollm2, qwen0.5b, qwen1.5b, minilm; or a path)");
+  return name_or_path;
 }
 
 }  // namespace kvf

@@ -6,8 +6,12 @@ namespace kvf {
 
 std::string kvfuse_home();
 std::string models_dir();
-// "smollm2" -> the cached SmolLM2-135M-Instruct GGUF; "minilm" -> the all-MiniLM-L6-v2 folder; anything else is
-// taken as a path. Throws kvf::Error naming the name and the expected path when the file is not there.
+// A preset's file or folder under models_dir() ("" for a name that is not a preset), whether installed or not:
+// smollm2 (SmolLM2-135M-Instruct), qwen0.5b and qwen1.5b (Qwen2.5-Coder-0.5B/1.5B-Instruct) are GGUF files,
+// minilm the all-MiniLM-L6-v2 folder.
+std::string preset_path(const std::string& name);
+// A preset's path, or anything else taken as a path. Throws kvf::Error naming the name and the expected path (and
+// for a preset, the setup command that fetches it) when it is not there.
 std::string resolve_model(const std::string& name_or_path);
 
 }  // namespace kvf

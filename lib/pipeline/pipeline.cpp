@@ -10,6 +10,7 @@
 #include "compress/compress_stage.h"
 #include "core/error.h"
 #include "io/model_paths.h"
+#include "pipeline/kv_mode_plan.h"
 #include "prep/chunk_stage.h"
 #include "prep/prefill_stage.h"
 #include "prep/retrieval_stages.h"
@@ -123,10 +124,8 @@ T item(const std::string& file, const YAML::Node& node, size_t i, const char* ke
   }
 }
 
-}  // namespace
-
-void run_pipeline(const std::string& path, const std::vector<std::string>& overrides,
-                  void (*on_step)(const PipelineStep&)) {
+// The file with the overrides applied, every key checked.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -134,13 +133,47 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     fail(path, ": ", e.what());
   }
   for (const std::string& o : overrides) apply_override(root, o);
-  const Config cfg(path, root);
+  Config cfg(path, root);
   cfg.check_keys();
+  return cfg;
+}
+
+std::vector<CompressEntry> compress_entries(const std::string& path, const Config& cfg) {
+  const YAML::Node compress = cfg.root()["compress"];
+  std::vector<CompressEntry> entries;
+  for (size_t i = 0; compress && i < compress.size(); ++i)
+    entries.push_back({item<std::string>(path, compress[i], i, "to", ""),
+                       item<std::string>(path, compress[i], i, "from", "")});
+  return entries;
+}
+
+KvModePlan kv_plan(const std::string& path, const Config& cfg, const std::vector<CompressEntry>& compress,
+                   const KvModeRequest& request) {
+  return plan_kv_modes(path, cfg.get<std::vector<std::string>>("prefill", "modes", {"independent"}), compress,
+                       request);
+}
+
+}  // namespace
+
+void check_pipeline(const std::string& path, const std::vector<std::string>& overrides,
+                    const KvModeRequest& request) {
+  const Config cfg = load_config(path, overrides);
+  cfg.required("store");
+  cfg.required("corpus");
+  resolve_model(cfg.get<std::string>("", "model", "smollm2"));
+  kv_plan(path, cfg, compress_entries(path, cfg), request);
+}
+
+void run_pipeline(const std::string& path, const std::vector<std::string>& overrides,
+                  void (*on_step)(const PipelineStep&), const KvModeRequest& request) {
+  const Config cfg = load_config(path, overrides);
   const std::string store = cfg.required("store");
   const int threads = cfg.get<int>("", "threads", 0);
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                             threads > 0 ? threads : tbb::info::default_concurrency());
   const std::string model = resolve_model(cfg.get<std::string>("", "model", "smollm2"));
+  const std::vector<CompressEntry> compress_list = compress_entries(path, cfg);
+  const KvModePlan plan = kv_plan(path, cfg, compress_list, request);
 
   ChunkStageOptions chunk;
   chunk.corpus = cfg.required("corpus");
@@ -174,14 +207,13 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   const NeighborStageResult n = run_neighbor_stage(neighbors);
   on_step({"neighbors", n.unchanged ? "up to date" : std::to_string(n.chunks) + " chunks"});
 
-  const auto modes = cfg.get<std::vector<std::string>>("prefill", "modes", {"independent"});
   const std::string dtype = cfg.get<std::string>("prefill", "dtype", "f16");
   KVF_CHECK(dtype == "f16" || dtype == "bf16", path, ": 'prefill.dtype' must be f16 or bf16, got '", dtype, "'");
   const std::string compute_name = cfg.get<std::string>("prefill", "compute", "fast");
   KVF_CHECK(compute_name == "fast" || compute_name == "f32", path, ": 'prefill.compute' must be fast or f32, got '",
             compute_name, "'");
   const ComputeMode compute = compute_mode_from_name(compute_name);
-  for (const std::string& mode : modes) {
+  for (const std::string& mode : plan.prefill) {
     PrefillStageOptions p;
     p.store_dir = store;
     p.model_path = model;
@@ -196,13 +228,13 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   }
 
   const YAML::Node compress = cfg.root()["compress"];
-  for (size_t i = 0; compress && i < compress.size(); ++i) {
+  for (const size_t i : plan.compress) {
     const YAML::Node& c = compress[i];
     CompressStageOptions o;
     o.store_dir = store;
     o.model_path = model;
-    o.to = item<std::string>(path, c, i, "to", "");
-    o.from = item<std::string>(path, c, i, "from", "");
+    o.to = compress_list[i].to;
+    o.from = compress_list[i].from;
     o.anchors = item<double>(path, c, i, "anchors", 0.0);
     o.anchor_mode = item<std::string>(path, c, i, "anchor_mode", o.anchor_mode);
     o.anchor_score = item<std::string>(path, c, i, "anchor_score", o.anchor_score);

@@ -2,8 +2,8 @@
 //
 //   store: stores/demo                 # required
 //   corpus: ../shared/data/x.jsonl     # required: JSONL or a folder of .txt files
-//   model: smollm2                     # decoder (name or GGUF path)
-//   embedder: minilm                   # embedder (name or folder)
+//   model: smollm2                     # decoder: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path
+//   embedder: minilm                   # embedder: minilm or a folder
 //   threads: 0                         # 0: all cores
 //   chunk:     {chunk_tokens: 256, max_chunk_tokens: 0}
 //   index:     {kind: flat}            # flat | ivf | hnsw, with ivf_nlist, ivf_nprobe, hnsw_m, ...
@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/kv_mode_plan.h"
+
 namespace kvf {
 
 struct PipelineStep {
@@ -25,8 +27,15 @@ struct PipelineStep {
 };
 
 // Loads the file, applies the overrides, validates every key (unknown keys are errors naming the file and key),
-// and runs the stages; `on_step` is called after each. Throws kvf::Error on bad configuration or a failed stage.
+// and runs the stages; `on_step` is called after each. The KV stages build the modes `request` names (by default
+// every mode the file names: prefill.modes and the compress list) and the modes those are computed from
+// (kv_mode_plan.h): similarity brings independent. Throws kvf::Error on bad configuration or a failed stage.
 void run_pipeline(const std::string& path, const std::vector<std::string>& overrides,
-                  void (*on_step)(const PipelineStep&));
+                  void (*on_step)(const PipelineStep&), const KvModeRequest& request = {});
+
+// What run_pipeline checks before its first stage (the file, the overrides, the model, the KV modes), without
+// running anything: callers that prepare inputs first fail before any work.
+void check_pipeline(const std::string& path, const std::vector<std::string>& overrides,
+                    const KvModeRequest& request = {});
 
 }  // namespace kvf

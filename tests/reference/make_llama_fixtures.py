@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
 """Golden decoder fixtures from llama.cpp (through llama-cpp-python), an implementation independent of kvfuse.
 
-Writes tests/fixtures/logits_smollm2.json with two references for SmolLM2-135M-Instruct:
-  f32   llama.cpp over an F32 copy of the GGUF whose tensors are the Q4_1 file's weights dequantized by the `gguf`
-        package: f32 math over exactly the weights kvfuse dequantizes at load, so a tight reference;
-  q4_1  llama.cpp over the original Q4_1 file: its matmuls quantize activations to 8 bits, so a looser reference.
+Writes tests/fixtures/logits_<preset>.json with two references for a decoder preset (presets.py):
+  f32    llama.cpp over an F32 copy of the GGUF whose tensors are the file's weights dequantized by the `gguf`
+         package: f32 math over exactly the weights kvfuse dequantizes at load, so a tight reference;
+  QUANT  llama.cpp over the original file (q4_1 for SmolLM2, q4_k_m for Qwen2.5-Coder): its matmuls quantize
+         activations to 8 bits, so a looser reference.
 For five prompts (about 20 to 1000 tokens, one batch each): the top-4 ids and logits at every position and the
 statistics of the full logits at the last position; for three chat prompts: 32 greedily decoded ids.
 
-Run it with the reference venv (scripts/setup-reference.sh), e.g. `make reference`.
+Run it with the reference venv (scripts/setup-reference.sh), e.g. `make reference`, or by hand:
+  $KVFUSE_HOME/venv-ref/bin/python tests/reference/make_llama_fixtures.py --preset qwen0.5b
 """
 import argparse
 import hashlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -23,15 +24,13 @@ import jinja2.sandbox
 import llama_cpp
 from llama_cpp_options import extra_bufts
 import numpy as np
+from presets import PRESETS
 
 REPO = Path(__file__).resolve().parents[2]
-KVFUSE_HOME = Path(os.environ.get("KVFUSE_HOME", Path.home() / ".cache" / "kvfuse"))
-DEFAULT_MODEL = KVFUSE_HOME / "models" / "smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-DEFAULT_OUT = REPO / "tests" / "fixtures" / "logits_smollm2.json"
 
 TOP_K = 4
 N_NEW_TOKENS = 32
-IM_END = 2  # <|im_end|>: ends an assistant turn
+END_OF_TURN = b"<|im_end|>"  # ends an assistant turn in the ChatML templates of every preset
 # The model's KV cache and context as both references use them: F32 K/V (llama.cpp defaults to F16) so that the
 # f32 reference rounds nothing the kvfuse CPU backend keeps in f32.
 LLAMA_PARAMS = dict(n_ctx=2048, n_batch=2048, n_ubatch=2048, n_threads=2, n_threads_batch=2, logits_all=True,
@@ -215,12 +214,24 @@ CONTINUATION_QUESTIONS = [
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="the Q4_1 GGUF (default: %(default)s)")
+    p.add_argument("--preset", choices=PRESETS, default="smollm2", help="the decoder (default: %(default)s)")
+    p.add_argument("--model", type=Path, default=None, help="its GGUF (default: where scripts/setup.sh puts it)")
     p.add_argument("--f32-model", type=Path, default=None,
                    help="where the dequantized F32 copy lives; written if missing or older than --model "
-                        "(default: beside --model, .Q4_1.gguf replaced by .F32.gguf)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="fixture file to write (default: %(default)s)")
-    return p.parse_args()
+                        "(default: beside --model, named in presets.py)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="fixture file to write (default: tests/fixtures/logits_<preset>.json)")
+    args = p.parse_args()
+    preset = PRESETS[args.preset]
+    args.quant = preset.quant
+    args.model = args.model or preset.path
+    args.f32_model = args.f32_model or args.model.with_name(preset.f32_copy)
+    args.out = args.out or REPO / "tests" / "fixtures" / f"logits_{preset.name}.json"
+    if not args.model.exists():
+        sys.exit(f"error: --model {args.model}: no such file (scripts/setup.sh {preset.name} fetches it)")
+    if args.f32_model == args.model:
+        sys.exit("error: --f32-model must differ from --model")
+    return args
 
 
 # --- the F32 copy ------------------------------------------------------------------------------------------------
@@ -345,8 +356,8 @@ def top_k_record(logits):
     }
 
 
-def greedy(llm, prompt_ids):
-    """Argmax of the raw logits, one token at a time, until N_NEW_TOKENS or <|im_end|> (kept in the output).
+def greedy(llm, prompt_ids, end_id):
+    """Argmax of the raw logits, one token at a time, until N_NEW_TOKENS or end_id (kept in the output).
     Returns the ids and, per step, the margin between the two best logits (how safe a comparison of that id is)."""
     llm.reset()
     llm.eval(prompt_ids)
@@ -356,29 +367,33 @@ def greedy(llm, prompt_ids):
         best, second = np.argsort(-logits, kind="stable")[:2]
         generated.append(int(best))
         margins.append(round(float(logits[best] - logits[second]), 4))
-        if best == IM_END:
+        if best == end_id:
             break
         llm.eval([int(best)])
     return generated, margins
 
 
-def run_reference(path, prompts, continuations):
+def run_reference(path, prompts, continuations, end_id):
     print(f"llama.cpp over {path.name} ...", flush=True)
     start = time.time()
     llm = load_llama(path)
     logit_refs = [top_k_record(all_logits(llm, ids)) for ids in prompts]
-    greedy_refs = [greedy(llm, ids) for ids in continuations]
+    greedy_refs = [greedy(llm, ids, end_id) for ids in continuations]
     print(f"  {time.time() - start:.0f} s")
     return logit_refs, greedy_refs
 
 
 def tokenize_all(model_path, prompts, continuations):
-    """Token ids as llama.cpp makes them. add_bos=True adds BOS only where the GGUF's tokenizer.ggml.add_bos_token
-    says so; SmolLM2's file says false, so no prompt gets a BOS (chat texts start with <|im_start|> themselves)."""
+    """Token ids as llama.cpp makes them, and the id of END_OF_TURN. add_bos=True adds BOS only where the GGUF's
+    tokenizer.ggml.add_bos_token says so; the SmolLM2 and Qwen2.5 files say false, so no prompt gets a BOS (chat
+    texts start with <|im_start|> themselves)."""
     llm = llama_cpp.Llama(model_path=str(model_path), vocab_only=True, verbose=False)
     prompt_ids = [llm.tokenize(text.encode(), add_bos=True, special=True) for _, text in prompts]
     continuation_ids = [llm.tokenize(text.encode(), add_bos=False, special=True) for _, _, text in continuations]
-    return prompt_ids, continuation_ids
+    end_ids = llm.tokenize(END_OF_TURN, add_bos=False, special=True)
+    if len(end_ids) != 1:
+        sys.exit(f"error: {model_path}: {END_OF_TURN.decode()} is not one token ({end_ids})")
+    return prompt_ids, continuation_ids, end_ids[0]
 
 
 # --- output ------------------------------------------------------------------------------------------------------
@@ -405,12 +420,14 @@ def compact_json(fixture):
     return dump(fixture, 0) + "\n"
 
 
-def build_fixture(model_path, prompts, prompt_ids, logit_refs, continuations, continuation_ids, greedy_refs):
+def build_fixture(model_path, prompts, prompt_ids, logit_refs, continuations, continuation_ids, greedy_refs,
+                  end_id):
     return {
         "generator": "tests/reference/make_llama_fixtures.py",
         "llama_cpp_python": llama_cpp.__version__,
         "model_sha256": sha256(model_path),
         "llama_params": {**LLAMA_PARAMS, "type_k": "f32", "type_v": "f32", "use_extra_bufts": False},
+        "end_of_turn_id": end_id,
         "prompts": [
             {"name": name, "text": text, "token_ids": ids,
              "refs": {ref: logit_refs[ref][i] for ref in logit_refs}}
@@ -425,43 +442,41 @@ def build_fixture(model_path, prompts, prompt_ids, logit_refs, continuations, co
     }
 
 
-def print_summary(fixture):
+def print_summary(fixture, quant):
+    print(f"f32 against {quant}:")
     print(f"{'prompt':<10} {'tokens':>6} {'top-1 agree':>12} {'max |diff| at top-1':>20}")
     for p in fixture["prompts"]:
-        f32, q4 = p["refs"]["f32"], p["refs"]["q4_1"]
+        f32, q4 = p["refs"]["f32"], p["refs"][quant]
         agree = sum(a[0] == b[0] for a, b in zip(f32["top_ids"], q4["top_ids"]))
         # Each reference's logit at its own top-1 id (the top-1 logit), compared position by position.
         diff = max(abs(a[0] - b[0]) for a, b in zip(f32["top_logits"], q4["top_logits"]))
         n = len(p["token_ids"])
         print(f"{p['name']:<10} {n:>6} {agree:>5}/{n:<5} ({agree / n:4.0%}) {diff:>12.4f}")
     for c in fixture["continuations"]:
-        f32, q4 = c["refs"]["f32"], c["refs"]["q4_1"]
+        f32, q4 = c["refs"]["f32"], c["refs"][quant]
         common = next((i for i, (a, b) in enumerate(zip(f32, q4)) if a != b), min(len(f32), len(q4)))
         verdict = "identical" if f32 == q4 else f"diverge at token {common}"
-        print(f"continuation {c['name']:<8} f32 {len(f32)} ids, q4_1 {len(q4)} ids: {verdict:<20} "
+        print(f"continuation {c['name']:<8} f32 {len(f32)} ids, {quant} {len(q4)} ids: {verdict:<20} "
               f"smallest f32 top-1/top-2 margin {min(c['margins']['f32']):.4f}")
 
 
 def main():
     args = parse_args()
-    f32_model = args.f32_model or args.model.with_name(args.model.name.replace(".Q4_1.gguf", ".F32.gguf"))
-    if f32_model == args.model:
-        sys.exit("error: --f32-model must differ from --model")
-    ensure_f32_copy(args.model, f32_model)
+    ensure_f32_copy(args.model, args.f32_model)
 
     template = chat_template(args.model)
     prompts, continuations = logit_prompts(template), continuation_prompts(template)
-    prompt_ids, continuation_ids = tokenize_all(args.model, prompts, continuations)
+    prompt_ids, continuation_ids, end_id = tokenize_all(args.model, prompts, continuations)
     logit_refs, greedy_refs = {}, {}
-    for ref, path in (("f32", f32_model), ("q4_1", args.model)):
-        logit_refs[ref], greedy_refs[ref] = run_reference(path, prompt_ids, continuation_ids)
+    for ref, path in (("f32", args.f32_model), (args.quant, args.model)):
+        logit_refs[ref], greedy_refs[ref] = run_reference(path, prompt_ids, continuation_ids, end_id)
 
     fixture = build_fixture(args.model, prompts, prompt_ids, logit_refs, continuations, continuation_ids,
-                            greedy_refs)
+                            greedy_refs, end_id)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(compact_json(fixture), encoding="utf-8")
     print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB)")
-    print_summary(fixture)
+    print_summary(fixture, args.quant)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden tokenizer fixtures from llama.cpp (through llama-cpp-python), an implementation independent of kvfuse.
 
-Writes tests/fixtures/tokens_smollm2.json for SmolLM2-135M-Instruct's GGUF vocabulary:
+Writes tests/fixtures/tokens_<preset>.json for a decoder preset's GGUF vocabulary (presets.py):
   cases  for each text: llama.cpp's ids without special-token parsing ("ids"), with it where they differ
          ("ids_special"), and llama_detokenize of them (special tokens rendered, and skipped);
   vocab  size, BOS/EOS, add_bos and the end-of-generation ids llama.cpp derives;
@@ -10,25 +10,22 @@ Writes tests/fixtures/tokens_smollm2.json for SmolLM2-135M-Instruct's GGUF vocab
 Texts that are not UTF-8 are stored as hex ("text_hex"), like any decoded text that is not.
 
 Run it with the reference venv (scripts/setup-reference.sh):
-  $KVFUSE_HOME/venv-ref/bin/python tests/reference/make_token_fixtures.py
+  $KVFUSE_HOME/venv-ref/bin/python tests/reference/make_token_fixtures.py --preset qwen0.5b
 --random N adds N more random strings (fixed seed) and --out elsewhere makes a larger comparison set for
 development without touching the committed fixture.
 """
 import argparse
 import ctypes
 import json
-import os
 import random
 from pathlib import Path
 
 import gguf
 import jinja2.sandbox
 import llama_cpp
+from presets import PRESETS
 
 REPO = Path(__file__).resolve().parents[2]
-KVFUSE_HOME = Path(os.environ.get("KVFUSE_HOME", Path.home() / ".cache" / "kvfuse"))
-DEFAULT_MODEL = KVFUSE_HOME / "models" / "smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-DEFAULT_OUT = REPO / "tests" / "fixtures" / "tokens_smollm2.json"
 
 PYTHON_CODE = '''def fib(n: int) -> int:
     """Return the n-th Fibonacci number."""
@@ -132,6 +129,9 @@ TEXTS = [
     "<|im_start", "im_start|>", "<|im_start|x", "<<|im_start|>>", "<|endoftext|><|endoftext|>",
     "<repo_name>kvfuse<file_sep>lib/text.cpp<filename>", "<jupyter_code>print(1)<jupyter_output>1",
     "<gh_stars>100", "<issue_start>bug<issue_comment>fix<issue_closed>", "<empty_output>",
+    # Qwen2.5's special and added tokens (plain text to SmolLM2)
+    "<|fim_prefix|>def add(a, b):\n    <|fim_suffix|>\n<|fim_middle|>", "<|repo_name|>kvfuse\n<|file_sep|>lib/a.cpp",
+    "<tool_call>\n{\"name\": \"f\"}\n</tool_call>", "<|object_ref_start|>x<|object_ref_end|>", "<|fim_pad|><|fim_pad|>",
 ]
 
 # Bytes that are not UTF-8 (stored as hex): llama.cpp reads each bad byte as U+FFFD.
@@ -213,8 +213,12 @@ def chats(reference, template_source, bos, eos):
     ]
     out = []
     for messages, add_generation_prompt in conversations:
-        rendered = template.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                   bos_token=bos, eos_token=eos)
+        try:
+            rendered = template.render(messages=messages, add_generation_prompt=add_generation_prompt,
+                                       bos_token=bos, eos_token=eos)
+        except jinja2.exceptions.UndefinedError as e:  # Qwen2.5's template reads messages[0]: no empty chat
+            print(f"chat {messages} left out: the template cannot render it ({e})")
+            continue
         out.append({"messages": messages, "add_generation_prompt": add_generation_prompt, "rendered": rendered,
                     "ids": reference.tokenize(rendered.encode(), True)})
     return out
@@ -222,11 +226,16 @@ def chats(reference, template_source, bos, eos):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default=str(DEFAULT_MODEL))
-    ap.add_argument("--out", default=str(DEFAULT_OUT))
+    ap.add_argument("--preset", choices=PRESETS, default="smollm2", help="the decoder (default: %(default)s)")
+    ap.add_argument("--model", help="its GGUF (default: where scripts/setup.sh puts it)")
+    ap.add_argument("--out", help="default: tests/fixtures/tokens_<preset>.json")
     ap.add_argument("--random", type=int, default=40, help="random strings added to the fixed ones")
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
+    args.model = args.model or str(PRESETS[args.preset].path)
+    args.out = args.out or str(REPO / "tests" / "fixtures" / f"tokens_{args.preset}.json")
+    if not Path(args.model).exists():
+        ap.error(f"--model {args.model}: no such file (scripts/setup.sh {args.preset} fetches it)")
 
     reader = gguf.GGUFReader(args.model)
     template_source = reader.fields["tokenizer.chat_template"].contents()

@@ -28,7 +28,9 @@ void add_prefill_command(CLI::App& app) {
       "embed, index and neighbors first). K is stored without RoPE. Shards are committed as they fill: a killed\n"
       "run resumes, and a rerun computes only chunks without KV.");
   cmd->add_option("--store", a->store, "store directory")->required();
-  cmd->add_option("--model", a->model, "smollm2 or the GGUF the store was chunked with")->capture_default_str();
+  cmd->add_option("--model", a->model,
+                  "the decoder the store was chunked with: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+      ->capture_default_str();
   cmd->add_option("--mode", a->mode, "independent or similarity")
       ->capture_default_str()
       ->check(CLI::IsMember({"independent", "similarity"}));

@@ -44,24 +44,14 @@ std::string command_line() {
   return out;
 }
 
-// The store built from the data set's own passages (--build-store): a pipeline's settings, or the defaults.
+// The store built from the data set's own passages (--build-store): a pipeline's settings, or the defaults. It
+// holds the KV modes the sweep reads and those they are computed from (similarity needs independent).
 void build_store(const EvalArgs& a, const EvalOptions& o) {
-  std::string corpus = resolve_dataset(a.corpus);
-  if (corpus.empty()) {  // the questions' own passages
-    std::vector<QueryRecord> records = read_query_file(o.dataset);
-    if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
-    corpus = (fs::path(o.store_dir) / "corpus.jsonl").string();
-    const size_t passages = write_dataset_corpus(records, corpus);
-    std::fprintf(stderr, "eval: building %s from %zu passages of %zu questions (%s)\n", o.store_dir.c_str(),
-                 passages, records.size(), corpus.c_str());
-  } else {
-    KVF_CHECK(fs::exists(corpus), corpus, ": no such corpus (bare names are looked up in KVFUSE_DATA=", data_dir(),
-              ")");
-    std::fprintf(stderr, "eval: building %s from the corpus %s\n", o.store_dir.c_str(), corpus.c_str());
-  }
-  std::string modes = "[";
-  for (const std::string& kv : o.kv_modes) modes += (modes.size() > 1 ? "," : "") + kv;
-  modes += "]";
+  const bool own_passages = a.corpus.empty();
+  const std::string corpus =
+      own_passages ? (fs::path(o.store_dir) / "corpus.jsonl").string() : resolve_dataset(a.corpus);
+  KVF_CHECK(own_passages || fs::exists(corpus), corpus, ": no such corpus (bare names are looked up in KVFUSE_DATA=",
+            data_dir(), ")");
   std::string pipeline = a.pipeline;
   if (pipeline.empty()) {  // the defaults of kvprep run, with this store, corpus and model
     fs::create_directories(o.store_dir);
@@ -71,10 +61,22 @@ void build_store(const EvalArgs& a, const EvalOptions& o) {
         << "\nembedder: " << o.embedder << "\n";
     KVF_CHECK(out, pipeline, ": write failed");
   }
-  run_pipeline(pipeline,
-               {"store=" + o.store_dir, "corpus=" + corpus, "model=" + o.model, "embedder=" + o.embedder,
-                "prefill.modes=" + modes, "threads=" + std::to_string(a.threads)},
-               [](const PipelineStep& s) { std::fprintf(stderr, "  %-22s %s\n", s.name.c_str(), s.outcome.c_str()); });
+  const std::vector<std::string> overrides = {"store=" + o.store_dir, "corpus=" + corpus, "model=" + o.model,
+                                              "embedder=" + o.embedder, "threads=" + std::to_string(a.threads)};
+  const KvModeRequest modes{o.kv_modes, "eval --kv"};
+  check_pipeline(pipeline, overrides, modes);
+  if (own_passages) {
+    std::vector<QueryRecord> records = read_query_file(o.dataset);
+    if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
+    const size_t passages = write_dataset_corpus(records, corpus);
+    std::fprintf(stderr, "eval: building %s from %zu passages of %zu questions (%s)\n", o.store_dir.c_str(),
+                 passages, records.size(), corpus.c_str());
+  } else {
+    std::fprintf(stderr, "eval: building %s from the corpus %s\n", o.store_dir.c_str(), corpus.c_str());
+  }
+  run_pipeline(
+      pipeline, overrides,
+      [](const PipelineStep& s) { std::fprintf(stderr, "  %-22s %s\n", s.name.c_str(), s.outcome.c_str()); }, modes);
 }
 
 void run_eval(EvalArgs& a, const CLI::App& cmd) {
@@ -87,7 +89,7 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
   if (!a.pipeline.empty()) {
     std::set<std::string> given;
     for (const char* name : {"dataset", "limit", "setting", "methods", "ratios", "kv", "max-tokens", "top-k",
-                             "link-tokens", "out", "store"}) {
+                             "link-tokens", "out", "store", "model"}) {
       std::string key = name;
       std::replace(key.begin(), key.end(), '-', '_');
       if (cmd.count(std::string("--") + name)) given.insert(key);
@@ -142,6 +144,8 @@ void add_eval_command(CLI::App& app) {
       "  kvrun eval --pipeline pipelines/paper-hotpotqa.yaml --build-store      # the committed sweep\n"
       "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/hq --limit 20 \\\n"
       "      --methods full,reuse,fusion --ratios 0.15 --kv independent --out eval/hq\n"
+      "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --model qwen0.5b --build-store stores/hq-qwen --limit 20 \\\n"
+      "      --kv similarity --out eval/hq-qwen        # builds the independent KV similarity reads, too\n"
       "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/pool --corpus corpus_hotpotqa.jsonl \\\n"
       "      --setting retrieval --top-k 10 --out eval/pool            # retrieval over the pooled corpus\n"
       "  kvrun eval --store stores/hq --dataset hotpotqa_dev500_ircot.jsonl --out eval/hq --report-only");
@@ -149,6 +153,9 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--dataset", args->eval.dataset, "questions with answers and contexts: JSONL or .jsonl.gz");
   cmd->add_option("--store", args->eval.store_dir, "a store holding the data set's passages");
+  cmd->add_option("--model", args->eval.model,
+                  "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+      ->capture_default_str();
   cmd->add_option("--build-store", args->build_store,
                   "build this store first from the data set's passages (with --pipeline and no DIR: its store)")
       ->expected(0, 1);

@@ -100,9 +100,12 @@ void add_generate_command(CLI::App& app) {
   cmd->footer(
       "Examples:\n"
       "  kvrun generate --model smollm2 --chat --prompt \"What is a KV cache?\"\n"
+      "  kvrun generate --model qwen0.5b --chat --prompt \"Write a C function that reverses a string.\"\n"
       "  kvrun generate --model ./model.gguf --prompt \"Once upon a time\" --max-tokens 32 --json\n"
-      "--model smollm2 is the GGUF cached by `make setup` in $KVFUSE_HOME/models.");
-  cmd->add_option("--model", args->model, "smollm2 or a path to a GGUF file")->capture_default_str();
+      "The presets smollm2, qwen0.5b and qwen1.5b are GGUF files that scripts/setup.sh installs in\n"
+      "$KVFUSE_HOME/models (`scripts/setup.sh qwen1.5b` fetches that one).");
+  cmd->add_option("--model", args->model, "a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+      ->capture_default_str();
   cmd->add_option("--prompt", args->prompt, "the prompt text")->required();
   cmd->add_flag("--chat", args->chat, "wrap the prompt as a user message in the model's chat template");
   cmd->add_option("--system", args->system, "system message for --chat (default: the template's own)");

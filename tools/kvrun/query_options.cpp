@@ -19,7 +19,9 @@ AnswerOptions QueryCliOptions::answer_options() const {
 
 void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--store", o.engine.store_dir, "the store built by kvprep (e.g. stores/demo)")->required();
-  cmd.add_option("--model", o.engine.model, "the store's decoder: smollm2 or a GGUF path")->capture_default_str();
+  cmd.add_option("--model", o.engine.model,
+                 "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+      ->capture_default_str();
   cmd.add_option("--embedder", o.engine.embedder, "the store's embedder, for retrieval: minilm or a folder")
       ->capture_default_str();
   cmd.add_option("--kv", o.engine.kv_mode, "stored KV to use: independent | similarity (FusionRAG offline stage) | a kvprep compress mode")

@@ -1,10 +1,10 @@
-// The SmolLM2 tokenizer and chat template against llama.cpp and jinja2 (tests/fixtures/tokens_smollm2.json,
-// written by tests/reference/make_token_fixtures.py).
+// Each decoder preset's tokenizer and chat template against llama.cpp and jinja2 (tests/fixtures/tokens_<preset>.json,
+// written by tests/reference/make_token_fixtures.py): SmolLM2 (smollm pre-tokenizer) and Qwen2.5-Coder (qwen2).
 #include <gtest/gtest.h>
-
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "io/gguf.h"
@@ -18,17 +18,30 @@ namespace {
 
 using nlohmann::json;
 
-const json& fixture() {
-  static const json data = [] {
-    std::ifstream in(test::fixture_path("tokens_smollm2.json"));
-    EXPECT_TRUE(in) << "missing fixture " << test::fixture_path("tokens_smollm2.json");
-    return json::parse(in);
-  }();
-  return data;
-}
+struct TokenizerCase {
+  std::string preset;
+  std::string default_system;  // the system message the template inserts when a conversation has none
+  bool optional;               // skipped unless installed (make test does not fetch it)
+};
 
-const std::shared_ptr<const gguf::File>& model_file() { return test::smollm2_file(); }
-const BpeTokenizer& tokenizer() { return test::smollm2_tokenizer(); }
+class TokenizerVsLlamaCpp : public ::testing::TestWithParam<TokenizerCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().optional && !test::preset_installed(GetParam().preset))
+      GTEST_SKIP() << GetParam().preset << " is not installed (scripts/setup.sh " << GetParam().preset << ")";
+  }
+  const json& fixture() const {
+    static std::map<std::string, json> loaded;
+    const std::string name = "tokens_" + GetParam().preset + ".json";
+    if (!loaded.count(name)) {
+      std::ifstream in(test::fixture_path(name));
+      EXPECT_TRUE(in) << "missing fixture " << test::fixture_path(name);
+      loaded[name] = json::parse(in);
+    }
+    return loaded[name];
+  }
+  const BpeTokenizer& tokenizer() const { return test::decoder_tokenizer(GetParam().preset); }
+};
 
 // A fixture string: "key" holds UTF-8 text, "key_hex" bytes that are not.
 std::string bytes_of(const json& record, const std::string& key) {
@@ -41,7 +54,7 @@ std::string bytes_of(const json& record, const std::string& key) {
 
 std::vector<int32_t> ids_of(const json& value) { return value.get<std::vector<int32_t>>(); }
 
-TEST(TokenizerSmolLM2, VocabularyMatchesLlamaCpp) {
+TEST_P(TokenizerVsLlamaCpp, VocabularyMatchesLlamaCpp) {
   const json& vocab = fixture().at("vocab");
   const BpeTokenizer& tok = tokenizer();
   EXPECT_EQ(tok.vocab_size(), vocab.at("n_tokens").get<int32_t>());
@@ -55,7 +68,7 @@ TEST(TokenizerSmolLM2, VocabularyMatchesLlamaCpp) {
   EXPECT_EQ(eog, ids_of(vocab.at("eog")));
 }
 
-TEST(TokenizerSmolLM2, EncodeMatchesLlamaCpp) {
+TEST_P(TokenizerVsLlamaCpp, EncodeMatchesLlamaCpp) {
   const BpeTokenizer& tok = tokenizer();
   int compared = 0;
   for (const json& c : fixture().at("cases")) {
@@ -69,7 +82,7 @@ TEST(TokenizerSmolLM2, EncodeMatchesLlamaCpp) {
   EXPECT_GE(compared, 150);
 }
 
-TEST(TokenizerSmolLM2, DecodeMatchesLlamaCpp) {
+TEST_P(TokenizerVsLlamaCpp, DecodeMatchesLlamaCpp) {
   const BpeTokenizer& tok = tokenizer();
   for (const json& c : fixture().at("cases")) {
     SCOPED_TRACE(::testing::Message() << "text: '" << bytes_of(c, "text") << "'");
@@ -81,10 +94,10 @@ TEST(TokenizerSmolLM2, DecodeMatchesLlamaCpp) {
   }
 }
 
-TEST(TokenizerSmolLM2, ChatTemplateRendersLikeJinja) {
-  const ChatTemplate chat = chat_template_from_gguf(*model_file());
+TEST_P(TokenizerVsLlamaCpp, ChatTemplateRendersLikeJinja) {
+  const ChatTemplate chat = chat_template_from_gguf(*test::decoder_file(GetParam().preset));
   EXPECT_EQ(chat.style(), ChatTemplate::Style::ChatML);
-  EXPECT_EQ(chat.default_system(), "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+  EXPECT_EQ(chat.default_system(), GetParam().default_system);
   EXPECT_EQ(chat.note(), "");
   for (const json& c : fixture().at("chats")) {
     std::vector<ChatMessage> messages;
@@ -96,6 +109,14 @@ TEST(TokenizerSmolLM2, ChatTemplateRendersLikeJinja) {
     EXPECT_EQ(tokenizer().encode(rendered, false, true), ids_of(c.at("ids")));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Presets, TokenizerVsLlamaCpp,
+    ::testing::Values(
+        TokenizerCase{"smollm2", "You are a helpful AI assistant named SmolLM, trained by Hugging Face", false},
+        TokenizerCase{"qwen0.5b", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", false},
+        TokenizerCase{"qwen1.5b", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", true}),
+    [](const ::testing::TestParamInfo<TokenizerCase>& info) { return test::preset_test_name(info.param.preset); });
 
 }  // namespace
 }  // namespace kvf
