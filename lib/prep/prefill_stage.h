@@ -19,7 +19,7 @@ struct PrefillStageOptions {
   std::string model_path;           // the GGUF the store was chunked with
   std::string mode = "independent"; // independent | similarity
   int top_n = 10;                   // similarity: neighbours in the view (at most the store's top_n)
-  std::string system_message;       // empty: the chat template's default
+  std::string system_message;       // empty: kRagSystemMessage (text/rag_prompt.h)
   KvDtype dtype = KvDtype::F16;
   int deflate_level = 0;                // 1-9: shuffle + deflate the shards' K and V (smaller, slower); 0: off
   uint64_t shard_bytes = 256ull << 20;  // a shard is committed once it holds this much KV
