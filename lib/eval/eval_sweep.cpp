@@ -11,6 +11,7 @@
 #include "core/progress.h"
 #include "eval/answer_metrics.h"
 #include "fusion/query_file.h"
+#include "text/rag_prompt.h"
 
 namespace kvf {
 namespace {
@@ -34,7 +35,8 @@ json sweep_json(const EvalOptions& o) {
           {"setting", o.setting},
           {"top_k", o.top_k},
           {"max_tokens", o.max_tokens},
-          {"link_tokens", o.link_tokens}};
+          {"link_tokens", o.link_tokens},
+          {"question_instruction", kRagQuestionInstruction}};  // the prompt's S comes with the store
 }
 
 void validate(const EvalOptions& o) {

@@ -20,7 +20,7 @@ struct PrefillStageOptions {
   std::string model_path;           // the GGUF the store was chunked with
   std::string mode = "independent"; // independent | similarity
   int top_n = 10;                   // similarity: neighbours in the view (at most the store's top_n)
-  std::string system_message;       // empty: the chat template's default
+  std::string system_message;       // empty: kRagSystemMessage (text/rag_prompt.h)
   KvDtype dtype = KvDtype::F16;
   ComputeMode compute = ComputeMode::Fast;  // recorded: a store's KV is computed in one mode
   int deflate_level = 0;                // 1-9: shuffle + deflate the shards' K and V (smaller, slower); 0: off

@@ -15,8 +15,7 @@ constexpr std::string_view kMarker = "\x01kvfuse-user-content\x01";
 
 std::pair<std::string, std::string> split_at_marker(const ChatTemplate& chat, const std::string& system_message,
                                                     const std::string& after_marker) {
-  std::vector<ChatMessage> messages;
-  if (!system_message.empty()) messages.push_back({"system", system_message});
+  std::vector<ChatMessage> messages{{"system", system_message.empty() ? kRagSystemMessage : system_message}};
   messages.push_back({"user", std::string(kMarker) + after_marker});
   const std::string rendered = chat.render(messages, true);
   const size_t at = rendered.find(kMarker);
@@ -32,9 +31,7 @@ std::string rag_system_prefix(const ChatTemplate& chat, const std::string& syste
 
 std::string rag_question_suffix(const ChatTemplate& chat, const std::string& system_message,
                                 const std::string& question) {
-  return split_at_marker(chat, system_message,
-                         "Answer the question using the passages above. Reply with the answer only.\nQuestion: " +
-                             question)
+  return split_at_marker(chat, system_message, std::string(kRagQuestionInstruction) + "\nQuestion: " + question)
       .second;
 }
 

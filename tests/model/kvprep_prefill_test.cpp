@@ -217,6 +217,22 @@ TEST_F(KvprepPrefill, RefreshRecomputesExactlyTheChunksWhoseNeighboursChanged) {
   EXPECT_GT(changed, 0u);  // the new passages are the nearest neighbours of some old ones
 }
 
+// The system prompt S shapes every stored row, so a store keeps the one it was built with: a prefill after another
+// S (e.g. a store built before kvfuse's default RAG system message changed) is refused, naming the setting.
+TEST_F(KvprepPrefill, AnotherSystemPromptIsRefused) {
+  build(2);
+  PrefillStageOptions o;
+  o.store_dir = store;
+  o.model_path = test::smollm2_gguf();
+  o.system_message = "You are a librarian.";
+  o.progress.out = nullptr;
+  EXPECT_EQ(run_prefill_stage(o).computed, 2u);
+  const std::string error = test::error_of([&] { prefill("independent"); });
+  EXPECT_NE(error.find("prefill settings differ from those it was built with; system_prompt = "), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("You are a librarian."), std::string::npos) << error;
+}
+
 TEST_F(KvprepPrefill, AGrownCorpusComputesOnlyItsNewChunks) {
   build(5);
   EXPECT_EQ(prefill("independent").computed, 5u);

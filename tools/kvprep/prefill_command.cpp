@@ -39,7 +39,8 @@ void add_prefill_command(CLI::App& app) {
       ->check(CLI::Range(1, 100));
   cmd->add_flag("--refresh-neighbors", a->refresh,
                 "similarity: also recompute chunks whose neighbour list changed since their KV was stored");
-  cmd->add_option("--system", a->system, "system message (default: the chat template's own)");
+  cmd->add_option("--system", a->system,
+                  "system message of S (default: kvfuse's, asking for short answers; lib/text/rag_prompt.h)");
   cmd->add_option("--dtype", a->dtype, "stored KV type")->capture_default_str()->check(CLI::IsMember({"f16", "bf16"}));
   cmd->add_option("--compute", a->compute,
                   "fast: compact weights and the CPU's fastest kernels; f32: the reference math (a store keeps one)")
