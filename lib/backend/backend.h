@@ -37,6 +37,22 @@ struct AttentionArgs {
   Tensor probe_colsum;  // f32 [m]
 };
 
+// Keys of one attention call read where they lie, with no staging copy: rows of a K/V pair (all of them, or the
+// listed ones), each at its position.
+struct KeyBlock {
+  Tensor k, v;  // f32 [rows, n_kv_heads, head_dim], RoPE applied to k
+  Tensor rows;  // i32 [count]: the rows read, in order (undefined: every row)
+  Tensor pos;   // i32 [count]: the position of each row read
+};
+
+struct BlockAttentionArgs {
+  Tensor q;      // f32 [n, n_heads, head_dim], RoPE applied
+  Tensor q_pos;  // i32 [n]
+  std::vector<KeyBlock> blocks;
+  Tensor out;    // f32 [n, n_heads, head_dim]
+  float scale = 1.0f;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -77,6 +93,10 @@ class Backend {
   // x [n, heads, head_dim] rotated in place to positions pos [n]; inverse rotates back (removes RoPE).
   virtual void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse = false) = 0;
   virtual void attention(AttentionArgs& args) = 0;
+  // attention() over the blocks' keys in order, for few query rows (decoding, short questions) over a long view:
+  // the same result up to the order of float sums. This default stages the blocks into one K/V first; a backend
+  // that can read them in place overrides it.
+  virtual void attention_blocks(const BlockAttentionArgs& args);
 };
 
 // The CPU backend (BLAS sgemm + TBB), always available.

@@ -11,12 +11,14 @@ KvSegment KvSegment::slice(int64_t begin, int64_t count) const {
     out.k.push_back(k[l].rows(begin, count));
     out.v.push_back(v[l].rows(begin, count));
   }
+  for (const Tensor& k_l : k_roped) out.k_roped.push_back(k_l.defined() ? k_l.rows(begin, count) : Tensor());
   return out;
 }
 
 KvSegment placed_at(const KvSegment& seg, int32_t offset) {
   KvSegment out = seg;
   for (int32_t& p : out.positions) p += offset;
+  if (offset != 0) out.k_roped.clear();
   return out;
 }
 

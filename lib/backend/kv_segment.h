@@ -11,13 +11,17 @@ namespace kvf {
 struct KvSegment {
   std::vector<int32_t> positions;  // one per row
   std::vector<Tensor> k, v;        // per layer: [rows, n_kv_heads, head_dim]
+  // Optional, per layer: k with RoPE applied at `positions` (Decoder::with_roped_keys), so that every layer of
+  // every forward call over this segment reads its keys rotated once instead of rotating them again. Empty: none.
+  std::vector<Tensor> k_roped;
   int64_t rows() const { return (int64_t)positions.size(); }
   // Rows [begin, begin + count) at their positions; the tensors are shared, not copied.
   KvSegment slice(int64_t begin, int64_t count) const;
 };
 
 // The same rows (tensors shared) `offset` positions further on: how a stored chunk, whose rows hold in-chunk
-// positions, is placed in a prompt or a precompute view. K holds no RoPE, so moving a row is only its position.
+// positions, is placed in a prompt or a precompute view. K holds no RoPE, so moving a row is only its position
+// (rotated keys, valid only at the old positions, are dropped).
 KvSegment placed_at(const KvSegment& seg, int32_t offset);
 
 // A growable KV segment (a query's own buffer): rows are appended, view() exposes the filled part.

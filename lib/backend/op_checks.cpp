@@ -27,4 +27,28 @@ AttentionDims attention_dims(const AttentionArgs& a) {
   return d;
 }
 
+BlockAttentionDims block_attention_dims(const BlockAttentionArgs& a) {
+  KVF_CHECK(a.q.shape.size() == 3 && a.out.shape == a.q.shape && a.q_pos.numel() == a.q.dim(0),
+            "attention_blocks: q ", shape_str(a.q.shape), " out ", shape_str(a.out.shape), " with ",
+            a.q_pos.numel(), " positions");
+  BlockAttentionDims d;
+  d.n = a.q.dim(0), d.n_heads = a.q.dim(1), d.head_dim = a.q.dim(2);
+  for (size_t i = 0; i < a.blocks.size(); ++i) {
+    const KeyBlock& b = a.blocks[i];
+    KVF_CHECK(b.k.shape.size() == 3 && b.v.shape == b.k.shape && b.k.dim(2) == d.head_dim, "attention_blocks: block ",
+              i, " has k ", shape_str(b.k.shape), " v ", shape_str(b.v.shape), " for head_dim ", d.head_dim);
+    if (i == 0) d.n_kv_heads = b.k.dim(1);
+    KVF_CHECK(b.k.dim(1) == d.n_kv_heads, "attention_blocks: block ", i, " has ", b.k.dim(1), " kv heads, block 0 ",
+              d.n_kv_heads);
+    const int64_t count = b.rows.defined() ? b.rows.numel() : b.k.dim(0);
+    KVF_CHECK(b.pos.numel() == count, "attention_blocks: block ", i, " reads ", count, " rows with ", b.pos.numel(),
+              " positions");
+    d.m += count;
+  }
+  KVF_CHECK(d.n_kv_heads == 0 || (d.n_heads % d.n_kv_heads == 0), "attention_blocks: ", d.n_heads,
+            " query heads over ", d.n_kv_heads, " kv heads");
+  if (d.n_kv_heads == 0) d.n_kv_heads = d.n_heads;  // no keys at all
+  return d;
+}
+
 }  // namespace kvf

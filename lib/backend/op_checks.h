@@ -19,4 +19,10 @@ struct AttentionDims {
 // Throws kvf::Error naming the shapes, the head counts or the position counts when they do not fit.
 AttentionDims attention_dims(const AttentionArgs& args);
 
+struct BlockAttentionDims {
+  int64_t n = 0, m = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;  // query rows, keys of all blocks, heads, dims
+};
+// The same checks for attention_blocks, each block's shapes and counts included (naming the block).
+BlockAttentionDims block_attention_dims(const BlockAttentionArgs& args);
+
 }  // namespace kvf

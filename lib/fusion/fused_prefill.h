@@ -33,10 +33,10 @@ struct FusionInputs {
 struct FusedPrefill {
   std::vector<float> logits;           // of Q's last token
   const KvSegment* system = nullptr;
-  std::vector<KvSegment> placed;       // the chunks' stored KV at their prompt positions (tensors shared)
+  std::vector<KvSegment> placed;       // the chunks' stored KV at their prompt positions, keys also rotated
   KvSegment computed;                  // K, V of every token the answer pass computed, in position order
   std::vector<int64_t> selected;       // recomputed context tokens (indices into layout.context_tokens), ascending
-  double select_ms = 0, prefill_ms = 0;
+  double select_ms = 0, prefill_ms = 0;  // prefill includes placing the chunks (rotating their keys)
   // What decoding attends to before the query's own rows: S, then the placed chunks (none for full).
   std::vector<const KvSegment*> base_view() const;
 };

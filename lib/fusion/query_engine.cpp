@@ -86,7 +86,9 @@ struct QueryEngine::State {
     KVF_CHECK(system_store.contains(s_id), o.store_dir, ": the system prompt's KV is missing; run `kvprep prefill`");
     std::vector<int32_t> positions(s_tokens.size());
     for (size_t i = 0; i < positions.size(); ++i) positions[i] = (int32_t)i;
-    system_kv = host_to_segment(system_store.read(s_id), system_store.layout(), *backend, positions);
+    // Every question reads the system prefix: its keys are rotated once here.
+    system_kv = decoder->with_roped_keys(
+        host_to_segment(system_store.read(s_id), system_store.layout(), *backend, positions));
     kv = std::make_unique<KvModeReader>(o.store_dir, manifest, o.kv_mode, fingerprint);
     if (kv->shards()) {
       const std::vector<int32_t> sources = sources_of_layer_map(kv->layout().layer_map);

@@ -10,14 +10,18 @@
 namespace kvf {
 namespace {
 
+// Up to this many query rows per sequence, the fast mode's attention reads keys in place (attention_blocks).
+constexpr int64_t kFewQueryRows = 16;
+
 // One Decoder::forward call over a ragged batch: the token rows of every sequence go through each layer's
 // projections and MLP together; attention runs per sequence over its own view. Each step below is one named
 // part of a layer, and the buffers they share live here.
 class ForwardPass {
  public:
   ForwardPass(const LlamaConfig& config, const LlamaWeights& weights, const RopeSpec& rope,
-              const std::vector<int32_t>& kv_sources, const std::vector<ForwardRequest>& batch, Backend& backend)
-      : c_(config), w_(weights), rope_(rope), kv_sources_(kv_sources), batch_(batch), b_(backend) {}
+              const std::vector<int32_t>& kv_sources, ComputeMode mode, const std::vector<ForwardRequest>& batch,
+              Backend& backend)
+      : c_(config), w_(weights), rope_(rope), kv_sources_(kv_sources), mode_(mode), batch_(batch), b_(backend) {}
 
   std::vector<ForwardResult> run() {
     layers_ = validate_forward_batch(batch_, c_);
@@ -124,30 +128,67 @@ class ForwardPass {
     }
     Tensor qs = q_.rows(p.offset, p.n);
     b_.rope_inplace(qs, p.pos, rope_);
-    stage_keys(r, p, src, ks, vs);
-    AttentionArgs args = attention_args(p, qs);
     const auto probe = std::find(r.probe_layers.begin(), r.probe_layers.end(), l);
+    // Few query rows in the fast mode (decoding steps, short questions): attention reads the view's rotated keys
+    // where they lie instead of a staged copy of every key.
+    if (mode_ == ComputeMode::Fast && p.n <= kFewQueryRows && probe == r.probe_layers.end()) {
+      BlockAttentionArgs args;
+      args.q = qs;
+      args.q_pos = p.pos;
+      args.out = attn_.rows(p.offset, p.n);
+      args.scale = 1.0f / std::sqrt((float)c_.head_dim);
+      stage_keys(r, p, src, ks, vs, &args.blocks);
+      b_.attention_blocks(args);
+      return;
+    }
+    stage_keys(r, p, src, ks, vs, nullptr);
+    AttentionArgs args = attention_args(p, qs);
     if (probe != r.probe_layers.end()) attach_probe(p, args);
     b_.attention(args);
     if (probe != r.probe_layers.end())
       collect_probe(p, args, results_[s].attn_colsum[probe - r.probe_layers.begin()]);
   }
 
-  // Keys: the kept view rows, then the computed tokens; RoPE applied at each row's position as it is read.
-  void stage_keys(const ForwardRequest& r, SequencePlan& p, int src, const Tensor& ks, const Tensor& vs) {
-    int64_t at = 0;
+  // Keys: the kept view rows, then the computed tokens, staged in p.keys_k/keys_v; RoPE applied at each row's
+  // position as it is read, except for segments whose keys were rotated once already (each run of unrotated rows
+  // in one call). With `blocks`, rotated segments are not copied but listed to be read in place, and the staged
+  // rows are listed too, all in view order.
+  void stage_keys(const ForwardRequest& r, SequencePlan& p, int src, const Tensor& ks, const Tensor& vs,
+                  std::vector<KeyBlock>* blocks) {
+    int64_t at = 0, unroped_from = 0;
+    const auto staged_block = [&](int64_t from, int64_t count, const Tensor& pos) {
+      if (blocks && count > 0) blocks->push_back({p.keys_k.rows(from, count), p.keys_v.rows(from, count), {}, pos});
+    };
+    const auto rope_pending = [&] {
+      if (at == unroped_from) return;
+      Tensor keys = p.keys_k.rows(unroped_from, at - unroped_from);
+      const Tensor pos = p.view_pos.rows(unroped_from, at - unroped_from);
+      b_.rope_inplace(keys, pos, rope_);
+      staged_block(unroped_from, at - unroped_from, pos);
+    };
     for (size_t i = 0; i < r.view.size(); ++i) {
-      Tensor kd = p.keys_k.rows(at, p.kept[i].count), vd = p.keys_v.rows(at, p.kept[i].count);
-      b_.gather_rows(r.view[i]->k[src], p.kept[i].rows, kd);
-      b_.gather_rows(r.view[i]->v[src], p.kept[i].rows, vd);
-      at += p.kept[i].count;
+      const KvSegment& seg = *r.view[i];
+      const SequencePlan::Kept& kept = p.kept[i];
+      const bool roped = !seg.k_roped.empty() && seg.k_roped[src].defined();
+      if (roped) rope_pending();
+      if (roped && blocks) {
+        if (kept.count > 0)
+          blocks->push_back({seg.k_roped[src], seg.v[src], kept.count == seg.rows() ? Tensor() : kept.rows,
+                             p.view_pos.rows(at, kept.count)});
+      } else {
+        Tensor kd = p.keys_k.rows(at, kept.count), vd = p.keys_v.rows(at, kept.count);
+        b_.gather_rows(roped ? seg.k_roped[src] : seg.k[src], kept.rows, kd);
+        b_.gather_rows(seg.v[src], kept.rows, vd);
+      }
+      at += kept.count;
+      if (roped) unroped_from = at;
     }
-    Tensor view_keys = p.keys_k.rows(0, p.n_view_kept);
-    b_.rope_inplace(view_keys, p.view_pos, rope_);
+    rope_pending();
     Tensor own_k = p.keys_k.rows(p.n_view_kept, p.n), own_v = p.keys_v.rows(p.n_view_kept, p.n);
     b_.copy(ks, own_k);
     b_.copy(vs, own_v);
     b_.rope_inplace(own_k, p.pos, rope_);
+    staged_block(p.n_view_kept, p.n, p.pos);
   }
 
   // The staged keys, gathered into position order first when they are out of order (see SequencePlan).
@@ -229,6 +270,7 @@ class ForwardPass {
   const LlamaWeights& w_;
   const RopeSpec& rope_;
   const std::vector<int32_t>& kv_sources_;
+  const ComputeMode mode_;
   const std::vector<ForwardRequest>& batch_;
   Backend& b_;
 
@@ -277,8 +319,25 @@ std::unique_ptr<Decoder> Decoder::with_kv_sources(std::vector<int32_t> sources) 
   return d;
 }
 
+KvSegment Decoder::with_roped_keys(const KvSegment& seg) const {
+  KVF_CHECK(seg.k.size() == (size_t)config_.n_layers, "with_roped_keys: segment has ", seg.k.size(),
+            " layers, the model ", config_.n_layers);
+  KvSegment out = seg;
+  out.k_roped.assign(seg.k.size(), Tensor());
+  if (seg.rows() == 0) return out;
+  const Tensor pos = upload_i32(backend_, seg.positions);
+  for (size_t l = 0; l < seg.k.size(); ++l) {
+    if (!kv_sources_.empty() && kv_sources_[l] != (int32_t)l) continue;  // read from its source layer
+    Tensor& k = out.k_roped[l];
+    k = backend_.empty(DType::F32, seg.k[l].shape);
+    backend_.copy(seg.k[l], k);
+    backend_.rope_inplace(k, pos, rope_);
+  }
+  return out;
+}
+
 std::vector<ForwardResult> Decoder::forward(const std::vector<ForwardRequest>& batch) const {
-  return ForwardPass(config_, weights_, rope_, kv_sources_, batch, backend_).run();
+  return ForwardPass(config_, weights_, rope_, kv_sources_, mode_, batch, backend_).run();
 }
 
 }  // namespace kvf

@@ -18,7 +18,7 @@ namespace kvf {
 struct ForwardRequest {
   std::vector<int32_t> tokens;
   std::vector<int32_t> positions;          // one per token, distinct
-  std::vector<const KvSegment*> view;      // read in order; rows hold K without RoPE
+  std::vector<const KvSegment*> view;      // read in order; rows hold K without RoPE (and maybe k_roped)
   std::vector<int32_t> logit_rows;         // indices into tokens whose logits are returned
   bool return_kv = false;                  // return each layer's K (pre-RoPE) and V of the computed tokens
   std::vector<int> probe_layers;           // layers whose attention column sums are returned ...
@@ -52,6 +52,10 @@ class Decoder {
   // source reads its own KV (sources[sources[i]] == sources[i]). Identity = the plain model.
   std::unique_ptr<Decoder> with_kv_sources(std::vector<int32_t> sources) const;
   const std::vector<int32_t>& kv_sources() const { return kv_sources_; }  // empty: every layer its own
+
+  // `seg` with its keys rotated at its positions once (KvSegment::k_roped), for a segment that several forward
+  // calls read (a query's placed chunks while it prefills and decodes). Forward results are the same bit for bit.
+  KvSegment with_roped_keys(const KvSegment& seg) const;
 
   // A ragged batch of independent sequences, each with its own view.
   std::vector<ForwardResult> forward(const std::vector<ForwardRequest>& batch) const;

@@ -40,10 +40,15 @@ void validate(const ForwardRequest& r, size_t index, const LlamaConfig& c) {
     const KvSegment& seg = *r.view[s];
     KVF_CHECK((int)seg.k.size() == c.n_layers && (int)seg.v.size() == c.n_layers, where, ": view segment ", s,
               " has ", seg.k.size(), " layers, the model ", c.n_layers);
+    KVF_CHECK(seg.k_roped.empty() || (int)seg.k_roped.size() == c.n_layers, where, ": view segment ", s, " has ",
+              seg.k_roped.size(), " layers of rotated K, the model ", c.n_layers);
     for (int l = 0; l < c.n_layers; ++l) {
       const Shape want{seg.rows(), c.n_kv_heads, c.head_dim};
       KVF_CHECK(seg.k[l].shape == want && seg.v[l].shape == want, where, ": view segment ", s, " layer ", l,
                 " has K ", shape_str(seg.k[l].shape), ", expected ", shape_str(want));
+      KVF_CHECK(seg.k_roped.empty() || !seg.k_roped[l].defined() || seg.k_roped[l].shape == want, where,
+                ": view segment ", s, " layer ", l, " has rotated K ", shape_str(seg.k_roped[l].shape), ", expected ",
+                shape_str(want));
     }
     for (int32_t p : seg.positions)
       KVF_CHECK(p >= 0 && p < c.context_length, where, ": view segment ", s, " has position ", p,

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/half_arrays.h"
 #include "core/hex.h"
 #include "core/int8_rows.h"
 #include "store/hdf5_file.h"
@@ -50,11 +51,7 @@ void to_stored(KvDtype d, const float* x, size_t n, uint8_t* out) {
 }
 
 void from_stored(KvDtype d, const uint8_t* in, size_t n, float* x) {
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t h;
-    std::memcpy(&h, in + 2 * i, 2);
-    x[i] = d == KvDtype::F16 ? f16_to_f32(h) : bf16_to_f32(h);
-  }
+  d == KvDtype::F16 ? f16_to_f32_array(in, n, x) : bf16_to_f32_array(in, n, x);
 }
 
 // XXH3-64 over the parts' bytes in order: k, v, positions (f16/bf16, as the first shards had it) or k, v,

@@ -134,5 +134,66 @@ TEST_F(CpuOps, AttentionFollowsTheForwardRuleWithGqaAndProbes) {
   }
 }
 
+// attention_blocks (keys read in place, flash-style, split over spans of keys) against the naive rule over the
+// blocks' rows concatenated: row subsets, hidden keys, GQA, rows that see nothing, more keys than one span; and
+// the portable default (staging then attention()) on the same calls.
+TEST_F(CpuOps, BlockAttentionEqualsAttentionOverTheConcatenatedRows) {
+  std::mt19937 rng(5);
+  struct Case {
+    int n, heads, kv, d;
+    std::vector<int> block_rows;  // rows of each block's K/V; every other block reads a subset
+  };
+  for (const Case& c : {Case{1, 9, 3, 64, {40, 7, 3}}, Case{3, 14, 2, 64, {900, 500, 1}}, Case{16, 4, 4, 16, {70}},
+                        Case{2, 6, 3, 128, {33, 12}}}) {
+    BlockAttentionArgs a;
+    a.q = make({c.n, c.heads, c.d}, rng);
+    a.out = b->empty(DType::F32, {c.n, c.heads, c.d});
+    a.scale = 1.0f / std::sqrt((float)c.d);
+    std::vector<int32_t> all_pos;
+    AttentionArgs flat;  // the same keys concatenated, for the naive reference
+    std::vector<std::vector<float>> ks, vs;
+    int next = 0;
+    for (size_t i = 0; i < c.block_rows.size(); ++i) {
+      const int rows = c.block_rows[i];
+      KeyBlock kb{make({rows, c.kv, c.d}, rng), make({rows, c.kv, c.d}, rng), {}, {}};
+      std::vector<int32_t> read, pos;
+      for (int r = 0; r < rows; ++r)
+        if (i % 2 == 0 || r % 3 != 1) read.push_back(r);
+      for (size_t j = 0; j < read.size(); ++j) pos.push_back(next++);
+      if (i % 2 == 1) kb.rows = make_i32(read);
+      kb.pos = make_i32(pos);
+      for (int32_t r : read) {
+        ks.emplace_back(kb.k.data<float>() + (int64_t)r * c.kv * c.d, kb.k.data<float>() + (int64_t)(r + 1) * c.kv * c.d);
+        vs.emplace_back(kb.v.data<float>() + (int64_t)r * c.kv * c.d, kb.v.data<float>() + (int64_t)(r + 1) * c.kv * c.d);
+      }
+      all_pos.insert(all_pos.end(), pos.begin(), pos.end());
+      a.blocks.push_back(kb);
+    }
+    // Query 0 sees nothing (position -1), the others cut the keys at different points.
+    std::vector<int32_t> qpos(c.n);
+    for (int i = 0; i < c.n; ++i) qpos[i] = i == 0 && c.n > 1 ? -1 : next - 1 - i * (next / (2 * c.n));
+    a.q_pos = make_i32(qpos);
+    const int m = (int)all_pos.size();
+    flat.q = a.q;
+    flat.q_pos = a.q_pos;
+    flat.k = b->empty(DType::F32, {m, c.kv, c.d});
+    flat.v = b->empty(DType::F32, {m, c.kv, c.d});
+    for (int j = 0; j < m; ++j) {
+      std::copy(ks[j].begin(), ks[j].end(), flat.k.data<float>() + (int64_t)j * c.kv * c.d);
+      std::copy(vs[j].begin(), vs[j].end(), flat.v.data<float>() + (int64_t)j * c.kv * c.d);
+    }
+    flat.k_pos = make_i32(all_pos);
+    flat.out = a.out;
+    flat.scale = a.scale;
+    std::vector<double> ref, colsum;
+    naive_attention(flat, ref, colsum, {});
+    b->attention_blocks(a);
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(a.out.data<float>()[i], ref[i], 2e-5) << "n=" << c.n << " " << i;
+    std::fill_n(a.out.data<float>(), a.out.numel(), 7.0f);
+    b->Backend::attention_blocks(a);
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(a.out.data<float>()[i], ref[i], 2e-5) << "default " << i;
+  }
+}
+
 }  // namespace
 }  // namespace kvf

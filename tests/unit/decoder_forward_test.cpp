@@ -180,6 +180,33 @@ TEST_P(DecoderForward, SupersededViewRowsAreReplacedByTheComputedTokens) {
   }
 }
 
+// Keys rotated once per segment (Decoder::with_roped_keys) read exactly as keys rotated in every layer: mixed with
+// unrotated segments, with superseded rows, and with probes.
+TEST_P(DecoderForward, SegmentsWithRotatedKeysGiveTheSameResultsBitForBit) {
+  const auto a = random_tokens(12, vocab, 20), b = random_tokens(9, vocab, 21), c = random_tokens(7, vocab, 22);
+  const ForwardResult ka = prefill(a, iota_positions(12)), kb = prefill(b, iota_positions(9)),
+                      kc = prefill(c, iota_positions(7));
+  const KvSegment pa = placed_at(ka.kv, 0), pb = placed_at(kb.kv, 12), pc = placed_at(kc.kv, 21);
+  const KvSegment ra = decoder->with_roped_keys(pa), rc = decoder->with_roped_keys(pc);
+  ForwardRequest r;
+  r.tokens = {b[2], b[5], a[0], a[1], a[2]};
+  r.positions = {14, 17, 28, 29, 30};  // two context rows recomputed, then the question
+  r.logit_rows = all_rows(5);
+  r.return_kv = true;
+  r.probe_layers = {0};
+  r.probe_rows = {2, 3, 4};
+  r.view = {&pa, &pb, &pc};
+  const ForwardResult plain = decoder->forward(r);
+  r.view = {&ra, &pb, &rc};
+  const ForwardResult roped = decoder->forward(r);
+  EXPECT_EQ(plain.logits, roped.logits);
+  EXPECT_EQ(plain.attn_colsum, roped.attn_colsum);
+  for (size_t l = 0; l < plain.kv.k.size(); ++l) EXPECT_EQ(host(*backend, plain.kv.k[l]), host(*backend, roped.kv.k[l]));
+  // Moving a segment drops its rotated keys, which were valid only at the old positions.
+  EXPECT_TRUE(placed_at(ra, 5).k_roped.empty());
+  EXPECT_EQ(ra.slice(2, 4).k_roped.size(), ra.k_roped.size());
+}
+
 TEST_P(DecoderForward, RecomputingEveryContextRowEqualsFullPrefill) {
   const auto ctx = random_tokens(30, vocab, 8), question = random_tokens(4, vocab, 9);
   std::vector<int32_t> both = ctx;

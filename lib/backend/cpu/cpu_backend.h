@@ -28,6 +28,7 @@ class CpuBackend final : public Backend {
   void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override;
   void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) override;
   void attention(AttentionArgs& args) override;
+  void attention_blocks(const BlockAttentionArgs& args) override;
 };
 
 }  // namespace kvf::cpu
