@@ -9,12 +9,13 @@ endif
 KVFUSE_HOME ?= $(HOME)/.cache/kvfuse
 REF_PYTHON := $(KVFUSE_HOME)/venv-ref/bin/python
 
-# Models `make setup` fetches (scripts/setup.sh: smollm2 minilm qwen0.5b qwen1.5b, or all); default: the demo's.
+# Models `make setup` fetches (scripts/setup.sh: smollm2 minilm qwen0.5b qwen1.5b, or all); default: smollm2
+# qwen0.5b minilm.
 MODELS ?=
 # The models the `model` tests read (tests that need qwen1.5b run only where it is installed).
 TEST_MODELS := smollm2 minilm qwen0.5b
 
-.PHONY: all setup setup-test build test test-unit demo bench reference clean
+.PHONY: all setup setup-test setup-demo build test test-unit demo bench reference clean
 
 all: build
 
@@ -37,9 +38,14 @@ test: setup-test build
 test-unit: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit -j $(JOBS)
 
-# Builds the demo store and answers the demo questions with every method, answers and TTFT side by side.
-demo: setup build
-	BUILD_DIR=$(BUILD_DIR) scripts/demo.sh
+# Builds the demo store and answers the demo questions with every method, answers and TTFT side by side, on
+# DEMO_MODEL (a preset: qwen0.5b answers the demo questions; smollm2 is faster and mostly wrong).
+DEMO_MODEL ?= qwen0.5b
+setup-demo:
+	@scripts/setup.sh $(DEMO_MODEL) minilm
+
+demo: setup-demo build
+	BUILD_DIR=$(BUILD_DIR) MODEL=$(DEMO_MODEL) scripts/demo.sh
 
 # Prefill and decode speed against llama.cpp on the same GGUF, side by side (needs the reference venv).
 bench: setup build

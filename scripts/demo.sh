@@ -2,14 +2,16 @@
 # make demo: writes the demo corpus (FOLDOC entries from the Debian package dict-foldoc, scripts/foldoc_corpus.py),
 # builds the demo store (every kvprep stage, both KV modes; a rerun skips what is done), then answers the demo
 # questions with every kvrun method and prints the answers and time to first token side by side.
-# env: BUILD_DIR (build), STORE (stores/demo), LIMIT (corpus entries, 150), THREADS (all cores)
+# env: BUILD_DIR (build), MODEL (the decoder preset, qwen0.5b), STORE (stores/demo-MODEL), LIMIT (corpus entries,
+#   150), THREADS (all cores)
 # The corpus ($STORE/foldoc.jsonl) is rewritten when the dictionary, data/demo/foldoc_entries.txt or the script is
 # newer than it; delete it to apply a new LIMIT.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 build=${BUILD_DIR:-build}
-store=${STORE:-stores/demo}
+model=${MODEL:-qwen0.5b}
+store=${STORE:-stores/demo-$model}
 limit=${LIMIT:-150}
 threads=${THREADS:-0}
 questions=data/demo/questions.jsonl
@@ -30,8 +32,8 @@ else
   python3 scripts/foldoc_corpus.py --entries "$entries" --limit "$limit" --out "$corpus"
 fi
 
-step "building the demo store $store (kvprep run pipelines/demo.yaml)"
-"$build/bin/kvprep" run pipelines/demo.yaml --set "store=$store" --set "corpus=$corpus"
+step "building the demo store $store on $model (kvprep run pipelines/demo.yaml)"
+"$build/bin/kvprep" run pipelines/demo.yaml --set "store=$store" --set "corpus=$corpus" --set "model=$model"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 n_questions=$(grep -c . "$questions")
@@ -44,13 +46,14 @@ for run in "${runs[@]}"; do
   read -r kv method <<<"$run"
   i=$((i + 1))
   step "answering $n_questions questions ($i/${#runs[@]}): --method $method --kv $kv"
-  "$build/bin/kvrun" batch --store "$store" --queries "$questions" --out "$work/$kv-$method.jsonl" \
+  "$build/bin/kvrun" batch --store "$store" --model "$model" --queries "$questions" --out "$work/$kv-$method.jsonl" \
     --kv "$kv" --method "$method" --recompute 0.15 --top-k 5 --max-tokens 32 --threads "$threads" --json \
     >/dev/null 2>"$work/log" || { cat "$work/log" >&2; exit 1; }
 done
 step "done"
-python3 - "$work" <<'PY'
+python3 - "$work" "$model" <<'PY'
 import glob, json, os, statistics, sys
+print(f"\nmodel: {sys.argv[2]}")
 rows = []
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
     rows += [json.loads(l) for l in open(path)]

