@@ -24,10 +24,13 @@ struct KvSegment {
 // (rotated keys, valid only at the old positions, are dropped).
 KvSegment placed_at(const KvSegment& seg, int32_t offset);
 
-// A growable KV segment (a query's own buffer): rows are appended, view() exposes the filled part.
+// A growable KV segment (a query's own buffer): rows are appended, view() exposes the filled part. Given a RoPE
+// spec, it also keeps each row's K rotated at its position (view().k_roped), rotated once as the row is appended
+// instead of in every later decoding step.
 class KvBuffer {
  public:
-  KvBuffer(Backend& backend, int n_layers, int n_kv_heads, int head_dim, int64_t capacity);
+  KvBuffer(Backend& backend, int n_layers, int n_kv_heads, int head_dim, int64_t capacity,
+           const RopeSpec* rope = nullptr);
   // Appends all rows of `seg` (same layer count and row shape).
   void append(const KvSegment& seg);
   KvSegment view() const;
@@ -38,7 +41,8 @@ class KvBuffer {
   Backend& backend_;
   int64_t capacity_;
   std::vector<int32_t> positions_;
-  std::vector<Tensor> k_, v_;
+  const RopeSpec* rope_;
+  std::vector<Tensor> k_, v_, k_roped_;
 };
 
 }  // namespace kvf

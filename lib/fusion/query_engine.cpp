@@ -230,7 +230,7 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
     a.teacher_logits = forced_logits(*p.decoder, p.fused.base_view(), p.fused.computed, p.fused.logits, p.end,
                                      o.teacher_tokens);
   p.own = std::make_unique<KvBuffer>(*s.backend, c.n_layers, c.n_kv_heads, c.head_dim,
-                                     p.fused.computed.rows() + o.max_tokens);
+                                     p.fused.computed.rows() + o.max_tokens, &p.decoder->rope());
   p.own->append(p.fused.computed);
   return p;
 }

@@ -32,7 +32,7 @@ GreedyResult generate_greedy(const Decoder& decoder, const std::vector<int32_t>&
   int32_t next = argmax(out.logits.data(), c.vocab);
   result.prefill_ms = ms_since(t0);
 
-  KvBuffer own(decoder.backend(), c.n_layers, c.n_kv_heads, c.head_dim, n + max_new);
+  KvBuffer own(decoder.backend(), c.n_layers, c.n_kv_heads, c.head_dim, n + max_new, &decoder.rope());
   own.append(out.kv);
   GreedyOptions limited = options;
   limited.max_new_tokens = (int)max_new;

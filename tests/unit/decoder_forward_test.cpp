@@ -202,6 +202,22 @@ TEST_P(DecoderForward, SegmentsWithRotatedKeysGiveTheSameResultsBitForBit) {
   EXPECT_EQ(plain.logits, roped.logits);
   EXPECT_EQ(plain.attn_colsum, roped.attn_colsum);
   for (size_t l = 0; l < plain.kv.k.size(); ++l) EXPECT_EQ(host(*backend, plain.kv.k[l]), host(*backend, roped.kv.k[l]));
+  // A query's own buffer made with the RoPE spec keeps its rows' keys rotated as they are appended.
+  KvBuffer own(*backend, decoder->config().n_layers, decoder->config().n_kv_heads, decoder->config().head_dim, 16,
+               &decoder->rope());
+  own.append(plain.kv);
+  KvSegment own_plain = own.view();
+  ASSERT_EQ(own_plain.k_roped.size(), own_plain.k.size());
+  own_plain.k_roped.clear();
+  const KvSegment own_roped = own.view();
+  ForwardRequest step;
+  step.tokens = {c[3]};
+  step.positions = {31};
+  step.logit_rows = {0};
+  step.view = {&ra, &pb, &rc, &own_roped};
+  const ForwardResult step_roped = decoder->forward(step);
+  step.view = {&pa, &pb, &pc, &own_plain};
+  EXPECT_EQ(step_roped.logits, decoder->forward(step).logits);
   // Moving a segment drops its rotated keys, which were valid only at the old positions.
   EXPECT_TRUE(placed_at(ra, 5).k_roped.empty());
   EXPECT_EQ(ra.slice(2, 4).k_roped.size(), ra.k_roped.size());
