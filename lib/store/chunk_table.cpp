@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/hex.h"
+#include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
 
@@ -50,9 +51,9 @@ bool ChunkTable::add(ChunkRecord record) {
 }
 
 void ChunkTable::write(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
+  PendingFile out(path);
   {
-    const h5::File f = h5::File::create(tmp);
+    h5::File f = h5::File::create(out.temp());
     f.write_format(kChunkTableMagic, kChunkTableFormatVersion);
     f.write_string_attribute("model_fingerprint", hex64(fingerprint_));
 
@@ -73,9 +74,9 @@ void ChunkTable::write(const std::string& path) const {
     f.write<uint32_t>(kIndexInDoc, {index_in_doc.size()}, index_in_doc.data());
     f.write<uint64_t>(kOffsets, {offsets.size()}, offsets.data());
     f.write<int32_t>(kTokens, {tokens.size()}, tokens.data());
-    f.check_status(H5Fflush(f.id(), H5F_SCOPE_GLOBAL), "cannot flush");
+    f.close();
   }
-  commit_file(tmp, path);
+  out.commit();
 }
 
 ChunkTable ChunkTable::read(const std::string& path) {

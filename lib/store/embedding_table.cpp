@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/hex.h"
+#include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
 
@@ -27,15 +28,16 @@ EmbeddingTable EmbeddingTable::read(const std::string& path) {
 void EmbeddingTable::write(const std::string& path) const {
   KVF_CHECK(vectors.size() == rows() * (size_t)dim, "embedding table: ", vectors.size(), " values for ", rows(),
             " rows of ", dim);
-  const std::string tmp = path + ".tmp";
+  PendingFile out(path);
   {
-    const h5::File f = h5::File::create(tmp);
+    h5::File f = h5::File::create(out.temp());
     f.write_format(kMagic, kFormatVersion);
     f.write_string_attribute("embedder_fingerprint", hex64(embedder_fingerprint));
     f.write<uint64_t>("chunk_id", {rows()}, chunk_ids.data());
     f.write<float>("embedding", {rows(), (uint64_t)dim}, vectors.data());
+    f.close();
   }
-  commit_file(tmp, path);
+  out.commit();
 }
 
 }  // namespace kvf

@@ -18,7 +18,7 @@ struct EmbeddingTable {
 
   // Checks magic, format version and shapes; throws kvf::Error naming the file and the field.
   static EmbeddingTable read(const std::string& path);
-  // Writes <path>.tmp and commits it over <path>.
+  // Writes a temporary and commits it over <path> (io/durable_file.h).
   void write(const std::string& path) const;
 };
 

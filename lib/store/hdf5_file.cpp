@@ -96,6 +96,17 @@ File File::open_read(const std::string& path) {
   return File(path, H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "cannot open as HDF5");
 }
 
+File::~File() {
+  if (file_.get() < 0) return;
+  const QuietErrors quiet;  // an unwinding writer's failure is already reported; HDF5 must not print its stack
+  H5Fclose(file_.release());
+}
+
+void File::close() {
+  const QuietErrors quiet;
+  check_status(H5Fclose(file_.release()), "cannot close the file (data not written)");
+}
+
 hid_t File::check(hid_t id, const std::string& what) const {
   if (id < 0) fail(path_, ": ", what, " (HDF5: ", hdf5_reason(), ")");
   return id;

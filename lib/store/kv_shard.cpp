@@ -12,6 +12,7 @@
 #include "core/half.h"
 #include "core/hex.h"
 #include "core/int8_rows.h"
+#include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
 
@@ -171,9 +172,9 @@ void KvShardWriter::write(const std::string& path) const {
     checksums[i] = index_[i].checksum;
     contexts[i] = index_[i].context;
   }
-  const std::string tmp = path + ".tmp";
+  PendingFile out(path);
   {
-    const h5::File f = h5::File::create(tmp);
+    h5::File f = h5::File::create(out.temp());
     f.write_format(kMagic, kFormatVersion);
     f.write_string_attribute("mode", l.mode);
     f.write_string_attribute("model_fingerprint", hex64(l.model_fingerprint));
@@ -201,8 +202,9 @@ void KvShardWriter::write(const std::string& path) const {
     f.write<uint32_t>("index/row_count", {n}, counts.data());
     f.write<uint64_t>("index/checksum", {n}, checksums.data());
     f.write<uint64_t>("index/context", {n}, contexts.data());
+    f.close();
   }
-  commit_file(tmp, path);
+  out.commit();
 }
 
 // ---- reader ----

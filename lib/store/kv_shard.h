@@ -55,7 +55,7 @@ class KvShardWriter {
   uint64_t bytes() const;  // stored bytes held so far (k, v, int8 scales, positions): rows() * bytes_per_row()
   // Shuffle + deflate at this level (1-9) for k, v and their scales; 0 (the default) stores them uncompressed.
   void set_deflate_level(int level);
-  // Writes <path>.tmp and commits it to <path> (commit_file).
+  // Writes a temporary and commits it to <path> (io/durable_file.h); on any failure <path> is untouched.
   void write(const std::string& path) const;
 
  private:

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/hex.h"
+#include "io/durable_file.h"
 
 namespace kvf {
 namespace {
@@ -82,21 +83,6 @@ CommittedFile read_file_record(const Reader& r, const json& j, const std::string
   f.bytes = r.count(j, "bytes", path + ".bytes");
   f.xxh3 = r.hash(j, "xxh3", path + ".xxh3");
   return f;
-}
-
-// fsync of an open path (a file, or a directory so that a rename in it is durable).
-void sync_path(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  KVF_CHECK(fd >= 0, path, ": cannot open to sync: ", std::strerror(errno));
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  KVF_CHECK(rc == 0, path, ": fsync failed: ", std::strerror(err));
-}
-
-std::string parent_dir(const std::string& path) {
-  const fs::path parent = fs::path(path).parent_path();
-  return parent.empty() ? "." : parent.string();
 }
 
 }  // namespace
@@ -195,15 +181,14 @@ void save_manifest(const std::string& store_dir, const Manifest& m) {
                   {"settings", m.settings},
                   {"stages", stages},
                   {"files", files}};
-  const std::string path = manifest_path(store_dir);
-  const std::string tmp = path + ".tmp";
+  PendingFile file(manifest_path(store_dir));
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::ofstream out(file.temp(), std::ios::binary | std::ios::trunc);
     out << j.dump(2) << '\n';
     out.close();
-    KVF_CHECK(out, tmp, ": cannot write");
+    KVF_CHECK(out, file.temp(), ": cannot write");
   }
-  commit_file(tmp, path);
+  file.commit();
 }
 
 void require_same_model(const Manifest& m, uint64_t model_fingerprint, const std::string& model_name,
@@ -231,13 +216,6 @@ void require_settings(Manifest& m, const std::string& section, const json& wante
   KVF_CHECK(differences.empty(), "store ", store_dir, ": the ", section,
             " settings differ from those it was built with", differences,
             ". They shape the stored data, so they cannot change in place: use another --store");
-}
-
-void commit_file(const std::string& tmp_path, const std::string& final_path) {
-  sync_path(tmp_path, O_RDONLY);
-  KVF_CHECK(::rename(tmp_path.c_str(), final_path.c_str()) == 0, "cannot rename ", tmp_path, " to ", final_path, ": ",
-            std::strerror(errno));
-  sync_path(parent_dir(final_path), O_RDONLY | O_DIRECTORY);
 }
 
 CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path) {

@@ -51,7 +51,7 @@ bool has_manifest(const std::string& store_dir);
 // refused with both versions named.
 Manifest load_manifest(const std::string& store_dir);
 
-// Writes manifest.json.tmp, syncs it and renames it over manifest.json.
+// Writes a temporary (io/durable_file.h), syncs it and renames it over manifest.json.
 void save_manifest(const std::string& store_dir, const Manifest& manifest);
 
 // Refuses a store made with another model, naming both fingerprints and model names.
@@ -62,9 +62,6 @@ void require_same_model(const Manifest& manifest, uint64_t model_fingerprint, co
 // key with both values); records them when the store has none yet.
 void require_settings(Manifest& manifest, const std::string& section, const nlohmann::json& wanted,
                       const std::string& store_dir);
-
-// The commit step for a finished data file: syncs tmp_path, renames it to final_path, syncs the directory.
-void commit_file(const std::string& tmp_path, const std::string& final_path);
 
 // Size and XXH3-64 of <store_dir>/<relative_path>, for the manifest's file records.
 CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path);

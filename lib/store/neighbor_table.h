@@ -17,7 +17,7 @@ struct NeighborTable {
   size_t size() const { return chunk_ids.size(); }
 
   static NeighborTable read(const std::string& path);  // checks magic, version, shapes and row bounds
-  void write(const std::string& path) const;           // <path>.tmp, then committed over <path>
+  void write(const std::string& path) const;           // a temporary, then committed over <path>
 };
 
 }  // namespace kvf

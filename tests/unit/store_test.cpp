@@ -17,6 +17,7 @@
 #include "io/gguf_writer.h"
 #include "model/fingerprint.h"
 #include "store/chunk_table.h"
+#include "io/durable_file.h"
 #include "store/manifest.h"
 #include "support/test_values.h"
 
@@ -147,9 +148,12 @@ TEST(Manifest, SettingsAreRecordedThenEnforced) {
 
 TEST(Manifest, DescribeAndCommitFiles) {
   const fs::path dir = test_dir();
-  std::ofstream(dir / "data.tmp") << "hello";
-  commit_file((dir / "data.tmp").string(), (dir / "data").string());
-  EXPECT_FALSE(fs::exists(dir / "data.tmp"));
+  {
+    PendingFile pending((dir / "data").string());
+    std::ofstream(pending.temp()) << "hello";
+    pending.commit();
+    EXPECT_FALSE(fs::exists(pending.temp()));
+  }
   const CommittedFile f = describe_file(dir.string(), "data");
   EXPECT_EQ(f.path, "data");
   EXPECT_EQ(f.bytes, 5u);
