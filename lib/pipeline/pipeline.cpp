@@ -14,6 +14,7 @@
 #include "prep/chunk_stage.h"
 #include "prep/prefill_stage.h"
 #include "prep/retrieval_stages.h"
+#include "store/store_lock.h"
 
 namespace kvf {
 namespace {
@@ -165,9 +166,10 @@ void check_pipeline(const std::string& path, const std::vector<std::string>& ove
 }
 
 void run_pipeline(const std::string& path, const std::vector<std::string>& overrides,
-                  void (*on_step)(const PipelineStep&), const KvModeRequest& request) {
+                  void (*on_step)(const PipelineStep&), const KvModeRequest& request, bool wait_lock) {
   const Config cfg = load_config(path, overrides);
   const std::string store = cfg.required("store");
+  const StoreLock lock = StoreLock::acquire(store, wait_lock, true);
   const int threads = cfg.get<int>("", "threads", 0);
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                             threads > 0 ? threads : tbb::info::default_concurrency());
