@@ -330,6 +330,7 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
   if (dtype != KvDtype::Int8) {
     from_stored(dtype, k_raw.data(), elems, k.data());
     from_stored(dtype, v_raw.data(), elems, v.data());
+    if (verify_checksum) require_finite(e, entry, k, v);
     return;
   }
   // The writer only makes finite scales >= 0; anything else is damage that unchecked reads must not pass on.
@@ -345,6 +346,17 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
                          layout_.head_dim, k.data());
   dequantize_int8_groups(reinterpret_cast<const int8_t*>(v_raw.data()), v_scale.data(), (int64_t)groups,
                          layout_.head_dim, v.data());
+  if (verify_checksum) require_finite(e, entry, k, v);
+}
+
+void KvShardReader::require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,
+                                   const std::vector<float>& v) const {
+  const size_t row = (size_t)layout_.row_elems(), width = (size_t)layout_.kv_heads * layout_.head_dim;
+  for (const auto& [name, values] : {std::make_pair("k", &k), std::make_pair("v", &v)})
+    for (size_t i = 0; i < values->size(); ++i)
+      KVF_CHECK(std::isfinite((*values)[i]), path(), ": chunk ", hex64(e.chunk_id), " (index entry ", entry, "): ",
+                name, " of row ", e.first_row + i / row, ", stored layer ", i % row / width, " is ", (*values)[i],
+                "; stored KV must be finite");
 }
 
 std::vector<std::string> verify_kv_shard(const std::string& path, uint64_t expected_fingerprint) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -26,6 +27,7 @@ namespace fs = std::filesystem;
 class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
+  const std::string& file() const { return file_; }
 
   const json& field(const json& object, const std::string& name, const std::string& path) const {
     const auto it = object.find(name);
@@ -80,6 +82,7 @@ CommittedFile read_file_record(const Reader& r, const json& j, const std::string
   if (!j.is_object()) r.bad(path, j, "an object");
   CommittedFile f;
   f.path = r.string(j, "path", path + ".path");
+  require_relative_store_path(f.path, r.file() + ": field '" + path + ".path'");
   f.bytes = r.count(j, "bytes", path + ".bytes");
   f.xxh3 = r.hash(j, "xxh3", path + ".xxh3");
   return f;
@@ -218,15 +221,45 @@ void require_settings(Manifest& m, const std::string& section, const json& wante
             ". They shape the stored data, so they cannot change in place: use another --store");
 }
 
+void require_relative_store_path(const std::string& relative_path, const std::string& where) {
+  const fs::path p(relative_path);
+  KVF_CHECK(!relative_path.empty() && p.is_relative(), where, " is '", relative_path,
+            "': a store path must be relative to the store directory");
+  for (size_t begin = 0; begin <= relative_path.size();) {
+    const size_t end = std::min(relative_path.find('/', begin), relative_path.size());
+    const std::string part = relative_path.substr(begin, end - begin);
+    KVF_CHECK(!part.empty() && part != "." && part != "..", where, " is '", relative_path,
+              "': a store path may not hold empty, '.' or '..' parts");
+    begin = end + 1;
+  }
+}
+
+std::string store_file_path(const std::string& store_dir, const std::string& relative_path) {
+  require_relative_store_path(relative_path, "store " + store_dir + ": path");
+  const fs::path full = fs::path(store_dir) / relative_path;
+  std::error_code ec;
+  const fs::path real = fs::canonical(full, ec);
+  KVF_CHECK(!ec, full.string(), ": cannot open: ", ec.message());
+  const fs::path root = fs::canonical(store_dir, ec);
+  KVF_CHECK(!ec, "store ", store_dir, ": ", ec.message());
+  const auto [in_root, in_real] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
+  KVF_CHECK(in_root == root.end() && in_real != real.end(), full.string(), ": leads out of the store (to ",
+            real.string(), ")");
+  struct stat st {};
+  KVF_CHECK(::stat(real.c_str(), &st) == 0, full.string(), ": cannot stat: ", std::strerror(errno));
+  KVF_CHECK(S_ISREG(st.st_mode), full.string(), ": not a regular file");
+  return full.string();
+}
+
 CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path) {
-  const std::string path = (fs::path(store_dir) / relative_path).string();
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  const std::string path = store_file_path(store_dir, relative_path);
+  // O_NONBLOCK: should the file have turned into a FIFO since the check, opening it still returns at once.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   KVF_CHECK(fd >= 0, path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(path, ": cannot stat: ", std::strerror(err));
+    fail(path, ": not a regular file");
   }
   CommittedFile f{relative_path, (uint64_t)st.st_size, 0};
   // Mapped rather than read: one pass at memory speed, whatever the file's size.

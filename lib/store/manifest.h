@@ -63,8 +63,16 @@ void require_same_model(const Manifest& manifest, uint64_t model_fingerprint, co
 void require_settings(Manifest& manifest, const std::string& section, const nlohmann::json& wanted,
                       const std::string& store_dir);
 
-// Size and XXH3-64 of <store_dir>/<relative_path>, for the manifest's file records.
+// Size and XXH3-64 of <store_dir>/<relative_path>, for the manifest's file records (store_file_path's checks).
 CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path);
+
+// Refuses a store path that is not plain and relative: empty, absolute, or with an empty, "." or ".." component.
+// `where` names the field ("<store>/manifest.json: field 'files[3].path'").
+void require_relative_store_path(const std::string& relative_path, const std::string& where);
+// <store_dir>/<relative_path> once it is known to stay inside the store and to name a regular file: a symlink
+// leading out of the store, a FIFO, a device or a directory is a kvf::Error naming the path (checked by stat,
+// never by opening, so a FIFO cannot hang the reader).
+std::string store_file_path(const std::string& store_dir, const std::string& relative_path);
 
 std::string utc_timestamp();  // now, as "2025-01-31T12:00:00Z"
 
