@@ -72,6 +72,19 @@ Handle float16_type(size_t mant_bits, size_t exp_bits, size_t bias) {
   return type;
 }
 
+// Elements of a shape a file declares, refused when their count or byte size does not fit 64 bits (a damaged
+// file may declare anything; the wrapped product used to size the buffer).
+uint64_t element_count(const std::vector<uint64_t>& shape, uint64_t element_bytes, const std::string& path,
+                       const std::string& what) {
+  uint64_t n = 1;
+  for (const uint64_t d : shape) {
+    KVF_CHECK(d == 0 || n <= UINT64_MAX / element_bytes / d, path, ": ", what, " declares extents whose product ",
+              "overflows (a damaged file)");
+    n *= d;
+  }
+  return n;
+}
+
 }  // namespace
 
 Handle ieee_f16_type() { return float16_type(10, 5, 15); }
@@ -227,8 +240,7 @@ std::vector<T> File::read(const std::string& name, std::vector<int64_t> dims, st
   const QuietErrors quiet;
   std::vector<uint64_t> shape;
   const Handle dset = open_dataset(name, TypeOf<T>::cls, std::move(dims), shape);
-  uint64_t n = 1;
-  for (uint64_t d : shape) n *= d;
+  const uint64_t n = element_count(shape, sizeof(T), path_, "dataset '" + name + "'");
   std::vector<T> values(n);
   // HDF5 converts the stored type to T and fails on values out of T's range.
   if (n > 0)

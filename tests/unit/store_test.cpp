@@ -17,6 +17,7 @@
 #include "io/gguf_writer.h"
 #include "model/fingerprint.h"
 #include "store/chunk_table.h"
+#include "store/hdf5_file.h"
 #include "io/durable_file.h"
 #include "store/manifest.h"
 #include "support/test_values.h"
@@ -160,6 +161,28 @@ TEST(Manifest, DescribeAndCommitFiles) {
   EXPECT_EQ(f.xxh3, XXH3_64bits("hello", 5));
   std::ofstream(dir / "empty");
   EXPECT_EQ(describe_file(dir.string(), "empty").bytes, 0u);
+}
+
+// A damaged file may declare extents whose product wraps 64 bits (here 2^33 x 2^31 = 2^64, i.e. 0): the reader
+// must refuse it, not size its buffer by the wrapped product.
+TEST(Hdf5File, OverflowingExtentsAreRefused) {
+  const std::string path = (test_dir() / "huge.h5").string();
+  {
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t dims[2] = {1ull << 33, 1ull << 31}, chunk[2] = {1, 1};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const hid_t props = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(props, 2, chunk);  // chunked and never written: the file stays tiny
+    const hid_t dset = H5Dcreate2(file, "x", H5T_IEEE_F32LE, space, H5P_DEFAULT, props, H5P_DEFAULT);
+    ASSERT_GE(dset, 0);
+    H5Dclose(dset);
+    H5Pclose(props);
+    H5Sclose(space);
+    H5Fclose(file);
+  }
+  const h5::File f = h5::File::open_read(path);
+  const std::string message = error_of([&] { f.read<float>("x", {-1, -1}); });
+  EXPECT_THAT(message, HasSubstr(path + ": dataset 'x' declares extents whose product overflows"));
 }
 
 // ---- chunk table ----
