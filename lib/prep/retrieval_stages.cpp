@@ -111,9 +111,11 @@ EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
 
   Progress progress("embed", "chunks", todo.size(), o.progress);
   auto last_checkpoint = Clock::now();
-  constexpr size_t kGroup = 256;  // chunks between progress updates and checkpoint checks
-  for (size_t begin = 0; begin < todo.size(); begin += kGroup) {
-    const size_t end = std::min(todo.size(), begin + kGroup);
+  // The checkpoint timer is checked after every batch, so --checkpoint-seconds holds on small stores too; the
+  // batches are those embed() would make of the whole list.
+  const size_t group = (size_t)std::max(1, o.batch_size);
+  for (size_t begin = 0; begin < todo.size(); begin += group) {
+    const size_t end = std::min(todo.size(), begin + group);
     std::vector<std::string> texts;
     for (size_t i = begin; i < end; ++i) texts.push_back(render_chunk(todo[i]->title, todo[i]->text));
     const std::vector<float> vecs = embedder->embed(texts, o.batch_size);
@@ -123,6 +125,8 @@ EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
     progress.advance(end - begin);
     if (end < todo.size() && seconds_since(last_checkpoint) >= o.checkpoint_seconds) {
       ordered_table(chunks, done, embedder->fingerprint(), r.dim).write(out);
+      m.record_file(describe_file(o.store_dir, kEmbeddingsFile));  // verify agrees with it; the stage is not done
+      save_manifest(o.store_dir, m);
       last_checkpoint = Clock::now();
     }
   }

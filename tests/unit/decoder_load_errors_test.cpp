@@ -31,6 +31,19 @@ TEST(DecoderLoadErrors, UnknownArchitectureIsNamed) {
   EXPECT_NE(load_error(path).find("unknown architecture 'mamba'"), std::string::npos) << load_error(path);
 }
 
+// A damaged file's bytes quoted in a message are shown as \xNN (NUL, control bytes, invalid UTF-8), never raw.
+TEST(DecoderLoadErrors, CorruptBytesInMessagesAreEscaped) {
+  gguf::Writer w;
+  w.add_string("general.architecture", std::string("ma\0m\xff\x1b[2Jba \xc3\xa9", 14));
+  const std::string path = (std::filesystem::temp_directory_path() / "kvf-corrupt-arch.gguf").string();
+  w.write(path);
+  const std::string msg = load_error(path);
+  EXPECT_NE(msg.find("unknown architecture 'ma\\x00m\\xff\\x1b[2Jba \xc3\xa9'"), std::string::npos) << msg;
+  EXPECT_EQ(printable_message(msg), msg);  // escaping twice changes nothing
+  EXPECT_EQ(printable_message("tab\tnew\nline \xe2\x82\xac \xe2\x82 \xc0\xaf \x7f"),
+            "tab\tnew\nline \xe2\x82\xac \\xe2\\x82 \\xc0\\xaf \\x7f");
+}
+
 TEST(DecoderLoadErrors, UnsupportedTensorTypeNamesTensorAndType) {
   test::TinyModelSpec spec;
   spec.hidden = 256;  // rows of 256: one Q2_K super-block
