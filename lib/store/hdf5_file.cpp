@@ -8,6 +8,11 @@
 namespace kvf::h5 {
 namespace {
 
+// A file whose H5Fclose failed (a full disk) stays in HDF5's tables, and HDF5 1.10's exit-time cleanup crashes
+// closing it again. Every file is closed explicitly, so that cleanup has nothing to do: it is switched off
+// before the first HDF5 call (H5dont_atexit must come first to take effect).
+const bool kNoExitCleanup = H5dont_atexit() >= 0;
+
 std::string hdf5_reason() {
   std::string reason;
   H5Ewalk2(
@@ -19,6 +24,8 @@ std::string hdf5_reason() {
       },
       &reason);
   H5Eclear2(H5E_DEFAULT);
+  for (char& c : reason)
+    if (c == '\n' || c == '\r') c = ' ';  // HDF5's own messages may span lines; an error is one line
   return reason.empty() ? "unknown HDF5 error" : reason;
 }
 
@@ -62,6 +69,14 @@ struct TypeOf<float> {
   static hid_t file() { return H5T_IEEE_F32LE; }
   static constexpr H5T_class_t cls = H5T_FLOAT;
 };
+
+// Creation properties of a dataset or group with no modification time in its header, so that writing the same
+// data twice gives the same bytes (a resumed run's file equals an uninterrupted run's).
+Handle untimed_props(hid_t property_class) {
+  Handle props(H5Pcreate(property_class), H5Pclose);
+  H5Pset_obj_track_times(props.get(), false);
+  return props;
+}
 
 Handle float16_type(size_t mant_bits, size_t exp_bits, size_t bias) {
   // Fields first (they fit the 32-bit type), then shrink to 2 bytes; the sign stays at bit 15.
@@ -203,7 +218,8 @@ void File::write(const std::string& name, const std::vector<uint64_t>& dims, con
   const QuietErrors quiet;
   std::vector<hsize_t> hd(dims.begin(), dims.end());
   Handle space(H5Screate_simple((int)hd.size(), hd.data(), nullptr), H5Sclose);
-  Handle dset(check(H5Dcreate2(id(), name.c_str(), TypeOf<T>::file(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
+  const Handle props = untimed_props(H5P_DATASET_CREATE);
+  Handle dset(check(H5Dcreate2(id(), name.c_str(), TypeOf<T>::file(), space.get(), H5P_DEFAULT, props.get(),
                                H5P_DEFAULT),
                     "cannot create dataset " + name),
               H5Dclose);
@@ -255,7 +271,7 @@ void File::write_raw(const std::string& name, hid_t type, const std::vector<uint
   const QuietErrors quiet;
   std::vector<hsize_t> hd(dims.begin(), dims.end());
   Handle space(H5Screate_simple((int)hd.size(), hd.data(), nullptr), H5Sclose);
-  Handle props(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  const Handle props = untimed_props(H5P_DATASET_CREATE);
   if (chunk_rows > 0 && !hd.empty()) {
     std::vector<hsize_t> chunk = hd;
     chunk[0] = std::min<hsize_t>(chunk_rows, hd[0]);  // HDF5 refuses chunks larger than a fixed dimension
@@ -311,7 +327,8 @@ void File::read_raw_rows(const std::string& name, hid_t type, uint64_t first, ui
 
 void File::create_group(const std::string& name) const {
   const QuietErrors quiet;
-  Handle group(check(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+  const Handle props = untimed_props(H5P_GROUP_CREATE);
+  Handle group(check(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, props.get(), H5P_DEFAULT),
                      "cannot create group " + name),
                H5Gclose);
 }
@@ -321,7 +338,8 @@ void File::write_strings(const std::string& name, const std::vector<const char*>
   const hsize_t dims[1] = {values.size()};
   const Handle type = utf8_string_type();
   Handle space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-  Handle dset(check(H5Dcreate2(id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+  const Handle props = untimed_props(H5P_DATASET_CREATE);
+  Handle dset(check(H5Dcreate2(id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT, props.get(), H5P_DEFAULT),
                     "cannot create dataset " + name),
               H5Dclose);
   if (!values.empty())
