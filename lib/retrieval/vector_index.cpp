@@ -77,9 +77,14 @@ VectorIndex VectorIndex::load(const std::string& path, const IndexSpec& spec) {
 }
 
 void VectorIndex::save(const std::string& path) const {
+  PendingFile out(path);
+  save(out);
+  out.commit();
+}
+
+void VectorIndex::save(PendingFile& out) const {
   // FAISS's own file writer ignores fclose's status (a full disk gave a short file): it writes to our stream,
   // whose flush, fsync and close are checked before the rename.
-  PendingFile out(path);
   std::FILE* f = std::fopen(out.temp().c_str(), "wb");
   KVF_CHECK(f, out.temp(), ": cannot create: ", std::strerror(errno));
   try {
@@ -87,10 +92,9 @@ void VectorIndex::save(const std::string& path) const {
     faiss::write_index(index_.get(), &writer);
   } catch (const faiss::FaissException& e) {
     std::fclose(f);
-    fail(path, ": cannot write the index (", e.what(), ")");
+    fail(out.final_path(), ": cannot write the index (", e.what(), ")");
   }
   close_stream_checked(f, out.temp());
-  out.commit();
 }
 
 SearchHits VectorIndex::search(const float* queries, int64_t n_queries, int64_t k) const {

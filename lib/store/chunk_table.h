@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "io/durable_file.h"
+
 namespace kvf {
 
 inline constexpr const char* kChunksFile = "chunks.h5";  // the chunk table's name inside a store
@@ -34,6 +36,7 @@ class ChunkTable {
   static ChunkTable read(const std::string& path);
   // Writes a temporary and commits it over <path> (io/durable_file.h): a reader sees the old table or the new one.
   void write(const std::string& path) const;
+  void write(PendingFile& out) const;  // into out.temp(), closed; the caller commits (store/manifest.h)
 
   uint64_t model_fingerprint() const { return fingerprint_; }
   const std::vector<ChunkRecord>& chunks() const { return chunks_; }

@@ -26,18 +26,20 @@ EmbeddingTable EmbeddingTable::read(const std::string& path) {
 }
 
 void EmbeddingTable::write(const std::string& path) const {
+  PendingFile out(path);
+  write(out);
+  out.commit();
+}
+
+void EmbeddingTable::write(PendingFile& out) const {
   KVF_CHECK(vectors.size() == rows() * (size_t)dim, "embedding table: ", vectors.size(), " values for ", rows(),
             " rows of ", dim);
-  PendingFile out(path);
-  {
-    h5::File f = h5::File::create(out.temp());
-    f.write_format(kMagic, kFormatVersion);
-    f.write_string_attribute("embedder_fingerprint", hex64(embedder_fingerprint));
-    f.write<uint64_t>("chunk_id", {rows()}, chunk_ids.data());
-    f.write<float>("embedding", {rows(), (uint64_t)dim}, vectors.data());
-    f.close();
-  }
-  out.commit();
+  h5::File f = h5::File::create(out.temp());
+  f.write_format(kMagic, kFormatVersion);
+  f.write_string_attribute("embedder_fingerprint", hex64(embedder_fingerprint));
+  f.write<uint64_t>("chunk_id", {rows()}, chunk_ids.data());
+  f.write<float>("embedding", {rows(), (uint64_t)dim}, vectors.data());
+  f.close();
 }
 
 }  // namespace kvf

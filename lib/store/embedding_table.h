@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "io/durable_file.h"
+
 namespace kvf {
 
 struct EmbeddingTable {
@@ -20,6 +22,7 @@ struct EmbeddingTable {
   static EmbeddingTable read(const std::string& path);
   // Writes a temporary and commits it over <path> (io/durable_file.h).
   void write(const std::string& path) const;
+  void write(PendingFile& out) const;  // into out.temp(), closed; the caller commits (store/manifest.h)
 };
 
 }  // namespace kvf

@@ -85,6 +85,12 @@ CommittedFile read_file_record(const Reader& r, const json& j, const std::string
   require_relative_store_path(f.path, r.file() + ": field '" + path + ".path'");
   f.bytes = r.count(j, "bytes", path + ".bytes");
   f.xxh3 = r.hash(j, "xxh3", path + ".xxh3");
+  if (j.contains("previous")) {
+    const json& previous = r.object(j, "previous", path + ".previous");
+    f.replacing = true;
+    f.previous_bytes = r.count(previous, "bytes", path + ".previous.bytes");
+    f.previous_xxh3 = r.hash(previous, "xxh3", path + ".previous.xxh3");
+  }
   return f;
 }
 
@@ -174,7 +180,9 @@ void save_manifest(const std::string& store_dir, const Manifest& m) {
   }
   json files = json::array();
   for (const CommittedFile& f : m.files) {
-    files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh3", hex64(f.xxh3)}});
+    json record = {{"path", f.path}, {"bytes", f.bytes}, {"xxh3", hex64(f.xxh3)}};
+    if (f.replacing) record["previous"] = {{"bytes", f.previous_bytes}, {"xxh3", hex64(f.previous_xxh3)}};
+    files.push_back(std::move(record));
   }
   const json j = {{"magic", kManifestMagic},
                   {"format_version", kManifestFormatVersion},
@@ -249,6 +257,26 @@ std::string store_file_path(const std::string& store_dir, const std::string& rel
   KVF_CHECK(::stat(real.c_str(), &st) == 0, full.string(), ": cannot stat: ", std::strerror(errno));
   KVF_CHECK(S_ISREG(st.st_mode), full.string(), ": not a regular file");
   return full.string();
+}
+
+void commit_store_file(const std::string& store_dir, Manifest& m, PendingFile& file,
+                       const std::string& relative_path) {
+  CommittedFile now = describe_file(store_dir, fs::path(file.temp()).lexically_relative(store_dir).string());
+  now.path = relative_path;
+  std::error_code ec;
+  if (fs::exists(fs::path(store_dir) / relative_path, ec)) {
+    // What is on disk now, whatever the manifest says (an earlier replacement may have been cut short).
+    const CommittedFile old = describe_file(store_dir, relative_path);
+    CommittedFile both = now;
+    both.replacing = true;
+    both.previous_bytes = old.bytes;
+    both.previous_xxh3 = old.xxh3;
+    m.record_file(both);
+    save_manifest(store_dir, m);
+  }
+  file.commit();
+  m.record_file(now);
+  save_manifest(store_dir, m);
 }
 
 CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path) {

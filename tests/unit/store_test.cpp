@@ -83,6 +83,33 @@ TEST(Manifest, RoundTrip) {
   EXPECT_EQ(j.at("model_fingerprint"), "0123456789abcdef");
 }
 
+// commit_store_file replacing a file: at every moment the manifest accepts what is on disk. Mid-replacement the
+// record accepts the old version and the new; once done, the new one alone.
+TEST(Manifest, ReplacingAFileKeepsTheOldVersionAcceptedUntilItIsInPlace) {
+  const fs::path dir = test_dir();
+  Manifest m;
+  for (const char* text : {"first", "second!"}) {
+    PendingFile file((dir / "t.h5").string());
+    std::ofstream(file.temp()) << text;
+    commit_store_file(dir.string(), m, file, "t.h5");
+  }
+  const CommittedFile& done = m.files.at(0);
+  EXPECT_FALSE(done.replacing);
+  EXPECT_TRUE(done.accepts(7, XXH3_64bits("second!", 7)));
+  EXPECT_FALSE(done.accepts(5, XXH3_64bits("first", 5)));
+  // A manifest saved mid-replacement round-trips its two versions.
+  CommittedFile both = done;
+  both.replacing = true;
+  both.previous_bytes = 5;
+  both.previous_xxh3 = XXH3_64bits("first", 5);
+  m.record_file(both);
+  save_manifest(dir.string(), m);
+  const CommittedFile loaded = load_manifest(dir.string()).files.at(0);
+  EXPECT_TRUE(loaded.accepts(5, XXH3_64bits("first", 5)));
+  EXPECT_TRUE(loaded.accepts(7, XXH3_64bits("second!", 7)));
+  EXPECT_FALSE(loaded.accepts(6, XXH3_64bits("third!", 6)));
+}
+
 TEST(Manifest, RecordsReplaceEarlierOnes) {
   Manifest m = sample_manifest();
   m.record_stage({"chunk", "2025-02-01T00:00:00Z", 43, {}});
