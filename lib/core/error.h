@@ -6,9 +6,13 @@
 
 namespace kvf {
 
+// Bytes a message quotes from a damaged file (NUL, control characters, invalid UTF-8) shown as \xNN; valid
+// UTF-8, newlines and tabs are kept. Idempotent: an escaped message passes through unchanged.
+std::string printable_message(const std::string& message);
+
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message) : std::runtime_error(printable_message(message)) {}
 };
 
 namespace detail {

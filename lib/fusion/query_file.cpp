@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -52,7 +54,7 @@ QueryRecord parse_record(const std::string& line_text, size_t line) {
     q.id = text_field(j, "id", false);
   if (q.id.empty()) q.id = "line " + std::to_string(line);
   q.question = text_field(j, "question", true);
-  KVF_CHECK(!q.question.empty(), "\"question\" is empty");
+  require_question_text(q.question, "\"question\"");
   if (j.contains("answers")) {
     KVF_CHECK(j["answers"].is_array(), "\"answers\" must be an array of strings");
     for (const auto& a : j["answers"]) {
@@ -105,6 +107,11 @@ std::vector<QueryRecord> read_query_file(const std::string& path) {
   }
   KVF_CHECK(!records.empty(), path, ": no questions");
   return records;
+}
+
+void require_question_text(const std::string& question, const std::string& where) {
+  const bool blank = std::all_of(question.begin(), question.end(), [](unsigned char c) { return std::isspace(c); });
+  KVF_CHECK(!blank, where, " is ", question.empty() ? "empty" : "only whitespace", ": there is nothing to ask");
 }
 
 }  // namespace kvf

@@ -20,4 +20,7 @@ struct QueryRecord {
 // "<file>:<line>: ..." (the first 20). A question without "id" gets its line number as id.
 std::vector<QueryRecord> read_query_file(const std::string& path);
 
+// Refuses a question with nothing to ask (empty, or only whitespace), naming `where` ("--question").
+void require_question_text(const std::string& question, const std::string& where);
+
 }  // namespace kvf

@@ -291,8 +291,10 @@ Decoder::Decoder(LlamaConfig config, LlamaWeights weights, Backend& backend, Com
   rope_.pairing = config_.rope_pairing;
   rope_.inv_freq = std::make_shared<const std::vector<float>>(rope_inv_frequencies(
       config_.rotary_dim, config_.rope_theta, config_.rope_scaling_factor, weights_.rope_freq_factors));
-  rope_.table_positions = config_.context_length;
-  rope_.cos_sin = std::make_shared<const std::vector<float>>(rope_cos_sin_table(*rope_.inv_freq, config_.context_length));
+  // The table covers the positions real prompts use; a file may declare a context of 2^31 positions, and the
+  // backend computes positions past the table from inv_freq.
+  rope_.table_positions = std::min(config_.context_length, kRopeTablePositions);
+  rope_.cos_sin = std::make_shared<const std::vector<float>>(rope_cos_sin_table(*rope_.inv_freq, rope_.table_positions));
 }
 
 std::unique_ptr<Decoder> Decoder::load_gguf(const std::string& path, Backend& backend, ComputeMode mode) {

@@ -1,5 +1,7 @@
 #include "model/llama_config.h"
 
+#include <cmath>
+
 #include "io/gguf.h"
 
 namespace kvf {
@@ -33,6 +35,11 @@ LlamaConfig llama_config_from_gguf(const gguf::File& f) {
   c.context_length = positive(f, a + "context_length", f.get_int(a + "context_length"));
   c.norm_eps = (float)f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5);
   c.rope_theta = f.get_float(a + "rope.freq_base", 10000.0);
+  // NaN compares false both ways: the positive forms below refuse it (a NaN model generated nothing, silently).
+  KVF_CHECK(c.norm_eps >= 0 && std::isfinite(c.norm_eps), f.path(), ": metadata '", a,
+            "attention.layer_norm_rms_epsilon' = ", c.norm_eps, " is not a finite number >= 0");
+  KVF_CHECK(c.rope_theta > 0 && std::isfinite(c.rope_theta), f.path(), ": metadata '", a, "rope.freq_base' = ",
+            c.rope_theta, " is not a finite positive number");
   KVF_CHECK(c.hidden % c.n_heads == 0, f.path(), ": embedding_length ", c.hidden, " is not a multiple of ",
             c.n_heads, " heads");
   c.head_dim = c.hidden / c.n_heads;
@@ -46,7 +53,7 @@ LlamaConfig llama_config_from_gguf(const gguf::File& f) {
   c.rope_scaling = f.get_string(a + "rope.scaling.type", "none");
   if (c.rope_scaling == "linear") {
     c.rope_scaling_factor = f.get_float(a + "rope.scaling.factor", 1.0);
-    KVF_CHECK(c.rope_scaling_factor > 0, f.path(), ": rope.scaling.factor ", c.rope_scaling_factor,
+    KVF_CHECK(c.rope_scaling_factor > 0 && std::isfinite(c.rope_scaling_factor), f.path(), ": rope.scaling.factor ", c.rope_scaling_factor,
               " must be positive");
   } else {
     KVF_CHECK(c.rope_scaling == "none", f.path(), ": rope.scaling.type '", c.rope_scaling,

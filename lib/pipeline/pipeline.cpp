@@ -14,6 +14,7 @@
 #include "prep/chunk_stage.h"
 #include "prep/prefill_stage.h"
 #include "prep/retrieval_stages.h"
+#include "store/store_lock.h"
 
 namespace kvf {
 namespace {
@@ -94,6 +95,57 @@ class Config {
     }
   }
 
+  // Values every stage would refuse, refused before the first one runs: one line naming the file, the key as
+  // the YAML spells it and the value.
+  void check_values() const {
+    check_no_duplicate_keys(root_, "");
+    const auto one_of = [&](const std::string& section, const std::string& key, const std::string& dflt,
+                            std::initializer_list<const char*> allowed, const char* list) {
+      const std::string v = get<std::string>(section, key, dflt);
+      for (const char* a : allowed)
+        if (v == a) return;
+      fail(file_, ": '", section, ".", key, "' is '", v, "': expected ", list);
+    };
+    const auto in_range = [&](const std::string& section, const std::string& key, int64_t dflt, int64_t lo,
+                              int64_t hi, const char* meaning) {
+      const int64_t v = get<int64_t>(section, key, dflt);
+      KVF_CHECK(v >= lo && v <= hi, file_, ": '", section.empty() ? key : section + "." + key, "' is ", v,
+                ": expected ", meaning);
+    };
+    one_of("prefill", "dtype", "f16", {"f16", "bf16"}, "f16 or bf16");
+    one_of("prefill", "compute", "fast", {"fast", "f32"}, "fast or f32");
+    one_of("index", "kind", "flat", {"flat", "ivf", "hnsw"}, "flat, ivf or hnsw");
+    in_range("", "threads", 0, 0, 1 << 16, "0 (every core) or a positive thread count");
+    in_range("chunk", "chunk_tokens", 256, 1, 1 << 20, "1 to 1048576 tokens");
+    in_range("chunk", "max_chunk_tokens", 0, 0, 1 << 20, "0 (1.25 x chunk_tokens) or 1 to 1048576 tokens");
+    in_range("neighbors", "top_n", 10, 1, 100, "1 to 100 neighbours (prefill's similarity view reads them all)");
+    in_range("prefill", "batch_tokens", 1024, 1, 1 << 24, "a positive number of tokens per forward pass");
+    for (const char* key : {"ivf_nlist"}) in_range("index", key, 0, 0, 1 << 30, "0 (automatic) or a positive count");
+    for (const char* key : {"ivf_nprobe", "hnsw_ef_construction", "hnsw_ef_search"})
+      in_range("index", key, 16, 1, 1 << 30, "a positive count");
+    in_range("index", "hnsw_m", 32, 2, 1 << 16, "2 or more links per node");
+    const YAML::Node prefill = root_["prefill"];  // IsDefined first: a missing key's node throws on IsMap
+    const YAML::Node modes = prefill.IsDefined() && prefill.IsMap() ? prefill["modes"] : YAML::Node();
+    KVF_CHECK(!modes.IsDefined() || modes.IsNull() || modes.IsSequence(), file_, ": 'prefill.modes' is ",
+              YAML::Dump(modes), ": expected a list such as [independent, similarity]");
+  }
+
+  // YAML allows a key twice in a mapping and keeps one silently: a pipeline may not.
+  void check_no_duplicate_keys(const YAML::Node& node, const std::string& path) const {
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i) check_no_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]");
+      return;
+    }
+    if (!node.IsMap()) return;
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      const std::string full = path.empty() ? key : path + "." + key;
+      KVF_CHECK(seen.insert(key).second, file_, ": key '", full, "' appears twice");
+      check_no_duplicate_keys(kv.second, full);
+    }
+  }
+
   // compress: a list of new KV modes, each a mapping of kvprep compress's options.
   void check_compress_list(const YAML::Node& list) const {
     static const std::set<std::string> keys = {"to", "from", "anchors", "anchor_mode", "anchor_score", "segment", "share_layers",
@@ -135,6 +187,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   for (const std::string& o : overrides) apply_override(root, o);
   Config cfg(path, root);
   cfg.check_keys();
+  cfg.check_values();
   return cfg;
 }
 
@@ -160,14 +213,15 @@ void check_pipeline(const std::string& path, const std::vector<std::string>& ove
   const Config cfg = load_config(path, overrides);
   cfg.required("store");
   cfg.required("corpus");
+  kv_plan(path, cfg, compress_entries(path, cfg), request);  // the file's own values first, then the model
   resolve_model(cfg.get<std::string>("", "model", "smollm2"));
-  kv_plan(path, cfg, compress_entries(path, cfg), request);
 }
 
 void run_pipeline(const std::string& path, const std::vector<std::string>& overrides,
-                  void (*on_step)(const PipelineStep&), const KvModeRequest& request) {
+                  void (*on_step)(const PipelineStep&), const KvModeRequest& request, bool wait_lock) {
   const Config cfg = load_config(path, overrides);
   const std::string store = cfg.required("store");
+  const StoreLock lock = StoreLock::acquire(store, wait_lock, true);
   const int threads = cfg.get<int>("", "threads", 0);
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                             threads > 0 ? threads : tbb::info::default_concurrency());
@@ -207,11 +261,8 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   const NeighborStageResult n = run_neighbor_stage(neighbors);
   on_step({"neighbors", n.unchanged ? "up to date" : std::to_string(n.chunks) + " chunks"});
 
-  const std::string dtype = cfg.get<std::string>("prefill", "dtype", "f16");
-  KVF_CHECK(dtype == "f16" || dtype == "bf16", path, ": 'prefill.dtype' must be f16 or bf16, got '", dtype, "'");
+  const std::string dtype = cfg.get<std::string>("prefill", "dtype", "f16");  // values checked by load_config
   const std::string compute_name = cfg.get<std::string>("prefill", "compute", "fast");
-  KVF_CHECK(compute_name == "fast" || compute_name == "f32", path, ": 'prefill.compute' must be fast or f32, got '",
-            compute_name, "'");
   const ComputeMode compute = compute_mode_from_name(compute_name);
   for (const std::string& mode : plan.prefill) {
     PrefillStageOptions p;

@@ -29,9 +29,10 @@ struct PipelineStep {
 // Loads the file, applies the overrides, validates every key (unknown keys are errors naming the file and key),
 // and runs the stages; `on_step` is called after each. The KV stages build the modes `request` names (by default
 // every mode the file names: prefill.modes and the compress list) and the modes those are computed from
-// (kv_mode_plan.h): similarity brings independent. Throws kvf::Error on bad configuration or a failed stage.
+// (kv_mode_plan.h): similarity brings independent. The store is locked for the whole run (store/store_lock.h;
+// `wait_lock`: wait for another writer instead of failing). Throws kvf::Error on bad configuration or a failed stage.
 void run_pipeline(const std::string& path, const std::vector<std::string>& overrides,
-                  void (*on_step)(const PipelineStep&), const KvModeRequest& request = {});
+                  void (*on_step)(const PipelineStep&), const KvModeRequest& request = {}, bool wait_lock = false);
 
 // What run_pipeline checks before its first stage (the file, the overrides, the model, the KV modes), without
 // running anything: callers that prepare inputs first fail before any work.

@@ -156,9 +156,14 @@ ChunkStageResult run_chunk_stage(const ChunkStageOptions& options) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   KVF_CHECK(!ec, "store ", dir, ": cannot create the directory: ", ec.message());
-  if (result.new_chunks > 0 || !fs::exists(chunks_path)) table.write(chunks_path);
-  // Recorded even when unchanged: a file committed by a run killed before its manifest update gets its record.
-  manifest.record_file(describe_file(dir, kChunksFile));
+  if (result.new_chunks > 0 || !fs::exists(chunks_path)) {
+    PendingFile file(chunks_path);
+    table.write(file);
+    commit_store_file(dir, manifest, file, kChunksFile);
+  } else {
+    // Recorded even when unchanged: a file committed by a run killed before its manifest update gets its record.
+    manifest.record_file(describe_file(dir, kChunksFile));
+  }
   manifest.record_stage({kStage, utc_timestamp(), corpus.content_hash, to_counts(result)});
   save_manifest(dir, manifest);
   result.table_bytes = fs::file_size(chunks_path);

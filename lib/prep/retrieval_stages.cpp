@@ -47,9 +47,16 @@ bool up_to_date(const Manifest& m, const std::string& dir, const char* stage, ui
                             [&](const CommittedFile& f) { return f.path == output && f.bytes == size; });
 }
 
-void commit_stage(Manifest& m, const std::string& dir, const char* stage, const char* output, uint64_t inputs_hash,
+// Writes a stage's output file through `write` (into a temporary) and commits it with its manifest record.
+template <typename Write>
+void commit_output(Manifest& m, const std::string& dir, const char* output, const Write& write) {
+  PendingFile file(in_store(dir, output));
+  write(file);
+  commit_store_file(dir, m, file, output);
+}
+
+void commit_stage(Manifest& m, const std::string& dir, const char* stage, uint64_t inputs_hash,
                   std::map<std::string, uint64_t> counts) {
-  m.record_file(describe_file(dir, output));
   m.record_stage({stage, utc_timestamp(), inputs_hash, std::move(counts)});
   save_manifest(dir, m);
 }
@@ -111,9 +118,11 @@ EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
 
   Progress progress("embed", "chunks", todo.size(), o.progress);
   auto last_checkpoint = Clock::now();
-  constexpr size_t kGroup = 256;  // chunks between progress updates and checkpoint checks
-  for (size_t begin = 0; begin < todo.size(); begin += kGroup) {
-    const size_t end = std::min(todo.size(), begin + kGroup);
+  // The checkpoint timer is checked after every batch, so --checkpoint-seconds holds on small stores too; the
+  // batches are those embed() would make of the whole list.
+  const size_t group = (size_t)std::max(1, o.batch_size);
+  for (size_t begin = 0; begin < todo.size(); begin += group) {
+    const size_t end = std::min(todo.size(), begin + group);
     std::vector<std::string> texts;
     for (size_t i = begin; i < end; ++i) texts.push_back(render_chunk(todo[i]->title, todo[i]->text));
     const std::vector<float> vecs = embedder->embed(texts, o.batch_size);
@@ -122,13 +131,16 @@ EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
     r.embedded += end - begin;
     progress.advance(end - begin);
     if (end < todo.size() && seconds_since(last_checkpoint) >= o.checkpoint_seconds) {
-      ordered_table(chunks, done, embedder->fingerprint(), r.dim).write(out);
+      commit_output(m, o.store_dir, kEmbeddingsFile, [&](PendingFile& f) {  // recorded; the stage is not done
+        ordered_table(chunks, done, embedder->fingerprint(), r.dim).write(f);
+      });
       last_checkpoint = Clock::now();
     }
   }
   progress.finish();
-  ordered_table(chunks, done, embedder->fingerprint(), r.dim).write(out);
-  commit_stage(m, o.store_dir, "embed", kEmbeddingsFile, inputs, {{"chunks", r.chunks}, {"embedded", r.embedded}});
+  commit_output(m, o.store_dir, kEmbeddingsFile,
+                [&](PendingFile& f) { ordered_table(chunks, done, embedder->fingerprint(), r.dim).write(f); });
+  commit_stage(m, o.store_dir, "embed", inputs, {{"chunks", r.chunks}, {"embedded", r.embedded}});
   r.seconds = seconds_since(t0);
   return r;
 }
@@ -168,9 +180,9 @@ IndexStageResult run_index_stage(const IndexStageOptions& o) {
   }
   const EmbeddingTable table = EmbeddingTable::read(in_store(o.store_dir, kEmbeddingsFile));
   const VectorIndex index = VectorIndex::build(table.vectors.data(), (int64_t)table.rows(), table.dim, o.spec);
-  index.save(in_store(o.store_dir, kIndexFile));
+  commit_output(m, o.store_dir, kIndexFile, [&](PendingFile& f) { index.save(f); });
   r.vectors = table.rows();
-  commit_stage(m, o.store_dir, "index", kIndexFile, inputs, {{"vectors", r.vectors}});
+  commit_stage(m, o.store_dir, "index", inputs, {{"vectors", r.vectors}});
   r.seconds = seconds_since(t0);
   return r;
 }
@@ -226,10 +238,10 @@ NeighborStageResult run_neighbor_stage(const NeighborStageOptions& o) {
     progress.advance((uint64_t)nq);
   }
   progress.finish();
-  out.write(in_store(o.store_dir, kNeighborsFile));
+  commit_output(m, o.store_dir, kNeighborsFile, [&](PendingFile& f) { out.write(f); });
   r.chunks = (uint64_t)n;
   r.mean_score = score_count ? score_sum / score_count : 0.0;
-  commit_stage(m, o.store_dir, "neighbors", kNeighborsFile, inputs, {{"chunks", r.chunks}, {"top_n", (uint64_t)o.top_n}});
+  commit_stage(m, o.store_dir, "neighbors", inputs, {{"chunks", r.chunks}, {"top_n", (uint64_t)o.top_n}});
   r.seconds = seconds_since(t0);
   return r;
 }

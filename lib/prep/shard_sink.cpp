@@ -9,7 +9,7 @@ namespace fs = std::filesystem;
 ShardSink::ShardSink(const std::string& dir, Manifest& m, KvShardLayout layout, uint64_t shard_bytes,
                      int deflate_level)
     : dir_(dir), m_(m), layout_(std::move(layout)), shard_bytes_(shard_bytes),
-      next_(count_kv_shards(m, layout_.mode)), deflate_level_(deflate_level), writer_(layout_) {
+      next_(next_kv_shard_number(m, layout_.mode)), deflate_level_(deflate_level), writer_(layout_) {
   writer_.set_deflate_level(deflate_level_);
 }
 

@@ -6,10 +6,22 @@
 
 namespace kvf {
 
-// Recomputes every committed file's size and XXH3 against the manifest, every KV chunk's checksum, and checks
-// that the tables agree (ids, row counts, fingerprints). One line per problem; empty when the store is sound.
-// Never throws for a damaged store: what cannot be read is itself a problem line.
-std::vector<std::string> verify_store(const std::string& store_dir);
+// One problem verify found, and the committed file it condemns ("" when it is the store as a whole, e.g. an
+// unreadable manifest).
+struct StoreProblem {
+  std::string file;  // as the manifest records it: "kv/independent-00001.h5", "embeddings.h5"
+  std::string what;  // one line naming the file and the fault
+};
+
+// Recomputes every committed file's size and XXH3 against the manifest, every KV chunk's checksum (and that its
+// values are finite), and checks that the tables agree (ids, fingerprints). Empty when the store is sound.
+// Never throws for a damaged store: what cannot be read is itself a problem.
+std::vector<StoreProblem> verify_store(const std::string& store_dir);
+
+// Store data on disk that the manifest does not list (under kv/, and *.h5 / *.faiss at the top): left by a run
+// killed between a file's rename and its manifest update (the next run of its stage replaces it), or put there
+// by hand. Nothing reads them. Temporaries, the lock file and the manifest are not data.
+std::vector<std::string> unlisted_store_files(const std::string& store_dir);
 
 // Chunks, tokens, stages, KV modes (chunks, rows, bytes, bytes per token), files and settings.
 nlohmann::json inspect_store(const std::string& store_dir);

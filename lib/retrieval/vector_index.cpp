@@ -4,12 +4,16 @@
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIVFFlat.h>
 #include <faiss/impl/FaissException.h>
+#include <faiss/impl/io.h>
 #include <faiss/index_io.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "core/error.h"
+#include "io/durable_file.h"
 
 namespace kvf {
 namespace {
@@ -73,14 +77,24 @@ VectorIndex VectorIndex::load(const std::string& path, const IndexSpec& spec) {
 }
 
 void VectorIndex::save(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
+  PendingFile out(path);
+  save(out);
+  out.commit();
+}
+
+void VectorIndex::save(PendingFile& out) const {
+  // FAISS's own file writer ignores fclose's status (a full disk gave a short file): it writes to our stream,
+  // whose flush, fsync and close are checked before the rename.
+  std::FILE* f = std::fopen(out.temp().c_str(), "wb");
+  KVF_CHECK(f, out.temp(), ": cannot create: ", std::strerror(errno));
   try {
-    faiss::write_index(index_.get(), tmp.c_str());
+    faiss::FileIOWriter writer(f);
+    faiss::write_index(index_.get(), &writer);
   } catch (const faiss::FaissException& e) {
-    std::remove(tmp.c_str());
-    fail(path, ": cannot write the index (", e.what(), ")");
+    std::fclose(f);
+    fail(out.final_path(), ": cannot write the index (", e.what(), ")");
   }
-  KVF_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot rename ", tmp, " into place");
+  close_stream_checked(f, out.temp());
 }
 
 SearchHits VectorIndex::search(const float* queries, int64_t n_queries, int64_t k) const {

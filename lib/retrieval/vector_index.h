@@ -12,6 +12,8 @@ struct Index;
 
 namespace kvf {
 
+class PendingFile;
+
 struct IndexSpec {
   std::string kind = "flat";     // flat | ivf | hnsw
   int ivf_nlist = 0;             // ivf: number of lists; 0 picks min(4 sqrt(n), n / 39)
@@ -33,8 +35,10 @@ class VectorIndex {
   static VectorIndex build(const float* vectors, int64_t n, int dim, const IndexSpec& spec);
   // Loads an index written by save(); the spec's search-time parameters (nprobe, ef_search) apply.
   static VectorIndex load(const std::string& path, const IndexSpec& spec);
-  // Writes path.tmp, then renames it over path.
+  // Writes a temporary through a checked, synced stream, then renames it over path (io/durable_file.h): a
+  // failed write (a full disk) throws and leaves path as it was.
   void save(const std::string& path) const;
+  void save(PendingFile& out) const;  // into out.temp(), closed; the caller commits
 
   SearchHits search(const float* queries, int64_t n_queries, int64_t k) const;
   int dim() const;

@@ -91,12 +91,20 @@ size_t count_kv_shards(const Manifest& m, const std::string& mode) {
   return n;
 }
 
+size_t next_kv_shard_number(const Manifest& m, const std::string& mode) {
+  size_t next = 0;
+  for (const CommittedFile& f : m.files)
+    if (kv_mode_of_shard(f.path) == mode)  // kv/<mode>-NNNNN.h5: the digits before ".h5"
+      next = std::max(next, (size_t)std::stoull(f.path.substr(f.path.size() - 8, 5)) + 1);
+  return next;
+}
+
 KvModeReader::KvModeReader(const std::string& store_dir, const Manifest& m, const std::string& mode,
                            uint64_t fingerprint) {
   for (const CommittedFile& f : m.files) {
     if (kv_mode_of_shard(f.path) != mode) continue;
     shards_.push_back(std::make_unique<KvShardReader>(
-        KvShardReader::open((std::filesystem::path(store_dir) / f.path).string(), fingerprint)));
+        KvShardReader::open(store_file_path(store_dir, f.path), fingerprint)));
     const auto& index = shards_.back()->index();
     for (size_t e = 0; e < index.size(); ++e) where_[index[e].chunk_id] = {shards_.size() - 1, e};
   }
@@ -112,7 +120,8 @@ HostKv KvModeReader::read(uint64_t chunk_id) const {
   const auto it = where_.find(chunk_id);
   KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);
   HostKv kv;
-  shards_[it->second.first]->read_chunk(it->second.second, kv.k, kv.v, kv.positions);
+  // Checked on every load: a flipped byte or a NaN must be an error naming the chunk and shard, not an answer.
+  shards_[it->second.first]->read_chunk(it->second.second, kv.k, kv.v, kv.positions, true);
   kv.rows = (int64_t)kv.positions.size();
   const KvShardLayout& l = shards_[it->second.first]->layout();
   kv.layers = l.stored_layers;

@@ -42,6 +42,9 @@ std::string kv_mode_of_shard(const std::string& path);
 bool kv_mode_completed(const Manifest& manifest, const std::string& mode);
 // Shards of `mode` the manifest records.
 size_t count_kv_shards(const Manifest& manifest, const std::string& mode);
+// The number the next shard of `mode` gets: one past the highest the manifest records, so a shard dropped from
+// the manifest (kvprep verify --repair) never makes a new one overwrite a recorded one.
+size_t next_kv_shard_number(const Manifest& manifest, const std::string& mode);
 
 // The KV of one mode as the manifest records it: every committed shard of that mode, chunk id -> location.
 class KvModeReader {
@@ -52,7 +55,7 @@ class KvModeReader {
   size_t chunks() const { return where_.size(); }
   size_t shards() const { return shards_.size(); }
   std::vector<uint64_t> ids() const;  // every chunk id with KV in this mode
-  HostKv read(uint64_t chunk_id) const;
+  HostKv read(uint64_t chunk_id) const;  // checksum and finiteness checked (KvShardReader::read_chunk)
   uint64_t context(uint64_t chunk_id) const;  // the stored entry's context hash
   const KvShardLayout& layout() const;  // of the first shard; throws when the mode has none
 

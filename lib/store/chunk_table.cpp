@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/hex.h"
+#include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
 
@@ -50,32 +51,34 @@ bool ChunkTable::add(ChunkRecord record) {
 }
 
 void ChunkTable::write(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    const h5::File f = h5::File::create(tmp);
-    f.write_format(kChunkTableMagic, kChunkTableFormatVersion);
-    f.write_string_attribute("model_fingerprint", hex64(fingerprint_));
+  PendingFile out(path);
+  write(out);
+  out.commit();
+}
 
-    std::vector<uint64_t> ids, offsets{0};
-    std::vector<uint32_t> index_in_doc;
-    std::vector<int32_t> tokens;
-    tokens.reserve(n_tokens_);
-    for (const ChunkRecord& c : chunks_) {
-      ids.push_back(c.id);
-      index_in_doc.push_back(c.index_in_doc);
-      tokens.insert(tokens.end(), c.tokens.begin(), c.tokens.end());
-      offsets.push_back(tokens.size());
-    }
-    f.write<uint64_t>(kIds, {ids.size()}, ids.data());
-    f.write_strings(kDocIds, column(chunks_, &ChunkRecord::doc_id));
-    f.write_strings(kTitles, column(chunks_, &ChunkRecord::title));
-    f.write_strings(kTexts, column(chunks_, &ChunkRecord::text));
-    f.write<uint32_t>(kIndexInDoc, {index_in_doc.size()}, index_in_doc.data());
-    f.write<uint64_t>(kOffsets, {offsets.size()}, offsets.data());
-    f.write<int32_t>(kTokens, {tokens.size()}, tokens.data());
-    f.check_status(H5Fflush(f.id(), H5F_SCOPE_GLOBAL), "cannot flush");
+void ChunkTable::write(PendingFile& out) const {
+  h5::File f = h5::File::create(out.temp());
+  f.write_format(kChunkTableMagic, kChunkTableFormatVersion);
+  f.write_string_attribute("model_fingerprint", hex64(fingerprint_));
+
+  std::vector<uint64_t> ids, offsets{0};
+  std::vector<uint32_t> index_in_doc;
+  std::vector<int32_t> tokens;
+  tokens.reserve(n_tokens_);
+  for (const ChunkRecord& c : chunks_) {
+    ids.push_back(c.id);
+    index_in_doc.push_back(c.index_in_doc);
+    tokens.insert(tokens.end(), c.tokens.begin(), c.tokens.end());
+    offsets.push_back(tokens.size());
   }
-  commit_file(tmp, path);
+  f.write<uint64_t>(kIds, {ids.size()}, ids.data());
+  f.write_strings(kDocIds, column(chunks_, &ChunkRecord::doc_id));
+  f.write_strings(kTitles, column(chunks_, &ChunkRecord::title));
+  f.write_strings(kTexts, column(chunks_, &ChunkRecord::text));
+  f.write<uint32_t>(kIndexInDoc, {index_in_doc.size()}, index_in_doc.data());
+  f.write<uint64_t>(kOffsets, {offsets.size()}, offsets.data());
+  f.write<int32_t>(kTokens, {tokens.size()}, tokens.data());
+  f.close();
 }
 
 ChunkTable ChunkTable::read(const std::string& path) {

@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "io/durable_file.h"
+
 namespace kvf {
 
 inline constexpr const char* kChunksFile = "chunks.h5";  // the chunk table's name inside a store
@@ -32,8 +34,9 @@ class ChunkTable {
   // Reads a whole chunks.h5, checking magic, version, every dataset's type and length, the token offsets and that
   // each id matches its tokens. Throws kvf::Error naming the file and the dataset or row.
   static ChunkTable read(const std::string& path);
-  // Writes <path>.tmp and commits it over <path> (commit_file): a reader sees the old table or the new one.
+  // Writes a temporary and commits it over <path> (io/durable_file.h): a reader sees the old table or the new one.
   void write(const std::string& path) const;
+  void write(PendingFile& out) const;  // into out.temp(), closed; the caller commits (store/manifest.h)
 
   uint64_t model_fingerprint() const { return fingerprint_; }
   const std::vector<ChunkRecord>& chunks() const { return chunks_; }

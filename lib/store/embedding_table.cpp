@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/hex.h"
+#include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
 
@@ -25,17 +26,20 @@ EmbeddingTable EmbeddingTable::read(const std::string& path) {
 }
 
 void EmbeddingTable::write(const std::string& path) const {
+  PendingFile out(path);
+  write(out);
+  out.commit();
+}
+
+void EmbeddingTable::write(PendingFile& out) const {
   KVF_CHECK(vectors.size() == rows() * (size_t)dim, "embedding table: ", vectors.size(), " values for ", rows(),
             " rows of ", dim);
-  const std::string tmp = path + ".tmp";
-  {
-    const h5::File f = h5::File::create(tmp);
-    f.write_format(kMagic, kFormatVersion);
-    f.write_string_attribute("embedder_fingerprint", hex64(embedder_fingerprint));
-    f.write<uint64_t>("chunk_id", {rows()}, chunk_ids.data());
-    f.write<float>("embedding", {rows(), (uint64_t)dim}, vectors.data());
-  }
-  commit_file(tmp, path);
+  h5::File f = h5::File::create(out.temp());
+  f.write_format(kMagic, kFormatVersion);
+  f.write_string_attribute("embedder_fingerprint", hex64(embedder_fingerprint));
+  f.write<uint64_t>("chunk_id", {rows()}, chunk_ids.data());
+  f.write<float>("embedding", {rows(), (uint64_t)dim}, vectors.data());
+  f.close();
 }
 
 }  // namespace kvf

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "io/durable_file.h"
+
 namespace kvf {
 
 struct EmbeddingTable {
@@ -18,8 +20,9 @@ struct EmbeddingTable {
 
   // Checks magic, format version and shapes; throws kvf::Error naming the file and the field.
   static EmbeddingTable read(const std::string& path);
-  // Writes <path>.tmp and commits it over <path>.
+  // Writes a temporary and commits it over <path> (io/durable_file.h).
   void write(const std::string& path) const;
+  void write(PendingFile& out) const;  // into out.temp(), closed; the caller commits (store/manifest.h)
 };
 
 }  // namespace kvf

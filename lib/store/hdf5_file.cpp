@@ -8,6 +8,11 @@
 namespace kvf::h5 {
 namespace {
 
+// A file whose H5Fclose failed (a full disk) stays in HDF5's tables, and HDF5 1.10's exit-time cleanup crashes
+// closing it again. Every file is closed explicitly, so that cleanup has nothing to do: it is switched off
+// before the first HDF5 call (H5dont_atexit must come first to take effect).
+const bool kNoExitCleanup = H5dont_atexit() >= 0;
+
 std::string hdf5_reason() {
   std::string reason;
   H5Ewalk2(
@@ -19,6 +24,8 @@ std::string hdf5_reason() {
       },
       &reason);
   H5Eclear2(H5E_DEFAULT);
+  for (char& c : reason)
+    if (c == '\n' || c == '\r') c = ' ';  // HDF5's own messages may span lines; an error is one line
   return reason.empty() ? "unknown HDF5 error" : reason;
 }
 
@@ -63,6 +70,14 @@ struct TypeOf<float> {
   static constexpr H5T_class_t cls = H5T_FLOAT;
 };
 
+// Creation properties of a dataset or group with no modification time in its header, so that writing the same
+// data twice gives the same bytes (a resumed run's file equals an uninterrupted run's).
+Handle untimed_props(hid_t property_class) {
+  Handle props(H5Pcreate(property_class), H5Pclose);
+  H5Pset_obj_track_times(props.get(), false);
+  return props;
+}
+
 Handle float16_type(size_t mant_bits, size_t exp_bits, size_t bias) {
   // Fields first (they fit the 32-bit type), then shrink to 2 bytes; the sign stays at bit 15.
   Handle type(H5Tcopy(H5T_IEEE_F32LE), H5Tclose);
@@ -70,6 +85,19 @@ Handle float16_type(size_t mant_bits, size_t exp_bits, size_t bias) {
   H5Tset_size(type.get(), 2);
   H5Tset_ebias(type.get(), bias);
   return type;
+}
+
+// Elements of a shape a file declares, refused when their count or byte size does not fit 64 bits (a damaged
+// file may declare anything; the wrapped product used to size the buffer).
+uint64_t element_count(const std::vector<uint64_t>& shape, uint64_t element_bytes, const std::string& path,
+                       const std::string& what) {
+  uint64_t n = 1;
+  for (const uint64_t d : shape) {
+    KVF_CHECK(d == 0 || n <= UINT64_MAX / element_bytes / d, path, ": ", what, " declares extents whose product ",
+              "overflows (a damaged file)");
+    n *= d;
+  }
+  return n;
 }
 
 }  // namespace
@@ -94,6 +122,17 @@ File File::create(const std::string& path) {
 File File::open_read(const std::string& path) {
   const QuietErrors quiet;
   return File(path, H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "cannot open as HDF5");
+}
+
+File::~File() {
+  if (file_.get() < 0) return;
+  const QuietErrors quiet;  // an unwinding writer's failure is already reported; HDF5 must not print its stack
+  H5Fclose(file_.release());
+}
+
+void File::close() {
+  const QuietErrors quiet;
+  check_status(H5Fclose(file_.release()), "cannot close the file (data not written)");
 }
 
 hid_t File::check(hid_t id, const std::string& what) const {
@@ -179,7 +218,8 @@ void File::write(const std::string& name, const std::vector<uint64_t>& dims, con
   const QuietErrors quiet;
   std::vector<hsize_t> hd(dims.begin(), dims.end());
   Handle space(H5Screate_simple((int)hd.size(), hd.data(), nullptr), H5Sclose);
-  Handle dset(check(H5Dcreate2(id(), name.c_str(), TypeOf<T>::file(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
+  const Handle props = untimed_props(H5P_DATASET_CREATE);
+  Handle dset(check(H5Dcreate2(id(), name.c_str(), TypeOf<T>::file(), space.get(), H5P_DEFAULT, props.get(),
                                H5P_DEFAULT),
                     "cannot create dataset " + name),
               H5Dclose);
@@ -216,8 +256,7 @@ std::vector<T> File::read(const std::string& name, std::vector<int64_t> dims, st
   const QuietErrors quiet;
   std::vector<uint64_t> shape;
   const Handle dset = open_dataset(name, TypeOf<T>::cls, std::move(dims), shape);
-  uint64_t n = 1;
-  for (uint64_t d : shape) n *= d;
+  const uint64_t n = element_count(shape, sizeof(T), path_, "dataset '" + name + "'");
   std::vector<T> values(n);
   // HDF5 converts the stored type to T and fails on values out of T's range.
   if (n > 0)
@@ -232,7 +271,7 @@ void File::write_raw(const std::string& name, hid_t type, const std::vector<uint
   const QuietErrors quiet;
   std::vector<hsize_t> hd(dims.begin(), dims.end());
   Handle space(H5Screate_simple((int)hd.size(), hd.data(), nullptr), H5Sclose);
-  Handle props(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  const Handle props = untimed_props(H5P_DATASET_CREATE);
   if (chunk_rows > 0 && !hd.empty()) {
     std::vector<hsize_t> chunk = hd;
     chunk[0] = std::min<hsize_t>(chunk_rows, hd[0]);  // HDF5 refuses chunks larger than a fixed dimension
@@ -288,7 +327,8 @@ void File::read_raw_rows(const std::string& name, hid_t type, uint64_t first, ui
 
 void File::create_group(const std::string& name) const {
   const QuietErrors quiet;
-  Handle group(check(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+  const Handle props = untimed_props(H5P_GROUP_CREATE);
+  Handle group(check(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, props.get(), H5P_DEFAULT),
                      "cannot create group " + name),
                H5Gclose);
 }
@@ -298,7 +338,8 @@ void File::write_strings(const std::string& name, const std::vector<const char*>
   const hsize_t dims[1] = {values.size()};
   const Handle type = utf8_string_type();
   Handle space(H5Screate_simple(1, dims, nullptr), H5Sclose);
-  Handle dset(check(H5Dcreate2(id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+  const Handle props = untimed_props(H5P_DATASET_CREATE);
+  Handle dset(check(H5Dcreate2(id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT, props.get(), H5P_DEFAULT),
                     "cannot create dataset " + name),
               H5Dclose);
   if (!values.empty())

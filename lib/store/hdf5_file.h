@@ -22,6 +22,11 @@ class Handle {
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
   hid_t get() const { return id_; }
+  hid_t release() {  // the caller closes it now
+    const hid_t id = id_;
+    id_ = -1;
+    return id;
+  }
 
  private:
   hid_t id_;
@@ -52,6 +57,9 @@ class File {
   static File create(const std::string& path);  // truncates
   static File open_read(const std::string& path);
   File(File&&) = default;
+  ~File();  // closes quietly; a writer calls close() to learn whether its data reached the file
+  // Flushes and closes, throwing "<path>: cannot close ..." when HDF5 could not write what it held (a full disk).
+  void close();
 
   const std::string& path() const { return path_; }
   hid_t id() const { return file_.get(); }

@@ -13,6 +13,7 @@
 #include "core/half_arrays.h"
 #include "core/hex.h"
 #include "core/int8_rows.h"
+#include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
 
@@ -168,9 +169,9 @@ void KvShardWriter::write(const std::string& path) const {
     checksums[i] = index_[i].checksum;
     contexts[i] = index_[i].context;
   }
-  const std::string tmp = path + ".tmp";
+  PendingFile out(path);
   {
-    const h5::File f = h5::File::create(tmp);
+    h5::File f = h5::File::create(out.temp());
     f.write_format(kMagic, kFormatVersion);
     f.write_string_attribute("mode", l.mode);
     f.write_string_attribute("model_fingerprint", hex64(l.model_fingerprint));
@@ -198,8 +199,9 @@ void KvShardWriter::write(const std::string& path) const {
     f.write<uint32_t>("index/row_count", {n}, counts.data());
     f.write<uint64_t>("index/checksum", {n}, checksums.data());
     f.write<uint64_t>("index/context", {n}, contexts.data());
+    f.close();
   }
-  commit_file(tmp, path);
+  out.commit();
 }
 
 // ---- reader ----
@@ -325,6 +327,7 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
   if (dtype != KvDtype::Int8) {
     from_stored(dtype, k_raw.data(), elems, k.data());
     from_stored(dtype, v_raw.data(), elems, v.data());
+    if (verify_checksum) require_finite(e, entry, k, v);
     return;
   }
   // The writer only makes finite scales >= 0; anything else is damage that unchecked reads must not pass on.
@@ -340,6 +343,17 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
                          layout_.head_dim, k.data());
   dequantize_int8_groups(reinterpret_cast<const int8_t*>(v_raw.data()), v_scale.data(), (int64_t)groups,
                          layout_.head_dim, v.data());
+  if (verify_checksum) require_finite(e, entry, k, v);
+}
+
+void KvShardReader::require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,
+                                   const std::vector<float>& v) const {
+  const size_t row = (size_t)layout_.row_elems(), width = (size_t)layout_.kv_heads * layout_.head_dim;
+  for (const auto& [name, values] : {std::make_pair("k", &k), std::make_pair("v", &v)})
+    for (size_t i = 0; i < values->size(); ++i)
+      KVF_CHECK(std::isfinite((*values)[i]), path(), ": chunk ", hex64(e.chunk_id), " (index entry ", entry, "): ",
+                name, " of row ", e.first_row + i / row, ", stored layer ", i % row / width, " is ", (*values)[i],
+                "; stored KV must be finite");
 }
 
 std::vector<std::string> verify_kv_shard(const std::string& path, uint64_t expected_fingerprint) {

@@ -55,7 +55,7 @@ class KvShardWriter {
   uint64_t bytes() const;  // stored bytes held so far (k, v, int8 scales, positions): rows() * bytes_per_row()
   // Shuffle + deflate at this level (1-9) for k, v and their scales; 0 (the default) stores them uncompressed.
   void set_deflate_level(int level);
-  // Writes <path>.tmp and commits it to <path> (commit_file).
+  // Writes a temporary and commits it to <path> (io/durable_file.h); on any failure <path> is untouched.
   void write(const std::string& path) const;
 
  private:
@@ -82,12 +82,15 @@ class KvShardReader {
   const KvShardLayout& layout() const { return layout_; }
   const std::vector<KvChunkEntry>& index() const { return index_; }
   // Reads one chunk's rows (a row-range read) converted to f32 [rows, stored_layers, kv_heads, head_dim];
-  // checks its checksum when verify_checksum (kvf::Error on a mismatch). Int8: dequantized with the scales of
-  // the same rows; a negative, NaN or infinite scale is a kvf::Error naming the chunk and the value.
+  // checks its checksum and that every value is finite when verify_checksum (kvf::Error naming the file, the
+  // chunk and the mismatch or value). Int8: dequantized with the scales of the same rows; a negative, NaN or
+  // infinite scale is a kvf::Error naming the chunk and the value.
   void read_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v, std::vector<int32_t>& positions,
                   bool verify_checksum = false) const;
 
  private:
+  void require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,
+                      const std::vector<float>& v) const;
   explicit KvShardReader(const std::string& path);
   std::unique_ptr<h5::File> file_;  // kept open for row-range reads; one thread at a time (HDF5 1.10)
   KvShardLayout layout_;

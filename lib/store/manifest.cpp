@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -14,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/hex.h"
+#include "io/durable_file.h"
 
 namespace kvf {
 namespace {
@@ -25,6 +27,7 @@ namespace fs = std::filesystem;
 class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
+  const std::string& file() const { return file_; }
 
   const json& field(const json& object, const std::string& name, const std::string& path) const {
     const auto it = object.find(name);
@@ -79,24 +82,16 @@ CommittedFile read_file_record(const Reader& r, const json& j, const std::string
   if (!j.is_object()) r.bad(path, j, "an object");
   CommittedFile f;
   f.path = r.string(j, "path", path + ".path");
+  require_relative_store_path(f.path, r.file() + ": field '" + path + ".path'");
   f.bytes = r.count(j, "bytes", path + ".bytes");
   f.xxh3 = r.hash(j, "xxh3", path + ".xxh3");
+  if (j.contains("previous")) {
+    const json& previous = r.object(j, "previous", path + ".previous");
+    f.replacing = true;
+    f.previous_bytes = r.count(previous, "bytes", path + ".previous.bytes");
+    f.previous_xxh3 = r.hash(previous, "xxh3", path + ".previous.xxh3");
+  }
   return f;
-}
-
-// fsync of an open path (a file, or a directory so that a rename in it is durable).
-void sync_path(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  KVF_CHECK(fd >= 0, path, ": cannot open to sync: ", std::strerror(errno));
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  KVF_CHECK(rc == 0, path, ": fsync failed: ", std::strerror(err));
-}
-
-std::string parent_dir(const std::string& path) {
-  const fs::path parent = fs::path(path).parent_path();
-  return parent.empty() ? "." : parent.string();
 }
 
 }  // namespace
@@ -185,7 +180,9 @@ void save_manifest(const std::string& store_dir, const Manifest& m) {
   }
   json files = json::array();
   for (const CommittedFile& f : m.files) {
-    files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"xxh3", hex64(f.xxh3)}});
+    json record = {{"path", f.path}, {"bytes", f.bytes}, {"xxh3", hex64(f.xxh3)}};
+    if (f.replacing) record["previous"] = {{"bytes", f.previous_bytes}, {"xxh3", hex64(f.previous_xxh3)}};
+    files.push_back(std::move(record));
   }
   const json j = {{"magic", kManifestMagic},
                   {"format_version", kManifestFormatVersion},
@@ -195,15 +192,14 @@ void save_manifest(const std::string& store_dir, const Manifest& m) {
                   {"settings", m.settings},
                   {"stages", stages},
                   {"files", files}};
-  const std::string path = manifest_path(store_dir);
-  const std::string tmp = path + ".tmp";
+  PendingFile file(manifest_path(store_dir));
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::ofstream out(file.temp(), std::ios::binary | std::ios::trunc);
     out << j.dump(2) << '\n';
     out.close();
-    KVF_CHECK(out, tmp, ": cannot write");
+    KVF_CHECK(out, file.temp(), ": cannot write");
   }
-  commit_file(tmp, path);
+  file.commit();
 }
 
 void require_same_model(const Manifest& m, uint64_t model_fingerprint, const std::string& model_name,
@@ -233,22 +229,65 @@ void require_settings(Manifest& m, const std::string& section, const json& wante
             ". They shape the stored data, so they cannot change in place: use another --store");
 }
 
-void commit_file(const std::string& tmp_path, const std::string& final_path) {
-  sync_path(tmp_path, O_RDONLY);
-  KVF_CHECK(::rename(tmp_path.c_str(), final_path.c_str()) == 0, "cannot rename ", tmp_path, " to ", final_path, ": ",
-            std::strerror(errno));
-  sync_path(parent_dir(final_path), O_RDONLY | O_DIRECTORY);
+void require_relative_store_path(const std::string& relative_path, const std::string& where) {
+  const fs::path p(relative_path);
+  KVF_CHECK(!relative_path.empty() && p.is_relative(), where, " is '", relative_path,
+            "': a store path must be relative to the store directory");
+  for (size_t begin = 0; begin <= relative_path.size();) {
+    const size_t end = std::min(relative_path.find('/', begin), relative_path.size());
+    const std::string part = relative_path.substr(begin, end - begin);
+    KVF_CHECK(!part.empty() && part != "." && part != "..", where, " is '", relative_path,
+              "': a store path may not hold empty, '.' or '..' parts");
+    begin = end + 1;
+  }
+}
+
+std::string store_file_path(const std::string& store_dir, const std::string& relative_path) {
+  require_relative_store_path(relative_path, "store " + store_dir + ": path");
+  const fs::path full = fs::path(store_dir) / relative_path;
+  std::error_code ec;
+  const fs::path real = fs::canonical(full, ec);
+  KVF_CHECK(!ec, full.string(), ": cannot open: ", ec.message());
+  const fs::path root = fs::canonical(store_dir, ec);
+  KVF_CHECK(!ec, "store ", store_dir, ": ", ec.message());
+  const auto [in_root, in_real] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
+  KVF_CHECK(in_root == root.end() && in_real != real.end(), full.string(), ": leads out of the store (to ",
+            real.string(), ")");
+  struct stat st {};
+  KVF_CHECK(::stat(real.c_str(), &st) == 0, full.string(), ": cannot stat: ", std::strerror(errno));
+  KVF_CHECK(S_ISREG(st.st_mode), full.string(), ": not a regular file");
+  return full.string();
+}
+
+void commit_store_file(const std::string& store_dir, Manifest& m, PendingFile& file,
+                       const std::string& relative_path) {
+  CommittedFile now = describe_file(store_dir, fs::path(file.temp()).lexically_relative(store_dir).string());
+  now.path = relative_path;
+  std::error_code ec;
+  if (fs::exists(fs::path(store_dir) / relative_path, ec)) {
+    // What is on disk now, whatever the manifest says (an earlier replacement may have been cut short).
+    const CommittedFile old = describe_file(store_dir, relative_path);
+    CommittedFile both = now;
+    both.replacing = true;
+    both.previous_bytes = old.bytes;
+    both.previous_xxh3 = old.xxh3;
+    m.record_file(both);
+    save_manifest(store_dir, m);
+  }
+  file.commit();
+  m.record_file(now);
+  save_manifest(store_dir, m);
 }
 
 CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path) {
-  const std::string path = (fs::path(store_dir) / relative_path).string();
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  const std::string path = store_file_path(store_dir, relative_path);
+  // O_NONBLOCK: should the file have turned into a FIFO since the check, opening it still returns at once.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   KVF_CHECK(fd >= 0, path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(path, ": cannot stat: ", std::strerror(err));
+    fail(path, ": not a regular file");
   }
   CommittedFile f{relative_path, (uint64_t)st.st_size, 0};
   // Mapped rather than read: one pass at memory speed, whatever the file's size.

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "io/durable_file.h"
+
 namespace kvf {
 
 inline constexpr int kManifestFormatVersion = 1;
@@ -26,6 +28,13 @@ struct CommittedFile {
   std::string path;  // relative to the store directory
   uint64_t bytes = 0;
   uint64_t xxh3 = 0;  // XXH3-64 of the whole file
+  // While commit_store_file replaces the file: the version it replaces, which the file on disk may still be.
+  bool replacing = false;
+  uint64_t previous_bytes = 0, previous_xxh3 = 0;
+  // Whether a file of this size and hash is the committed one (or, mid-replacement, the one it replaces).
+  bool accepts(uint64_t size, uint64_t hash) const {
+    return (size == bytes && hash == xxh3) || (replacing && size == previous_bytes && hash == previous_xxh3);
+  }
 };
 
 // Hashes are written as 16 hex digits (hex64).
@@ -51,7 +60,7 @@ bool has_manifest(const std::string& store_dir);
 // refused with both versions named.
 Manifest load_manifest(const std::string& store_dir);
 
-// Writes manifest.json.tmp, syncs it and renames it over manifest.json.
+// Writes a temporary (io/durable_file.h), syncs it and renames it over manifest.json.
 void save_manifest(const std::string& store_dir, const Manifest& manifest);
 
 // Refuses a store made with another model, naming both fingerprints and model names.
@@ -63,11 +72,23 @@ void require_same_model(const Manifest& manifest, uint64_t model_fingerprint, co
 void require_settings(Manifest& manifest, const std::string& section, const nlohmann::json& wanted,
                       const std::string& store_dir);
 
-// The commit step for a finished data file: syncs tmp_path, renames it to final_path, syncs the directory.
-void commit_file(const std::string& tmp_path, const std::string& final_path);
+// Commits a finished temporary (written, closed) as <store_dir>/<relative_path> with its manifest record, so
+// that at every moment the manifest accepts the file on disk: a new file is renamed, then recorded; a file that
+// replaces another is first recorded with the old version still accepted, then renamed, then recorded alone.
+// Saves the manifest.
+void commit_store_file(const std::string& store_dir, Manifest& manifest, PendingFile& file,
+                       const std::string& relative_path);
 
-// Size and XXH3-64 of <store_dir>/<relative_path>, for the manifest's file records.
+// Size and XXH3-64 of <store_dir>/<relative_path>, for the manifest's file records (store_file_path's checks).
 CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path);
+
+// Refuses a store path that is not plain and relative: empty, absolute, or with an empty, "." or ".." component.
+// `where` names the field ("<store>/manifest.json: field 'files[3].path'").
+void require_relative_store_path(const std::string& relative_path, const std::string& where);
+// <store_dir>/<relative_path> once it is known to stay inside the store and to name a regular file: a symlink
+// leading out of the store, a FIFO, a device or a directory is a kvf::Error naming the path (checked by stat,
+// never by opening, so a FIFO cannot hang the reader).
+std::string store_file_path(const std::string& store_dir, const std::string& relative_path);
 
 std::string utc_timestamp();  // now, as "2025-01-31T12:00:00Z"
 

@@ -1,6 +1,7 @@
 #include "store/neighbor_table.h"
 
 #include "core/error.h"
+#include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
 
@@ -27,17 +28,20 @@ NeighborTable NeighborTable::read(const std::string& path) {
 }
 
 void NeighborTable::write(const std::string& path) const {
+  PendingFile out(path);
+  write(out);
+  out.commit();
+}
+
+void NeighborTable::write(PendingFile& out) const {
   KVF_CHECK(rows.size() == size() * (size_t)top_n && scores.size() == rows.size(), "neighbor table: ", rows.size(),
             " entries for ", size(), " chunks x ", top_n);
-  const std::string tmp = path + ".tmp";
-  {
-    const h5::File f = h5::File::create(tmp);
-    f.write_format(kMagic, kFormatVersion);
-    f.write<uint64_t>("chunk_id", {size()}, chunk_ids.data());
-    f.write<int64_t>("neighbor_row", {size(), (uint64_t)top_n}, rows.data());
-    f.write<float>("score", {size(), (uint64_t)top_n}, scores.data());
-  }
-  commit_file(tmp, path);
+  h5::File f = h5::File::create(out.temp());
+  f.write_format(kMagic, kFormatVersion);
+  f.write<uint64_t>("chunk_id", {size()}, chunk_ids.data());
+  f.write<int64_t>("neighbor_row", {size(), (uint64_t)top_n}, rows.data());
+  f.write<float>("score", {size(), (uint64_t)top_n}, scores.data());
+  f.close();
 }
 
 }  // namespace kvf

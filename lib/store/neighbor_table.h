@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "io/durable_file.h"
+
 namespace kvf {
 
 struct NeighborTable {
@@ -17,7 +19,8 @@ struct NeighborTable {
   size_t size() const { return chunk_ids.size(); }
 
   static NeighborTable read(const std::string& path);  // checks magic, version, shapes and row bounds
-  void write(const std::string& path) const;           // <path>.tmp, then committed over <path>
+  void write(const std::string& path) const;  // a temporary, then committed over <path>
+  void write(PendingFile& out) const;         // into out.temp(), closed; the caller commits (store/manifest.h)
 };
 
 }  // namespace kvf

@@ -8,14 +8,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # A corpus of 40 short documents: enough chunks for several small shards.
-python3 - "$work/corpus.jsonl" <<'PY'
-import json, sys
-words = "river bridge valley mill station harbour tower market garden castle forest meadow".split()
-with open(sys.argv[1], "w") as out:
-    for i in range(40):
-        text = " ".join(f"The {words[(i + j) % len(words)]} number {i * 7 + j} stands near the old road." for j in range(6))
-        out.write(json.dumps({"id": f"d{i}", "title": f"Place {i}", "text": text}) + "\n")
-PY
+"$(dirname "$0")/small_corpus.py" "$work/corpus.jsonl"
 "$kvprep" chunk --corpus "$work/corpus.jsonl" --store "$work/base" --threads 2 >/dev/null
 cp -r "$work/base" "$work/reference"
 "$kvprep" prefill --store "$work/reference" --shard-mb 1 --batch-tokens 256 >/dev/null

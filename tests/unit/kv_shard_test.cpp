@@ -21,8 +21,10 @@
 #include "core/hex.h"
 #include "core/int8_rows.h"
 #include "model/fingerprint.h"
+#include "store/chunk_kv.h"
 #include "store/hdf5_file.h"
 #include "store/kv_shard.h"
+#include "store/manifest.h"
 #include "support/test_values.h"
 
 #include "support/temp_dir.h"
@@ -171,15 +173,10 @@ TEST(KvShard, EmptyShardRoundTrip) {
   EXPECT_TRUE(verify_kv_shard(path).empty());
 }
 
-TEST(KvShard, FlippedByteFailsItsChecksum) {
-  const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
-  const KvShardLayout l = small_layout(KvDtype::F16);
-  const auto chunks = random_chunks(l, {10, 20, 10}, 5);
-  write_shard(path, l, chunks);
-
-  // Chunk 1's stored k bytes are random enough to occur once in the file: find 64 of them and flip one.
+// A chunk's stored f16 k bytes are random enough to occur once in the file: finds 64 of them and flips one bit.
+void flip_stored_k_bit(const std::string& path, const Chunk& chunk) {
   std::vector<uint16_t> stored;
-  for (size_t i = 100; i < 132; ++i) stored.push_back(f32_to_f16(chunks[1].k[i]));
+  for (size_t i = 100; i < 132; ++i) stored.push_back(f32_to_f16(chunk.k[i]));
   std::string needle(stored.size() * 2, '\0');
   std::memcpy(needle.data(), stored.data(), needle.size());
   std::string bytes;
@@ -192,6 +189,14 @@ TEST(KvShard, FlippedByteFailsItsChecksum) {
   ASSERT_EQ(bytes.find(needle, at + 1), std::string::npos);
   bytes[at + 5] ^= 0x10;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+TEST(KvShard, FlippedByteFailsItsChecksum) {
+  const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
+  const KvShardLayout l = small_layout(KvDtype::F16);
+  const auto chunks = random_chunks(l, {10, 20, 10}, 5);
+  write_shard(path, l, chunks);
+  flip_stored_k_bit(path, chunks[1]);
 
   const std::vector<std::string> problems = verify_kv_shard(path);
   ASSERT_EQ(problems.size(), 1u) << ::testing::PrintToString(problems);
@@ -204,6 +209,32 @@ TEST(KvShard, FlippedByteFailsItsChecksum) {
   EXPECT_THROW(r.read_chunk(1, k, v, positions, true), Error);
   r.read_chunk(1, k, v, positions);  // unchecked reads still return the (damaged) rows
   r.read_chunk(0, k, v, positions, true);
+}
+
+// The query path (KvModeReader::read, what kvrun's chunk cache loads through) checks every chunk it reads: a
+// flipped bit or a stored NaN is an error naming the chunk and the shard file, never KV handed to attention.
+TEST(KvShard, ModeReaderRefusesDamagedOrNonFiniteChunks) {
+  const fs::path dir = test::fresh_test_dir();
+  fs::create_directories(dir / "kv");
+  const std::string path = (dir / "kv" / "independent-00000.h5").string();
+  const KvShardLayout l = small_layout(KvDtype::F16);
+  auto chunks = random_chunks(l, {10, 20, 10}, 5);
+  chunks[2].v[7] = std::numeric_limits<float>::quiet_NaN();
+  write_shard(path, l, chunks);
+  flip_stored_k_bit(path, chunks[1]);
+  Manifest m;
+  m.record_file(describe_file(dir.string(), "kv/independent-00000.h5"));
+  const KvModeReader reader(dir.string(), m, "independent", kFingerprint);
+  EXPECT_EQ(reader.read(chunks[0].id).rows, 10);
+  const std::string flipped = error_of([&] { reader.read(chunks[1].id); });
+  EXPECT_THAT(flipped, HasSubstr(path));
+  EXPECT_THAT(flipped, HasSubstr("chunk " + hex64(chunks[1].id)));
+  EXPECT_THAT(flipped, HasSubstr("checksum"));
+  const std::string nan = error_of([&] { reader.read(chunks[2].id); });
+  EXPECT_THAT(nan, HasSubstr(path));
+  EXPECT_THAT(nan, HasSubstr("chunk " + hex64(chunks[2].id)));
+  EXPECT_THAT(nan, HasSubstr("v of row 30, stored layer 0 is nan"));
+  EXPECT_EQ(verify_kv_shard(path, kFingerprint).size(), 2u);
 }
 
 TEST(KvShard, TruncatedFileIsRefused) {

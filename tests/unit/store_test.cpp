@@ -17,6 +17,8 @@
 #include "io/gguf_writer.h"
 #include "model/fingerprint.h"
 #include "store/chunk_table.h"
+#include "store/hdf5_file.h"
+#include "io/durable_file.h"
 #include "store/manifest.h"
 #include "support/test_values.h"
 
@@ -79,6 +81,33 @@ TEST(Manifest, RoundTrip) {
   EXPECT_EQ(j.at("magic"), "kvfuse-store");
   EXPECT_EQ(j.at("format_version"), 1);
   EXPECT_EQ(j.at("model_fingerprint"), "0123456789abcdef");
+}
+
+// commit_store_file replacing a file: at every moment the manifest accepts what is on disk. Mid-replacement the
+// record accepts the old version and the new; once done, the new one alone.
+TEST(Manifest, ReplacingAFileKeepsTheOldVersionAcceptedUntilItIsInPlace) {
+  const fs::path dir = test_dir();
+  Manifest m;
+  for (const char* text : {"first", "second!"}) {
+    PendingFile file((dir / "t.h5").string());
+    std::ofstream(file.temp()) << text;
+    commit_store_file(dir.string(), m, file, "t.h5");
+  }
+  const CommittedFile& done = m.files.at(0);
+  EXPECT_FALSE(done.replacing);
+  EXPECT_TRUE(done.accepts(7, XXH3_64bits("second!", 7)));
+  EXPECT_FALSE(done.accepts(5, XXH3_64bits("first", 5)));
+  // A manifest saved mid-replacement round-trips its two versions.
+  CommittedFile both = done;
+  both.replacing = true;
+  both.previous_bytes = 5;
+  both.previous_xxh3 = XXH3_64bits("first", 5);
+  m.record_file(both);
+  save_manifest(dir.string(), m);
+  const CommittedFile loaded = load_manifest(dir.string()).files.at(0);
+  EXPECT_TRUE(loaded.accepts(5, XXH3_64bits("first", 5)));
+  EXPECT_TRUE(loaded.accepts(7, XXH3_64bits("second!", 7)));
+  EXPECT_FALSE(loaded.accepts(6, XXH3_64bits("third!", 6)));
 }
 
 TEST(Manifest, RecordsReplaceEarlierOnes) {
@@ -147,15 +176,40 @@ TEST(Manifest, SettingsAreRecordedThenEnforced) {
 
 TEST(Manifest, DescribeAndCommitFiles) {
   const fs::path dir = test_dir();
-  std::ofstream(dir / "data.tmp") << "hello";
-  commit_file((dir / "data.tmp").string(), (dir / "data").string());
-  EXPECT_FALSE(fs::exists(dir / "data.tmp"));
+  {
+    PendingFile pending((dir / "data").string());
+    std::ofstream(pending.temp()) << "hello";
+    pending.commit();
+    EXPECT_FALSE(fs::exists(pending.temp()));
+  }
   const CommittedFile f = describe_file(dir.string(), "data");
   EXPECT_EQ(f.path, "data");
   EXPECT_EQ(f.bytes, 5u);
   EXPECT_EQ(f.xxh3, XXH3_64bits("hello", 5));
   std::ofstream(dir / "empty");
   EXPECT_EQ(describe_file(dir.string(), "empty").bytes, 0u);
+}
+
+// A damaged file may declare extents whose product wraps 64 bits (here 2^33 x 2^31 = 2^64, i.e. 0): the reader
+// must refuse it, not size its buffer by the wrapped product.
+TEST(Hdf5File, OverflowingExtentsAreRefused) {
+  const std::string path = (test_dir() / "huge.h5").string();
+  {
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t dims[2] = {1ull << 33, 1ull << 31}, chunk[2] = {1, 1};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const hid_t props = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(props, 2, chunk);  // chunked and never written: the file stays tiny
+    const hid_t dset = H5Dcreate2(file, "x", H5T_IEEE_F32LE, space, H5P_DEFAULT, props, H5P_DEFAULT);
+    ASSERT_GE(dset, 0);
+    H5Dclose(dset);
+    H5Pclose(props);
+    H5Sclose(space);
+    H5Fclose(file);
+  }
+  const h5::File f = h5::File::open_read(path);
+  const std::string message = error_of([&] { f.read<float>("x", {-1, -1}); });
+  EXPECT_THAT(message, HasSubstr(path + ": dataset 'x' declares extents whose product overflows"));
 }
 
 // ---- chunk table ----

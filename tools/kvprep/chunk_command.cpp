@@ -1,6 +1,8 @@
 #include "chunk_command.h"
 
 #include "common/cli.h"
+#include "store/store_lock.h"
+#include "store_lock_option.h"
 
 #include <tbb/global_control.h>
 
@@ -22,6 +24,7 @@ struct ChunkArgs {
   size_t chunk_tokens = 256;
   size_t max_chunk_tokens = 0;
   int threads = 0;
+  bool wait_lock = false;
 };
 
 void print_summary(const ChunkStageResult& r, const ChunkStageOptions& o) {
@@ -47,6 +50,7 @@ void print_summary(const ChunkStageResult& r, const ChunkStageOptions& o) {
 }
 
 void run_chunk(const ChunkArgs& a) {
+  const StoreLock lock = StoreLock::acquire(a.store, a.wait_lock, true);
   const int threads = thread_count(a.threads);
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
   ChunkStageOptions o;
@@ -83,6 +87,7 @@ void add_chunk_command(CLI::App& app) {
                   "hard maximum per chunk, title included (default: 1.25 x --chunk-tokens)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  add_wait_lock_flag(cmd, args->wait_lock);
   cmd->callback([args] { run_chunk(*args); });
 }
 

@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "store/store_lock.h"
+#include "store_lock_option.h"
 #include "compress/compress_stage.h"
 #include "io/model_paths.h"
 
@@ -28,6 +30,7 @@ void add_compress_command(CLI::App& app) {
     std::string model = "smollm2";
     int threads = 0;
     double shard_mb = 256;
+    bool wait_lock = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("compress", "Make a smaller KV mode from a stored one (anchors, layer sharing, int8)");
@@ -78,7 +81,9 @@ void add_compress_command(CLI::App& app) {
   cmd->add_option("--batch-tokens", a->o.batch_tokens, "select: chunk tokens per forward pass")->capture_default_str();
   cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
+    const StoreLock lock = StoreLock::acquire(a->o.store_dir, a->wait_lock);
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     CompressStageOptions o = a->o;
     o.model_path = resolve_model(a->model);
@@ -104,6 +109,7 @@ void add_share_search_command(CLI::App& app) {
     std::string model = "smollm2";
     int threads = 0;
     bool steps = false;
+    bool wait_lock = false;
   };
   auto a = std::make_shared<Args>();
   a->o.search.threshold = 0.5;
@@ -127,7 +133,9 @@ void add_share_search_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--steps", a->steps, "print every pair the search looked at");
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
+    const StoreLock lock = StoreLock::acquire(a->o.store_dir, a->wait_lock);
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     ShareSearchStageOptions o = a->o;
     o.model_path = resolve_model(a->model);

@@ -4,6 +4,8 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "store/store_lock.h"
+#include "store_lock_option.h"
 #include "io/model_paths.h"
 #include "prep/retrieval_stages.h"
 #include "retrieval_commands.h"
@@ -15,6 +17,7 @@ void add_embed_command(CLI::App& app) {
     std::string store, embedder = "minilm";
     int batch = 32, threads = 0;
     double checkpoint_s = 60;
+    bool wait_lock = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("embed", "Embed every chunk of a store (store: embeddings.h5)");
@@ -29,7 +32,9 @@ void add_embed_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
+    const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     EmbedStageOptions o;
     o.store_dir = a->store;

@@ -2,6 +2,8 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "store/store_lock.h"
+#include "store_lock_option.h"
 #include "prep/retrieval_stages.h"
 #include "retrieval_commands.h"
 
@@ -11,6 +13,7 @@ void add_index_command(CLI::App& app) {
   struct Args {
     std::string store;
     IndexSpec spec;
+    bool wait_lock = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("index", "Build the FAISS index over a store's embeddings (store: index.faiss)");
@@ -27,7 +30,9 @@ void add_index_command(CLI::App& app) {
   cmd->add_option("--hnsw-m", a->spec.hnsw_m, "hnsw links per node")->capture_default_str();
   cmd->add_option("--hnsw-ef-construction", a->spec.hnsw_ef_construction, "hnsw build breadth")->capture_default_str();
   cmd->add_option("--hnsw-ef-search", a->spec.hnsw_ef_search, "hnsw search breadth")->capture_default_str();
+  add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
+    const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
     const IndexStageResult r = run_index_stage({a->store, a->spec});
     if (r.unchanged) {
       std::printf("nothing to do: the %s index of %s covers its %llu embeddings\n", a->spec.kind.c_str(),

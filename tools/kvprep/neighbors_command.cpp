@@ -2,6 +2,8 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "store/store_lock.h"
+#include "store_lock_option.h"
 #include "prep/retrieval_stages.h"
 #include "retrieval_commands.h"
 
@@ -11,6 +13,7 @@ void add_neighbors_command(CLI::App& app) {
   struct Args {
     std::string store;
     int top_n = 10;
+    bool wait_lock = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd =
@@ -21,7 +24,9 @@ void add_neighbors_command(CLI::App& app) {
       "each chunk's KV is computed with in similarity mode.");
   cmd->add_option("--store", a->store, "store directory (after `kvprep index`)")->required();
   cmd->add_option("--top-n", a->top_n, "neighbours per chunk")->capture_default_str()->check(CLI::Range(1, 1000));
+  add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
+    const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
     NeighborStageOptions o;
     o.store_dir = a->store;
     o.top_n = a->top_n;

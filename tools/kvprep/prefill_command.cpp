@@ -4,6 +4,8 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "store/store_lock.h"
+#include "store_lock_option.h"
 #include "io/model_paths.h"
 #include "prep/prefill_stage.h"
 #include "prefill_command.h"
@@ -14,7 +16,7 @@ void add_prefill_command(CLI::App& app) {
   struct Args {
     std::string store, model = "smollm2", mode = "independent", system, dtype = "f16", compute = "fast";
     int top_n = 10, threads = 0, batch_tokens = 1024, deflate = 0;
-    bool refresh = false;
+    bool refresh = false, wait_lock = false;
     double shard_mb = 256;
   };
   auto a = std::make_shared<Args>();
@@ -52,7 +54,9 @@ void add_prefill_command(CLI::App& app) {
   cmd->add_option("--batch-tokens", a->batch_tokens, "chunk tokens per forward pass")->capture_default_str();
   cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
+    const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     PrefillStageOptions o;
     o.store_dir = a->store;

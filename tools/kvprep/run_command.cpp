@@ -4,6 +4,7 @@
 #include "common/cli.h"
 #include "pipeline/pipeline.h"
 #include "run_command.h"
+#include "store_lock_option.h"
 
 namespace kvf::cli {
 
@@ -11,6 +12,7 @@ void add_run_command(CLI::App& app) {
   struct Args {
     std::string pipeline;
     std::vector<std::string> sets;
+    bool wait_lock = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("run", "Run every stage of a YAML pipeline in order, skipping what is done");
@@ -22,9 +24,12 @@ void add_run_command(CLI::App& app) {
       "pipelines; an unknown key is an error. Rerunning after a crash or over a grown corpus does only what is new.");
   cmd->add_option("pipeline", a->pipeline, "pipeline YAML file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a setting: key=value (dotted keys, YAML values); repeatable");
+  add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
-    run_pipeline(a->pipeline, a->sets,
-                 [](const PipelineStep& s) { std::printf("%-22s %s\n", s.name.c_str(), s.outcome.c_str()); });
+    run_pipeline(
+        a->pipeline, a->sets,
+        [](const PipelineStep& s) { std::printf("%-22s %s\n", s.name.c_str(), s.outcome.c_str()); }, {},
+        a->wait_lock);
   });
 }
 

@@ -2,24 +2,50 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "prep/store_repair.h"
 #include "prep/store_report.h"
+#include "store/store_lock.h"
+#include "store_lock_option.h"
 #include "verify_command.h"
 
 namespace kvf::cli {
 
 void add_verify_command(CLI::App& app) {
-  auto store = std::make_shared<std::string>();
+  struct Args {
+    std::string store;
+    bool repair = false, wait_lock = false;
+  };
+  auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("verify", "Check every file, checksum and table of a store (exit 1 on damage)");
-  cmd->footer("Example:\n  kvprep verify --store stores/demo");
-  cmd->add_option("--store", *store, "store directory")->required();
-  cmd->callback([store] {
-    const std::vector<std::string> problems = verify_store(*store);
-    if (problems.empty()) {
-      std::printf("ok: %s verifies\n", store->c_str());
+  cmd->footer(
+      "Examples:\n  kvprep verify --store stores/demo\n  kvprep verify --store stores/demo --repair\n"
+      "--repair drops what fails from the manifest (and the disk) with its stage's record, and names the\n"
+      "commands that recompute exactly that; it writes the store, so it takes the store lock.");
+  cmd->add_option("--store", a->store, "store directory")->required();
+  cmd->add_flag("--repair", a->repair, "drop broken files from the manifest so the next stage runs recompute them");
+  add_wait_lock_flag(cmd, a->wait_lock);
+  cmd->callback([a] {
+    if (a->repair) {
+      const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
+      const std::vector<RepairedFile> repaired = repair_store(a->store);
+      for (const RepairedFile& r : repaired)
+        std::printf("dropped: %s%s; rerun: %s\n", r.file.c_str(),
+                    r.stage.empty() ? "" : (" and the record of stage " + r.stage).c_str(), r.rerun.c_str());
+      std::printf("%s: %zu broken file(s) dropped\n", a->store.c_str(), repaired.size());
       return;
     }
-    for (const std::string& p : problems) std::printf("problem: %s\n", p.c_str());
-    throw std::runtime_error(*store + ": " + std::to_string(problems.size()) + " problem(s) found");
+    for (const std::string& f : unlisted_store_files(a->store))
+      std::printf("note: %s/%s is not in the manifest (a killed run's, replaced by the next run of its stage, or put "
+                  "there by hand); nothing reads it\n",
+                  a->store.c_str(), f.c_str());
+    const std::vector<StoreProblem> problems = verify_store(a->store);
+    if (problems.empty()) {
+      std::printf("ok: %s verifies\n", a->store.c_str());
+      return;
+    }
+    for (const StoreProblem& p : problems) std::printf("problem: %s\n", p.what.c_str());
+    throw std::runtime_error(a->store + ": " + std::to_string(problems.size()) +
+                             " problem(s) found; `kvprep verify --repair` drops the broken files");
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/cli.h"
 #include "core/hex.h"
+#include "fusion/query_file.h"
 #include "query_commands.h"
 #include "query_options.h"
 
@@ -17,6 +18,7 @@ struct AskArgs {
 };
 
 void run_ask(const AskArgs& a) {
+  require_question_text(a.question, "--question");
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a.query.threads));
   const AnswerOptions options = a.query.answer_options();
   Query q;

@@ -1,0 +1,33 @@
+// One writer per store. Every kvprep stage that writes takes an exclusive flock on <store>/kvprep.lock for its
+// whole run and writes who it is into the file (pid, host, command line). A second writer either waits for the
+// lock or fails at once with a message naming the holder. Readers (kvrun, verify, inspect, search) take no
+// lock: they read the last committed manifest and the files it names, which a writer only ever replaces by rename.
+// flock is released by the kernel when the holder exits, however it exits, so a killed writer never leaves the
+// store locked.
+#pragma once
+#include <string>
+
+namespace kvf {
+
+inline constexpr const char* kStoreLockFile = "kvprep.lock";
+
+class StoreLock {
+ public:
+  // Takes the lock of `store_dir` (creating the directory when it is missing and create_dir is set; otherwise a
+  // missing directory holds nothing to protect and no lock is taken, leaving the stage to report it). When the
+  // lock is held elsewhere: waits when `wait`, else throws kvf::Error naming the store and the holder.
+  // Once held, temporaries left by killed writers (*.tmp in the store and kv/) are removed: no writer is alive.
+  static StoreLock acquire(const std::string& store_dir, bool wait, bool create_dir = false);
+
+  StoreLock(StoreLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  StoreLock& operator=(StoreLock&&) = delete;
+  StoreLock(const StoreLock&) = delete;
+  ~StoreLock();  // releases the lock
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  explicit StoreLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace kvf
