@@ -12,8 +12,9 @@ REF_PYTHON := $(KVFUSE_HOME)/venv-ref/bin/python
 # Models `make setup` fetches (scripts/setup.sh: smollm2 minilm qwen0.5b qwen1.5b, or all); default: smollm2
 # qwen0.5b minilm.
 MODELS ?=
-# The models the `model` tests read (tests that need qwen1.5b run only where it is installed).
-TEST_MODELS := smollm2 minilm qwen0.5b
+# The models the `model` tests read (tests that need qwen1.5b run only where it is installed); qwen0.5b-hf is
+# qwen0.5b written as a Hugging Face folder.
+TEST_MODELS := smollm2 minilm qwen0.5b qwen0.5b-hf
 
 .PHONY: all setup setup-test setup-demo build test test-unit demo bench reference clean
 

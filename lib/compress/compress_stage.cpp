@@ -9,6 +9,7 @@
 #include "compress/anchors.h"
 #include "core/error.h"
 #include "io/gguf.h"
+#include "io/hf_folder.h"
 #include "model/decoder.h"
 #include "model/fingerprint.h"
 #include "model/gguf_tokenizer.h"
@@ -62,12 +63,12 @@ struct StoreModel {
 
   StoreModel(const std::string& store_dir, const std::string& model_path)
       : manifest(load_store_manifest(store_dir)),
-        file(gguf::File::open(model_path)),
+        file(open_decoder_file(model_path)),
         fingerprint(model_fingerprint(*file)),
         backend(make_cpu_backend()),
         chunks(ChunkTable::read((fs::path(store_dir) / kChunksFile).string())) {
     require_same_model(manifest, fingerprint, fs::path(model_path).filename().string(), store_dir);
-    decoder = Decoder::load_gguf(model_path, *backend, store_compute_mode(manifest));
+    decoder = Decoder::load(model_path, *backend, store_compute_mode(manifest));
   }
 };
 

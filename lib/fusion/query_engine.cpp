@@ -11,6 +11,7 @@
 #include "fusion/fused_prefill.h"
 #include "fusion/token_selection.h"
 #include "io/gguf.h"
+#include "io/hf_folder.h"
 #include "io/model_paths.h"
 #include "model/decoder.h"
 #include "model/fingerprint.h"
@@ -65,7 +66,7 @@ struct QueryEngine::State {
   explicit State(const QueryEngineOptions& o)
       : options(o),
         manifest(load_store_manifest(o)),
-        file(gguf::File::open(resolve_model(o.model))),
+        file(open_decoder_file(resolve_model(o.model))),
         fingerprint(model_fingerprint(*file)),
         tokenizer(bpe_vocabulary_from_gguf(*file)),
         chat(chat_template_from_gguf(*file)),
@@ -79,7 +80,7 @@ struct QueryEngine::State {
                 "build a store with this system message or leave --system out");
     }
     backend = make_backend(o.backend);
-    decoder = Decoder::load_gguf(model_path, *backend, o.compute);
+    decoder = Decoder::load(model_path, *backend, o.compute);
     const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
     const uint64_t s_id = chunk_id(s_tokens, fingerprint);
     const KvModeReader system_store(o.store_dir, manifest, "system", fingerprint);

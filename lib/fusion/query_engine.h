@@ -14,7 +14,7 @@ namespace kvf {
 
 struct QueryEngineOptions {
   std::string store_dir;
-  std::string model = "smollm2";        // the store's decoder: a name for resolve_model or a GGUF path
+  std::string model = "smollm2";        // the store's decoder: a name for resolve_model, a GGUF file or a HF folder
   std::string embedder = "minilm";      // the store's embedder, for retrieval
   std::string kv_mode = "independent";  // which stored KV: independent | similarity
   uint64_t cache_bytes = 1ull << 30;    // chunk KV kept in memory (f32), least recently used out first

@@ -361,6 +361,62 @@ std::shared_ptr<const File> File::open(const std::string& path) {
   return f;
 }
 
+Value string_value(std::string s) {
+  Value v;
+  v.type = ValueType::STRING;
+  v.s = std::move(s);
+  return v;
+}
+
+Value int_value(int64_t i, ValueType type) {
+  Value v;
+  v.type = type;
+  v.i = i;
+  return v;
+}
+
+Value float_value(double f) {
+  Value v;
+  v.type = ValueType::F32;
+  v.f = (double)(float)f;
+  return v;
+}
+
+Value bool_value(bool b) { return int_value(b ? 1 : 0, ValueType::BOOL); }
+
+Value string_array_value(std::vector<std::string> strings) {
+  Value v;
+  v.type = ValueType::ARRAY;
+  v.elem_type = ValueType::STRING;
+  v.strings = std::move(strings);
+  return v;
+}
+
+Value int_array_value(std::vector<int64_t> ints, ValueType elem_type) {
+  Value v;
+  v.type = ValueType::ARRAY;
+  v.elem_type = elem_type;
+  v.ints = std::move(ints);
+  return v;
+}
+
+std::shared_ptr<const File> File::assemble(Parts parts) {
+  KVF_CHECK(parts.data.size() == parts.tensors.size(), parts.path, ": ", parts.tensors.size(), " tensors but ",
+            parts.data.size(), " data pointers");
+  std::shared_ptr<File> f(new File());
+  f->path_ = std::move(parts.path);
+  f->kv_ = std::move(parts.metadata);
+  f->tensors_ = std::move(parts.tensors);
+  for (size_t i = 0; i < f->tensors_.size(); ++i) {
+    const TensorInfo& t = f->tensors_[i];
+    KVF_CHECK(f->tensor_index_.emplace(t.name, i).second, f->path_, ": tensor '", t.name, "' appears twice");
+    KVF_CHECK(parts.data[i] || t.n_bytes == 0, f->path_, ": tensor '", t.name, "' has no data");
+  }
+  f->assembled_data_ = std::move(parts.data);
+  f->storage_ = std::move(parts.storage);
+  return f;
+}
+
 File::~File() = default;
 
 const Value& File::get(const std::string& key) const {
@@ -439,6 +495,7 @@ const TensorInfo& File::tensor(const std::string& name) const {
 }
 
 const uint8_t* File::tensor_data(const TensorInfo& info) const {
+  if (!assembled_data_.empty()) return assembled_data_[tensor_index_.at(info.name)];
   // Only an empty tensor can start past the mapping (a file with no data section); it has no bytes to point at.
   return data_offset_ + info.offset < mapping_.size() ? mapping_.data() + data_offset_ + info.offset : nullptr;
 }

@@ -41,6 +41,14 @@ struct Value {
   size_t array_size() const;
 };
 
+// Values as the reader returns them (for metadata built in memory, File::assemble).
+Value string_value(std::string s);
+Value int_value(int64_t i, ValueType type = ValueType::U32);
+Value float_value(double f);  // F32: rounded to float, as a converter writing the file stores it
+Value bool_value(bool b);
+Value string_array_value(std::vector<std::string> strings);
+Value int_array_value(std::vector<int64_t> ints, ValueType elem_type = ValueType::I32);
+
 struct TensorInfo {
   std::string name;
   GgmlType type = GgmlType::F32;
@@ -51,10 +59,23 @@ struct TensorInfo {
   int64_t rows() const;     // product of ne[1..]
 };
 
+// A File put together in memory from another format's parts (io/hf_folder.h reads a Hugging Face folder into
+// one): metadata, tensor infos (offset unused) and each tensor's bytes, which live in `storage` (mappings or
+// buffers the File keeps alive).
+struct Parts {
+  std::string path;  // what errors name
+  std::map<std::string, Value> metadata;
+  std::vector<TensorInfo> tensors;
+  std::vector<const uint8_t*> data;  // one per tensor, n_bytes long
+  std::vector<std::shared_ptr<const void>> storage;
+};
+
 class File {
  public:
   // Maps and parses the file; throws kvf::Error("<path>: ...") on any problem.
   static std::shared_ptr<const File> open(const std::string& path);
+  // Takes the parts as they are; throws kvf::Error naming a tensor that appears twice or has no bytes.
+  static std::shared_ptr<const File> assemble(Parts parts);
   ~File();
   File(const File&) = delete;
   File& operator=(const File&) = delete;
@@ -100,6 +121,8 @@ class File {
   std::map<std::string, size_t> tensor_index_;
   MappedFile mapping_;
   uint64_t data_offset_ = 0;
+  std::vector<const uint8_t*> assembled_data_;  // assemble(): each tensor's bytes, by tensor index
+  std::vector<std::shared_ptr<const void>> storage_;
   friend class Parser;
 };
 

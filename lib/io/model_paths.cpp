@@ -16,6 +16,7 @@ constexpr Preset kPresets[] = {
     {"smollm2", "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"},
     {"qwen0.5b", "qwen0.5b/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"},
     {"qwen1.5b", "qwen1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"},
+    {"qwen0.5b-hf", "qwen0.5b-hf"},  // the qwen0.5b GGUF written as a Hugging Face folder (F32 safetensors)
     {"minilm", "all-minilm-l6-v2"},
 };
 
@@ -43,7 +44,7 @@ std::string resolve_model(const std::string& name_or_path) {
     return preset;
   }
   KVF_CHECK(std::filesystem::exists(name_or_path), "model '", name_or_path, "': ", name_or_path,
-            " does not exist (a preset: smollm2, qwen0.5b, qwen1.5b, minilm; or a path)");
+            " does not exist (a preset: smollm2, qwen0.5b, qwen1.5b, qwen0.5b-hf, minilm; or a path)");
   return name_or_path;
 }
 

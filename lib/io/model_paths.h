@@ -8,7 +8,7 @@ std::string kvfuse_home();
 std::string models_dir();
 // A preset's file or folder under models_dir() ("" for a name that is not a preset), whether installed or not:
 // smollm2 (SmolLM2-135M-Instruct), qwen0.5b and qwen1.5b (Qwen2.5-Coder-0.5B/1.5B-Instruct) are GGUF files,
-// minilm the all-MiniLM-L6-v2 folder.
+// qwen0.5b-hf the qwen0.5b GGUF written as a Hugging Face folder, minilm the all-MiniLM-L6-v2 folder.
 std::string preset_path(const std::string& name);
 // A preset's path, or anything else taken as a path. Throws kvf::Error naming the name and the expected path (and
 // for a preset, the setup command that fetches it) when it is not there.

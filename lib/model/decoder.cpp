@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "io/gguf.h"
+#include "io/hf_folder.h"
 #include "model/forward_plan.h"
 #include "model/rope_frequencies.h"
 
@@ -297,8 +298,8 @@ Decoder::Decoder(LlamaConfig config, LlamaWeights weights, Backend& backend, Com
   rope_.cos_sin = std::make_shared<const std::vector<float>>(rope_cos_sin_table(*rope_.inv_freq, rope_.table_positions));
 }
 
-std::unique_ptr<Decoder> Decoder::load_gguf(const std::string& path, Backend& backend, ComputeMode mode) {
-  const auto file = gguf::File::open(path);
+std::unique_ptr<Decoder> Decoder::load(const std::string& path, Backend& backend, ComputeMode mode) {
+  const auto file = open_decoder_file(path);
   LlamaConfig config = llama_config_from_gguf(*file);
   LlamaWeights weights = load_llama_weights(*file, config, backend, mode);
   return std::unique_ptr<Decoder>(new Decoder(std::move(config), std::move(weights), backend, mode));

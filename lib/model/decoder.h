@@ -37,9 +37,10 @@ struct ForwardResult {
 
 class Decoder {
  public:
-  // Loads a GGUF decoder onto the backend; throws kvf::Error naming the file and the cause. The compute mode
-  // decides how weights are held and multiplied (llama_weights.h); ComputeMode::F32 is the reference.
-  static std::unique_ptr<Decoder> load_gguf(const std::string& path, Backend& backend,
+  // Loads a decoder from a GGUF file or a Hugging Face folder (io/hf_folder.h) onto the backend; throws
+  // kvf::Error naming the file and the cause. The compute mode decides how weights are held and multiplied
+  // (llama_weights.h); ComputeMode::F32 is the reference.
+  static std::unique_ptr<Decoder> load(const std::string& path, Backend& backend,
                                             ComputeMode mode = ComputeMode::Fast);
 
   const LlamaConfig& config() const { return config_; }

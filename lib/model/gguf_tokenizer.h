@@ -1,6 +1,7 @@
-// A GGUF file's tokenizer metadata read into text's plain structs: the BPE vocabulary, the chat template and the
-// token ids a model preset names for kvfuse's special roles (KVLink link tokens, anchor tokens). A model trained
-// for such a role lists the ids in its GGUF metadata; any other model gets a neutral separator, the newline token.
+// A GGUF file's tokenizer metadata (or a Hugging Face folder's, io/hf_folder.h) read into text's plain structs:
+// the BPE vocabulary, the chat template and the token ids a model preset names for kvfuse's special roles (KVLink
+// link tokens, anchor tokens). A model trained for such a role lists the ids in its GGUF metadata; any other model
+// gets a neutral separator, the newline token.
 #pragma once
 #include <cstdint>
 #include <string>

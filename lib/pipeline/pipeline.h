@@ -2,7 +2,7 @@
 //
 //   store: stores/demo                 # required
 //   corpus: ../shared/data/x.jsonl     # required: JSONL or a folder of .txt files
-//   model: smollm2                     # decoder: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path
+//   model: smollm2                     # decoder: a preset (smollm2, qwen0.5b, qwen1.5b), GGUF file or HF folder
 //   embedder: minilm                   # embedder: minilm or a folder
 //   threads: 0                         # 0: all cores
 //   chunk:     {chunk_tokens: 256, max_chunk_tokens: 0}

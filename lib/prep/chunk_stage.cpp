@@ -11,6 +11,7 @@
 #include "core/hex.h"
 #include "io/corpus_reader.h"
 #include "io/gguf.h"
+#include "io/hf_folder.h"
 #include "model/fingerprint.h"
 #include "model/gguf_tokenizer.h"
 #include "store/chunk_table.h"
@@ -125,7 +126,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 ChunkStageResult run_chunk_stage(const ChunkStageOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   options.chunker.check();
-  const auto model = gguf::File::open(options.model_path);
+  const auto model = open_decoder_file(options.model_path);
   const std::string model_name = fs::path(options.model_path).filename().string();
   ChunkStageResult result;
   result.model_fingerprint = model_fingerprint(*model);

@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "io/gguf.h"
+#include "io/hf_folder.h"
 #include "model/decoder.h"
 #include "model/fingerprint.h"
 #include "model/gguf_tokenizer.h"
@@ -60,7 +61,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
               ": similarity mode needs the neighbour lists and the independent KV; run `kvprep neighbors` and "
               "`kvprep prefill --mode independent` first");
 
-  const auto file = gguf::File::open(o.model_path);
+  const auto file = open_decoder_file(o.model_path);
   const uint64_t fingerprint = model_fingerprint(*file);
   require_same_model(m, fingerprint, fs::path(o.model_path).filename().string(), o.store_dir);
   const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*file));
@@ -75,7 +76,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   if (similarity) require_settings(m, "prefill_similarity", {{"top_n", o.top_n}}, o.store_dir);
 
   auto backend = make_cpu_backend();
-  const auto decoder = Decoder::load_gguf(o.model_path, *backend, o.compute);
+  const auto decoder = Decoder::load(o.model_path, *backend, o.compute);
   const LlamaConfig& c = decoder->config();
   const ChunkTable chunks = ChunkTable::read((fs::path(o.store_dir) / kChunksFile).string());
 

@@ -15,8 +15,8 @@ TEST(CudaSmollm2, LogitsMatchTheCpuBackend) {
   if (!cuda_device_available(&why)) GTEST_SKIP() << why;
   const auto cpu = make_cpu_backend();
   const auto gpu = make_cuda_backend();
-  const auto on_cpu = Decoder::load_gguf(test::smollm2_gguf(), *cpu, ComputeMode::F32);  // the CUDA backend computes in f32
-  const auto on_gpu = Decoder::load_gguf(test::smollm2_gguf(), *gpu, ComputeMode::F32);
+  const auto on_cpu = Decoder::load(test::smollm2_gguf(), *cpu, ComputeMode::F32);  // the CUDA backend computes in f32
+  const auto on_gpu = Decoder::load(test::smollm2_gguf(), *gpu, ComputeMode::F32);
   const std::vector<int32_t> prompt =
       test::smollm2_tokenizer().encode("The tower is 324 metres tall, about the same height as an 81-storey "
                                        "building, and the tallest structure in Paris.", false, false);

@@ -51,7 +51,7 @@ class DecoderVsLlamaCpp : public ::testing::TestWithParam<std::tuple<DecoderCase
       std::ifstream in(path);
       ASSERT_TRUE(in) << "missing fixture " << path;
       fixture = json::parse(in);
-      decoder = Decoder::load_gguf(resolve_model(c.preset), *backend, std::get<1>(GetParam()));
+      decoder = Decoder::load(resolve_model(c.preset), *backend, std::get<1>(GetParam()));
     }
     fixture_ = &fixture;
     decoder_ = decoder.get();

@@ -32,7 +32,7 @@ class KvprepPrefill : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     backend = make_cpu_backend().release();
-    decoder = Decoder::load_gguf(test::smollm2_gguf(), *backend).release();  // the fast mode, as the stage runs
+    decoder = Decoder::load(test::smollm2_gguf(), *backend).release();  // the fast mode, as the stage runs
     system_tokens = new std::vector<int32_t>(test::smollm2_tokenizer().encode(
         rag_system_prefix(chat_template_from_gguf(*test::smollm2_file()), ""), false, true));
   }

@@ -87,7 +87,7 @@ class CompressModel : public ::testing::Test {
     spec.n_layers = 6;
     path = test::write_tiny_model(spec);
     backend = make_cpu_backend();
-    decoder = Decoder::load_gguf(path, *backend, ComputeMode::F32);  // held to the double-precision reference
+    decoder = Decoder::load(path, *backend, ComputeMode::F32);  // held to the double-precision reference
   }
   test::TinyModelSpec spec;
   std::string path;

@@ -173,8 +173,8 @@ TEST_F(CudaVsCpu, TinyModelLogitsAndKv) {
     test::TinyModelSpec spec;
     spec.arch = arch;
     const std::string path = test::write_tiny_model(spec);
-    const auto cpu_decoder = Decoder::load_gguf(path, *cpu, ComputeMode::F32);  // as the CUDA backend computes
-    const auto gpu_decoder = Decoder::load_gguf(path, *gpu, ComputeMode::F32);
+    const auto cpu_decoder = Decoder::load(path, *cpu, ComputeMode::F32);  // as the CUDA backend computes
+    const auto gpu_decoder = Decoder::load(path, *gpu, ComputeMode::F32);
     ForwardRequest base;
     base.tokens = test::random_tokens(40, spec.vocab, 11);
     base.positions = test::iota_positions(40);

@@ -33,7 +33,7 @@ class DecoderForward : public ::testing::TestWithParam<std::tuple<std::string, C
     spec.arch = std::get<0>(GetParam());
     path = test::write_tiny_model(spec);
     backend = make_cpu_backend();
-    decoder = Decoder::load_gguf(path, *backend, std::get<1>(GetParam()));
+    decoder = Decoder::load(path, *backend, std::get<1>(GetParam()));
     vocab = decoder->config().vocab;
   }
   ForwardResult prefill(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,

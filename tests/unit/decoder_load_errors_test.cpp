@@ -16,7 +16,7 @@ namespace {
 std::string load_error(const std::string& path) {
   auto backend = make_cpu_backend();
   try {
-    Decoder::load_gguf(path, *backend);
+    Decoder::load(path, *backend);
   } catch (const Error& e) {
     return e.what();
   }
@@ -97,7 +97,7 @@ TEST(DecoderLoadErrors, HugeContextLengthDoesNotSizeTheRopeTable) {
   test::TinyModelSpec spec;
   spec.context = std::numeric_limits<int32_t>::max();
   auto backend = make_cpu_backend();
-  const auto decoder = Decoder::load_gguf(test::write_tiny_model(spec), *backend);
+  const auto decoder = Decoder::load(test::write_tiny_model(spec), *backend);
   EXPECT_EQ(decoder->config().context_length, spec.context);
   const std::vector<int32_t> prompt(4, 3);
   GreedyOptions o;
@@ -118,7 +118,7 @@ TEST(DecoderLoadErrors, PromptLongerThanTheContextIsRefused) {
   test::TinyModelSpec spec;
   spec.context = 64;
   auto backend = make_cpu_backend();
-  const auto decoder = Decoder::load_gguf(test::write_tiny_model(spec), *backend);
+  const auto decoder = Decoder::load(test::write_tiny_model(spec), *backend);
   const std::vector<int32_t> prompt(65, 3);
   try {
     generate_greedy(*decoder, prompt, {});

@@ -31,7 +31,7 @@ class FusedPrefillTest : public ::testing::TestWithParam<std::tuple<std::string,
     spec.n_layers = 3;
     path = test::write_tiny_model(spec);
     backend = make_cpu_backend();
-    decoder = Decoder::load_gguf(path, *backend, std::get<1>(GetParam()));
+    decoder = Decoder::load(path, *backend, std::get<1>(GetParam()));
     const int vocab = decoder->config().vocab;
     system_tokens = random_tokens(6, vocab, 1);
     ForwardRequest s;

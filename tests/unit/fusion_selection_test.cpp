@@ -70,7 +70,7 @@ struct RagSetup {
     spec.n_layers = 4;
     path = test::write_tiny_model(spec);
     backend = make_cpu_backend();
-    decoder = Decoder::load_gguf(path, *backend, ComputeMode::F32);  // held to the double-precision reference
+    decoder = Decoder::load(path, *backend, ComputeMode::F32);  // held to the double-precision reference
     const int vocab = decoder->config().vocab;
     std::mt19937 rng(2024);
     std::uniform_int_distribution<int32_t> pick(0, vocab - 1);

@@ -78,7 +78,7 @@ void add_chunk_command(CLI::App& app) {
   cmd->add_option("--corpus", args->corpus, "JSONL file or directory of .txt files")->required();
   cmd->add_option("--store", args->store, "store directory (created when missing)")->required();
   cmd->add_option("--model", args->model,
-                  "a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path: its tokenizer counts tokens")
+                  "a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder: its tokenizer counts tokens")
       ->capture_default_str();
   cmd->add_option("--chunk-tokens", args->chunk_tokens, "tokens to aim for per chunk")
       ->capture_default_str()

@@ -52,7 +52,7 @@ void add_compress_command(CLI::App& app) {
   cmd->add_option("--store", a->o.store_dir, "store directory")->required();
   cmd->add_option("--from", a->o.from, "stored KV mode to compress (e.g. similarity)")->required();
   cmd->add_option("--to", a->o.to, "name of the new KV mode (letters, digits, '_', '-')")->required();
-  cmd->add_option("--model", a->model, "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+  cmd->add_option("--model", a->model, "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
       ->capture_default_str();
   cmd->add_option("--anchors", a->o.anchors, "fraction of each segment kept, in (0, 1]; 0: no anchors")
       ->capture_default_str()
@@ -122,7 +122,7 @@ void add_share_search_command(CLI::App& app) {
       "output keeps a cosine similarity above --threshold with the plain model's, until --layers are shared. The\n"
       "result is recorded in the store; `kvprep compress --share-layers C` uses it.");
   cmd->add_option("--store", a->o.store_dir, "store directory")->required();
-  cmd->add_option("--model", a->model, "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+  cmd->add_option("--model", a->model, "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
       ->capture_default_str();
   cmd->add_option("--layers", a->o.search.layers, "C: layers to share")->required()->check(CLI::PositiveNumber);
   cmd->add_option("--threshold", a->o.search.threshold, "T: output cosine similarity to stay above")

@@ -31,7 +31,7 @@ void add_prefill_command(CLI::App& app) {
       "run resumes, and a rerun computes only chunks without KV.");
   cmd->add_option("--store", a->store, "store directory")->required();
   cmd->add_option("--model", a->model,
-                  "the decoder the store was chunked with: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+                  "the decoder the store was chunked with: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
       ->capture_default_str();
   cmd->add_option("--mode", a->mode, "independent or similarity")
       ->capture_default_str()

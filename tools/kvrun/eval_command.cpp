@@ -154,7 +154,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--dataset", args->eval.dataset, "questions with answers and contexts: JSONL or .jsonl.gz");
   cmd->add_option("--store", args->eval.store_dir, "a store holding the data set's passages");
   cmd->add_option("--model", args->eval.model,
-                  "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+                  "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
       ->capture_default_str();
   cmd->add_option("--build-store", args->build_store,
                   "build this store first from the data set's passages (with --pipeline and no DIR: its store)")

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/gguf.h"
+#include "io/hf_folder.h"
 #include "io/model_paths.h"
 #include "model/decoder.h"
 #include "model/generate.h"
@@ -38,10 +39,10 @@ void run_generate(const GenerateArgs& a) {
   const std::string path = resolve_model(a.model);
 
   const auto t_load = std::chrono::steady_clock::now();
-  const auto file = gguf::File::open(path);
+  const auto file = open_decoder_file(path);
   const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*file));
   auto backend = make_backend(a.backend);
-  auto decoder = Decoder::load_gguf(path, *backend, compute_mode_from_name(a.compute));
+  auto decoder = Decoder::load(path, *backend, compute_mode_from_name(a.compute));
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
 
@@ -102,9 +103,10 @@ void add_generate_command(CLI::App& app) {
       "  kvrun generate --model smollm2 --chat --prompt \"What is a KV cache?\"\n"
       "  kvrun generate --model qwen0.5b --chat --prompt \"Write a C function that reverses a string.\"\n"
       "  kvrun generate --model ./model.gguf --prompt \"Once upon a time\" --max-tokens 32 --json\n"
+      "  kvrun generate --model ./Qwen2.5-0.5B-Instruct --chat --prompt \"Hi\"   (a Hugging Face folder)\n"
       "The presets smollm2, qwen0.5b and qwen1.5b are GGUF files that scripts/setup.sh installs in\n"
       "$KVFUSE_HOME/models (`scripts/setup.sh qwen1.5b` fetches that one).");
-  cmd->add_option("--model", args->model, "a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+  cmd->add_option("--model", args->model, "a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
       ->capture_default_str();
   cmd->add_option("--prompt", args->prompt, "the prompt text")->required();
   cmd->add_flag("--chat", args->chat, "wrap the prompt as a user message in the model's chat template");

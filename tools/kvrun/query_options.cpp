@@ -20,7 +20,7 @@ AnswerOptions QueryCliOptions::answer_options() const {
 void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--store", o.engine.store_dir, "the store built by kvprep (e.g. stores/demo)")->required();
   cmd.add_option("--model", o.engine.model,
-                 "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b) or a GGUF path")
+                 "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
       ->capture_default_str();
   cmd.add_option("--embedder", o.engine.embedder, "the store's embedder, for retrieval: minilm or a folder")
       ->capture_default_str();

@@ -1,0 +1,167 @@
+#include "io/hf_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace kvf {
+namespace {
+
+using nlohmann::json;
+
+class Fields {
+ public:
+  Fields(const std::string& path, const json& j) : path_(path), j_(j) {}
+
+  int64_t count(const char* key) const {
+    KVF_CHECK(j_.contains(key), path_, ": missing \"", key, "\"");
+    return count(key, 0);
+  }
+  int64_t count(const char* key, int64_t dflt) const {
+    if (!j_.contains(key) || j_[key].is_null()) return dflt;
+    const json& v = j_[key];
+    KVF_CHECK(v.is_number_integer() && v.get<int64_t>() > 0 && v.get<int64_t>() < (1LL << 31), path_, ": ", key,
+              " = ", v.dump(), " is not a positive integer");
+    return v.get<int64_t>();
+  }
+  double positive(const json& obj, const std::string& where, const char* key, double dflt) const {
+    if (!obj.contains(key) || obj[key].is_null()) return dflt;
+    const json& v = obj[key];
+    KVF_CHECK(v.is_number() && v.get<double>() > 0 && std::isfinite(v.get<double>()), path_, ": ", where, key,
+              " = ", v.dump(), " is not a finite positive number");
+    return v.get<double>();
+  }
+  double positive(const char* key, double dflt) const { return positive(j_, "", key, dflt); }
+  int64_t token_id(const char* key) const {
+    if (!j_.contains(key) || j_[key].is_null()) return -1;
+    json v = j_[key];
+    if (v.is_array() && !v.empty()) v = v[0];
+    KVF_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0, path_, ": ", key, " = ", j_[key].dump(),
+              " is not a token id");
+    return v.get<int64_t>();
+  }
+
+ private:
+  const std::string& path_;
+  const json& j_;
+};
+
+void read_rope_scaling(const json& rs, HfDecoderConfig& c, const Fields& f) {
+  if (rs.is_null()) return;
+  KVF_CHECK(rs.is_object(), c.path, ": rope_scaling = ", rs.dump(), " is not an object");
+  const char* type_key = rs.contains("rope_type") ? "rope_type" : "type";
+  KVF_CHECK(rs.contains(type_key) && rs[type_key].is_string(), c.path, ": rope_scaling has no \"type\" string");
+  const std::string type = rs[type_key].get<std::string>();
+  if (type == "default") return;
+  KVF_CHECK(type == "linear" || type == "llama3", c.path, ": rope_scaling.", type_key, " \"", type,
+            "\" is not supported (none, default, linear, llama3)");
+  c.rope_scaling = type;
+  KVF_CHECK(rs.contains("factor"), c.path, ": rope_scaling has no \"factor\"");
+  c.rope_factor = f.positive(rs, "rope_scaling.", "factor", 1.0);
+  if (type == "llama3") {
+    c.low_freq_factor = f.positive(rs, "rope_scaling.", "low_freq_factor", 1.0);
+    c.high_freq_factor = f.positive(rs, "rope_scaling.", "high_freq_factor", 4.0);
+    c.original_context = (int64_t)f.positive(rs, "rope_scaling.", "original_max_position_embeddings", 8192);
+    KVF_CHECK(c.high_freq_factor > c.low_freq_factor, c.path, ": rope_scaling.high_freq_factor ",
+              c.high_freq_factor, " must exceed low_freq_factor ", c.low_freq_factor);
+  }
+}
+
+}  // namespace
+
+HfDecoderConfig read_hf_config(const std::string& path) {
+  std::ifstream in(path);
+  KVF_CHECK(in, path, ": cannot open");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    fail(path, ": not valid JSON (", e.what(), ")");
+  }
+  KVF_CHECK(j.is_object(), path, ": not a JSON object");
+  HfDecoderConfig c;
+  c.path = path;
+  KVF_CHECK(j.contains("model_type") && j["model_type"].is_string(), path, ": missing \"model_type\"");
+  c.model_type = j["model_type"].get<std::string>();
+  if (c.model_type == "llama" || c.model_type == "mistral") {
+    c.arch = "llama";
+  } else if (c.model_type == "qwen2") {
+    c.arch = "qwen2";
+  } else {
+    fail(path, ": model_type \"", c.model_type, "\" is not supported (llama, mistral, qwen2)");
+  }
+  const Fields f(path, j);
+  c.n_layers = f.count("num_hidden_layers");
+  c.hidden = f.count("hidden_size");
+  c.n_heads = f.count("num_attention_heads");
+  c.n_kv_heads = f.count("num_key_value_heads", c.n_heads);
+  c.ffn = f.count("intermediate_size");
+  c.vocab = f.count("vocab_size");
+  c.context_length = f.count("max_position_embeddings", 2048);
+  // Mistral's sliding window is not applied: within the window, attention is the same as without it.
+  if (c.model_type == "mistral") c.context_length = std::min(c.context_length, f.count("sliding_window", c.context_length));
+  KVF_CHECK(c.hidden % c.n_heads == 0 || j.contains("head_dim"), path, ": hidden_size ", c.hidden,
+            " is not a multiple of num_attention_heads ", c.n_heads);
+  c.head_dim = f.count("head_dim", c.hidden / c.n_heads);
+  KVF_CHECK(c.head_dim % 2 == 0, path, ": head_dim ", c.head_dim, " is odd (RoPE rotates pairs)");
+  KVF_CHECK(c.n_heads % c.n_kv_heads == 0, path, ": num_attention_heads ", c.n_heads,
+            " is not a multiple of num_key_value_heads ", c.n_kv_heads);
+  c.norm_eps = f.positive("rms_norm_eps", 1e-6);
+  c.rope_theta = f.positive("rope_theta", 10000.0);
+  if (j.contains("rope_scaling")) read_rope_scaling(j["rope_scaling"], c, f);
+  if (j.contains("tie_word_embeddings")) {
+    KVF_CHECK(j["tie_word_embeddings"].is_boolean(), path, ": tie_word_embeddings = ",
+              j["tie_word_embeddings"].dump(), " is not true or false");
+    c.tie_embeddings = j["tie_word_embeddings"].get<bool>();
+  }
+  c.bos_id = f.token_id("bos_token_id");
+  c.eos_id = f.token_id("eos_token_id");
+  return c;
+}
+
+void add_hf_config_metadata(const HfDecoderConfig& c, std::map<std::string, gguf::Value>& kv) {
+  const std::string a = c.arch + ".";
+  kv["general.architecture"] = gguf::string_value(c.arch);
+  kv[a + "block_count"] = gguf::int_value(c.n_layers);
+  kv[a + "embedding_length"] = gguf::int_value(c.hidden);
+  kv[a + "attention.head_count"] = gguf::int_value(c.n_heads);
+  kv[a + "attention.head_count_kv"] = gguf::int_value(c.n_kv_heads);
+  kv[a + "feed_forward_length"] = gguf::int_value(c.ffn);
+  kv[a + "context_length"] = gguf::int_value(c.context_length);
+  kv[a + "vocab_size"] = gguf::int_value(c.vocab);
+  kv[a + "attention.layer_norm_rms_epsilon"] = gguf::float_value(c.norm_eps);
+  kv[a + "rope.freq_base"] = gguf::float_value(c.rope_theta);
+  if (c.head_dim * c.n_heads != c.hidden) {
+    kv[a + "attention.key_length"] = gguf::int_value(c.head_dim);
+    kv[a + "attention.value_length"] = gguf::int_value(c.head_dim);
+  }
+  kv[a + "rope.dimension_count"] = gguf::int_value(c.head_dim);
+  if (c.rope_scaling == "linear") {
+    kv[a + "rope.scaling.type"] = gguf::string_value("linear");
+    kv[a + "rope.scaling.factor"] = gguf::float_value(c.rope_factor);
+  }
+}
+
+std::vector<float> llama3_rope_factors(const HfDecoderConfig& c) {
+  const double low_wavelen = (double)c.original_context / c.low_freq_factor;
+  const double high_wavelen = (double)c.original_context / c.high_freq_factor;
+  std::vector<float> factors;
+  for (int64_t i = 0; i < c.head_dim; i += 2) {
+    const double freq = 1.0 / std::pow(c.rope_theta, (double)i / (double)c.head_dim);
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < high_wavelen) {
+      factors.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      factors.push_back((float)c.rope_factor);
+    } else {
+      const double smooth = ((double)c.original_context / wavelen - c.low_freq_factor) /
+                            (c.high_freq_factor - c.low_freq_factor);
+      factors.push_back((float)(1.0 / ((1 - smooth) / c.rope_factor + smooth)));
+    }
+  }
+  return factors;
+}
+
+}  // namespace kvf
