@@ -22,15 +22,15 @@ class Fields {
   int64_t count(const char* key, int64_t dflt) const {
     if (!j_.contains(key) || j_[key].is_null()) return dflt;
     const json& v = j_[key];
-    KVF_CHECK(v.is_number_integer() && v.get<int64_t>() > 0 && v.get<int64_t>() < (1LL << 31), path_, ": ", key,
-              " = ", v.dump(), " is not a positive integer");
+    KVF_CHECK(v.is_number_integer() && v.get<int64_t>() > 0 && v.get<int64_t>() < (1LL << 31), path_, ": ", key, " = ",
+              v.dump(), " is not a positive integer");
     return v.get<int64_t>();
   }
   double positive(const json& obj, const std::string& where, const char* key, double dflt) const {
     if (!obj.contains(key) || obj[key].is_null()) return dflt;
     const json& v = obj[key];
-    KVF_CHECK(v.is_number() && v.get<double>() > 0 && std::isfinite(v.get<double>()), path_, ": ", where, key,
-              " = ", v.dump(), " is not a finite positive number");
+    KVF_CHECK(v.is_number() && v.get<double>() > 0 && std::isfinite(v.get<double>()), path_, ": ", where, key, " = ",
+              v.dump(), " is not a finite positive number");
     return v.get<double>();
   }
   double positive(const char* key, double dflt) const { return positive(j_, "", key, dflt); }
@@ -64,8 +64,8 @@ void read_rope_scaling(const json& rs, HfDecoderConfig& c, const Fields& f) {
     c.low_freq_factor = f.positive(rs, "rope_scaling.", "low_freq_factor", 1.0);
     c.high_freq_factor = f.positive(rs, "rope_scaling.", "high_freq_factor", 4.0);
     c.original_context = (int64_t)f.positive(rs, "rope_scaling.", "original_max_position_embeddings", 8192);
-    KVF_CHECK(c.high_freq_factor > c.low_freq_factor, c.path, ": rope_scaling.high_freq_factor ",
-              c.high_freq_factor, " must exceed low_freq_factor ", c.low_freq_factor);
+    KVF_CHECK(c.high_freq_factor > c.low_freq_factor, c.path, ": rope_scaling.high_freq_factor ", c.high_freq_factor,
+              " must exceed low_freq_factor ", c.low_freq_factor);
   }
 }
 
@@ -101,7 +101,8 @@ HfDecoderConfig read_hf_config(const std::string& path) {
   c.vocab = f.count("vocab_size");
   c.context_length = f.count("max_position_embeddings", 2048);
   // Mistral's sliding window is not applied: within the window, attention is the same as without it.
-  if (c.model_type == "mistral") c.context_length = std::min(c.context_length, f.count("sliding_window", c.context_length));
+  if (c.model_type == "mistral")
+    c.context_length = std::min(c.context_length, f.count("sliding_window", c.context_length));
   KVF_CHECK(c.hidden % c.n_heads == 0 || j.contains("head_dim"), path, ": hidden_size ", c.hidden,
             " is not a multiple of num_attention_heads ", c.n_heads);
   c.head_dim = f.count("head_dim", c.hidden / c.n_heads);
@@ -112,8 +113,8 @@ HfDecoderConfig read_hf_config(const std::string& path) {
   c.rope_theta = f.positive("rope_theta", 10000.0);
   if (j.contains("rope_scaling")) read_rope_scaling(j["rope_scaling"], c, f);
   if (j.contains("tie_word_embeddings")) {
-    KVF_CHECK(j["tie_word_embeddings"].is_boolean(), path, ": tie_word_embeddings = ",
-              j["tie_word_embeddings"].dump(), " is not true or false");
+    KVF_CHECK(j["tie_word_embeddings"].is_boolean(), path, ": tie_word_embeddings = ", j["tie_word_embeddings"].dump(),
+              " is not true or false");
     c.tie_embeddings = j["tie_word_embeddings"].get<bool>();
   }
   c.bos_id = f.token_id("bos_token_id");
@@ -156,8 +157,8 @@ std::vector<float> llama3_rope_factors(const HfDecoderConfig& c) {
     } else if (wavelen > low_wavelen) {
       factors.push_back((float)c.rope_factor);
     } else {
-      const double smooth = ((double)c.original_context / wavelen - c.low_freq_factor) /
-                            (c.high_freq_factor - c.low_freq_factor);
+      const double smooth =
+          ((double)c.original_context / wavelen - c.low_freq_factor) / (c.high_freq_factor - c.low_freq_factor);
       factors.push_back((float)(1.0 / ((1 - smooth) / c.rope_factor + smooth)));
     }
   }

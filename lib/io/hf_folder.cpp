@@ -61,9 +61,12 @@ class Shards {
 
 GgmlType ggml_type_of(const safetensors::File& f, const safetensors::TensorInfo& t) {
   switch (t.dtype) {
-    case safetensors::Dtype::F32: return GgmlType::F32;
-    case safetensors::Dtype::F16: return GgmlType::F16;
-    case safetensors::Dtype::BF16: return GgmlType::BF16;
+    case safetensors::Dtype::F32:
+      return GgmlType::F32;
+    case safetensors::Dtype::F16:
+      return GgmlType::F16;
+    case safetensors::Dtype::BF16:
+      return GgmlType::BF16;
     default:
       fail(f.path(), ": tensor '", t.name, "' has dtype ", safetensors::dtype_name(t.dtype),
            "; expected F32, F16 or BF16");
@@ -101,8 +104,8 @@ class Assembler {
     }
     const safetensors::File& f = **file;
     const safetensors::TensorInfo& t = f.tensor(hf);
-    KVF_CHECK(t.shape == shape, f.path(), ": tensor '", hf, "' has shape ", dims(t.shape), ", expected ",
-              dims(shape), " (", c_.path, ")");
+    KVF_CHECK(t.shape == shape, f.path(), ": tensor '", hf, "' has shape ", dims(t.shape), ", expected ", dims(shape),
+              " (", c_.path, ")");
     gguf::TensorInfo info;
     info.name = name;
     info.type = ggml_type_of(f, t);

@@ -15,9 +15,11 @@ using nlohmann::json;
 // The Split regexes of the tokenizer.json files of Qwen2 and Llama 3, and the llama.cpp pre-tokenizer names
 // that stand for them.
 const char* const kQwen2Split =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N})"
+    R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char* const kLlama3Split =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3})"
+    R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -89,22 +91,24 @@ void add_hf_tokenizer_metadata(const std::string& dir, const HfDecoderConfig& co
   KVF_CHECK(is_type(tok.value("decoder", json()), "ByteLevel"), path, ": decoder ",
             tok.value("decoder", json()).dump().substr(0, 200), " is not ByteLevel");
   const json norm = tok.value("normalizer", json());
-  KVF_CHECK(norm.is_null(), path, ": normalizer ", norm.dump(), " is not supported (none)");
+  KVF_CHECK(norm.is_null() || is_type(norm, "NFC"), path, ": normalizer ", norm.dump(),
+            " is not supported (none, NFC)");
+  if (is_type(norm, "NFC")) kv[kNormalizerKey] = gguf::string_value("NFC");
 
   const int64_t n = config.vocab;
   std::vector<std::string> tokens((size_t)n);
   std::vector<int64_t> types((size_t)n, 1);  // TokenType::Normal
   const auto place = [&](const std::string& text, const json& id, int64_t type, const char* where) {
-    KVF_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < n, path, ": ", where,
-              " token \"", text, "\" has id ", id.dump(), ", outside vocab_size ", n, " (", config.path, ")");
+    KVF_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < n, path, ": ", where, " token \"",
+              text, "\" has id ", id.dump(), ", outside vocab_size ", n, " (", config.path, ")");
     tokens[id.get<size_t>()] = text;
     types[id.get<size_t>()] = type;
   };
   KVF_CHECK(model.contains("vocab") && model["vocab"].is_object(), path, ": model.vocab is not an object");
   for (const auto& [text, id] : model["vocab"].items()) place(text, id, 1, "model.vocab");
   for (const json& added : tok.value("added_tokens", json::array())) {
-    KVF_CHECK(added.contains("content") && added["content"].is_string(), path, ": added_tokens entry ",
-              added.dump(), " has no content");
+    KVF_CHECK(added.contains("content") && added["content"].is_string(), path, ": added_tokens entry ", added.dump(),
+              " has no content");
     place(added["content"].get<std::string>(), added.value("id", json()), added.value("special", false) ? 3 : 4,
           "added_tokens");
   }
@@ -126,7 +130,8 @@ void add_hf_tokenizer_metadata(const std::string& dir, const HfDecoderConfig& co
   }
   const bool clean_spaces = cfg.value("clean_up_tokenization_spaces", true);
   kv["tokenizer.ggml.model"] = gguf::string_value("gpt2");
-  kv["tokenizer.ggml.pre"] = gguf::string_value(pre_tokenizer_name(path, tok.value("pre_tokenizer", json()), clean_spaces));
+  kv["tokenizer.ggml.pre"] =
+      gguf::string_value(pre_tokenizer_name(path, tok.value("pre_tokenizer", json()), clean_spaces));
   kv["tokenizer.ggml.tokens"] = gguf::string_array_value(std::move(tokens));
   kv["tokenizer.ggml.token_type"] = gguf::int_array_value(std::move(types));
   kv["tokenizer.ggml.merges"] = gguf::string_array_value(std::move(merges));
@@ -140,10 +145,8 @@ void add_hf_tokenizer_metadata(const std::string& dir, const HfDecoderConfig& co
       if (names[i] == text) return (int64_t)i;
     fail(cfg_path, ": ", key, " \"", text, "\" is not in the vocabulary of ", path);
   };
-  const std::pair<const char*, int64_t> specials[] = {{"bos_token", config.bos_id},
-                                                      {"eos_token", config.eos_id},
-                                                      {"unk_token", -1},
-                                                      {"pad_token", -1}};
+  const std::pair<const char*, int64_t> specials[] = {
+      {"bos_token", config.bos_id}, {"eos_token", config.eos_id}, {"unk_token", -1}, {"pad_token", -1}};
   const char* const keys[] = {"bos_token_id", "eos_token_id", "unknown_token_id", "padding_token_id"};
   for (size_t k = 0; k < 4; ++k) {
     const int64_t id = id_of(specials[k].first, specials[k].second);

@@ -11,6 +11,9 @@
 
 namespace kvf {
 
+// "NFC" when tokenizer.json normalizes text so before pre-tokenizing (GGUF has no such key; absent: none).
+inline constexpr const char* kNormalizerKey = "tokenizer.normalizer";
+
 // Reads the tokenizer files of folder `dir`; the vocabulary is padded to config.vocab with unused "[PADn]" tokens.
 // Throws kvf::Error naming the file and the field for anything it cannot represent (another model type, a
 // pre-tokenizer it does not know, an id outside the vocabulary).

@@ -1,6 +1,7 @@
 #include "model/gguf_tokenizer.h"
 
 #include "core/error.h"
+#include "io/hf_tokenizer.h"
 #include "text/pretokenizer.h"
 
 namespace kvf {
@@ -31,6 +32,11 @@ BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
     }
   }
   vocab.merges = file.get_string_array("tokenizer.ggml.merges");
+
+  const std::string normalizer = file.get_string(kNormalizerKey, "none");
+  KVF_CHECK(normalizer == "none" || normalizer == "NFC", path, ": ", kNormalizerKey, " '", normalizer,
+            "' is not supported (none, NFC)");
+  vocab.nfc = normalizer == "NFC";
 
   vocab.pre = file.get_string("tokenizer.ggml.pre", "default");
   const PreTokenizerConfig* pre = nullptr;

@@ -289,7 +289,8 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
       out.push_back(fragment.token);
       continue;
     }
-    const std::string clean = to_llama_utf8(text.substr(fragment.begin, fragment.size));
+    std::string clean = to_llama_utf8(text.substr(fragment.begin, fragment.size));
+    if (vocab_.nfc) clean = to_nfc(clean);
     work.words.clear();
     pre_.split(clean, work.words);
     for (const std::string_view word : work.words) encode_word(word, work, out);

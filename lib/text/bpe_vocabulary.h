@@ -24,6 +24,7 @@ struct BpeVocabulary {
   std::vector<TokenType> token_types;  // id -> type, same length as tokens
   std::vector<std::string> merges;     // "left right", rank = index (lower merges first)
   std::string pre = "default";         // tokenizer.ggml.pre: selects the pre-tokenizer
+  bool nfc = false;                    // text is NFC-normalized before pre-tokenizing (a tokenizer.json normalizer)
   // Special ids; -1 where the file names none.
   int32_t bos_id = -1;
   int32_t eos_id = -1;

@@ -2,8 +2,10 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <utf8proc.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 
 #include "core/error.h"
@@ -193,6 +195,17 @@ std::string to_llama_utf8(std::string_view text) {
     append_utf8(cpt, out);
   }
   return out;
+}
+
+std::string to_nfc(std::string_view utf8) {
+  utf8proc_uint8_t* out = nullptr;
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(utf8.data()),
+                                          (utf8proc_ssize_t)utf8.size(), &out,
+                                          (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  KVF_CHECK(n >= 0, "NFC normalization failed: ", utf8proc_errmsg(n));
+  std::string nfc(reinterpret_cast<const char*>(out), (size_t)n);
+  std::free(out);
+  return nfc;
 }
 
 }  // namespace kvf

@@ -42,4 +42,7 @@ class PreTokenizer {
 // beyond U+10FFFF also become U+FFFD (llama.cpp would emit invalid UTF-8 or abort there). Valid text is unchanged.
 std::string to_llama_utf8(std::string_view text);
 
+// Unicode normalization form C of valid UTF-8 text (utf8proc; NUL bytes are kept).
+std::string to_nfc(std::string_view utf8);
+
 }  // namespace kvf

@@ -2,7 +2,7 @@
 """Writes a GGUF decoder (llama or qwen2 architecture) as a Hugging Face folder, the layout transformers reads:
 config.json, model-0000N-of-0000M.safetensors with model.safetensors.index.json (weights dequantized to F32 by
 gguf-py, llama's Q/K rows put back in Hugging Face order), tokenizer.json (byte-level BPE from the GGUF vocabulary
-and merges), tokenizer_config.json (special tokens, chat template).
+and merges, with the family's normalizer: NFC for Qwen2), tokenizer_config.json (special tokens, chat template).
 
 It also writes hf_tokens.json beside them: the ids Hugging Face `tokenizers` gives the folder's tokenizer.json for
 the texts of tests/fixtures/tokens_<preset>.json, so that the model tests compare kvfuse's reading of the folder
@@ -15,6 +15,7 @@ The folder is written under OUT.partial and renamed when complete.
 import argparse
 import json
 import shutil
+import unicodedata
 from pathlib import Path
 
 import gguf
@@ -130,7 +131,8 @@ def write_tokenizer(reader, out):
               "special": types[i] == CONTROL} for i, t in enumerate(tokens) if types[i] in (CONTROL, USER_DEFINED)]
     vocab = {t: i for i, t in enumerate(tokens) if types[i] not in (CONTROL, USER_DEFINED, UNUSED)}
     tokenizer = {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "NFC"} if pre == "qwen2" else None,  # as Qwen2's published tokenizer.json
         "pre_tokenizer": PRE_TOKENIZERS[pre], "post_processor": byte_level(False), "decoder": byte_level(False),
         "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
                   "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
@@ -154,10 +156,12 @@ def write_tokenizer(reader, out):
 
 
 def write_token_check(preset, out):
-    """The ids `tokenizers` gives the folder's tokenizer.json for the fixture texts that are UTF-8."""
+    """The ids `tokenizers` gives the folder's tokenizer.json for the fixture texts that are UTF-8, and whether
+    NFC leaves a text as it is (where it does not, a normalizing tokenizer.json differs from the GGUF's ids)."""
     fixture = json.loads((REPO / "tests" / "fixtures" / f"tokens_{preset}.json").read_text())
     tok = tokenizers.Tokenizer.from_file(str(out / "tokenizer.json"))
-    cases = [{"text": c["text"], "ids": tok.encode(c["text"], add_special_tokens=False).ids}
+    cases = [{"text": c["text"], "ids": tok.encode(c["text"], add_special_tokens=False).ids,
+              "nfc_stable": unicodedata.normalize("NFC", c["text"]) == c["text"]}
              for c in fixture["cases"] if "text" in c]
     (out / "hf_tokens.json").write_text(json.dumps(
         {"reference": f"tokenizers {tokenizers.__version__}", "cases": cases}, ensure_ascii=False, indent=1))

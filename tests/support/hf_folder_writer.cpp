@@ -24,13 +24,18 @@ std::string hf_name(const std::string& gguf_name) {
   static const std::map<std::string, std::string> top = {{"token_embd.weight", "model.embed_tokens.weight"},
                                                          {"output_norm.weight", "model.norm.weight"},
                                                          {"output.weight", "lm_head.weight"}};
-  static const std::map<std::string, std::string> layer = {
-      {"attn_norm.weight", "input_layernorm.weight"},    {"attn_q.weight", "self_attn.q_proj.weight"},
-      {"attn_k.weight", "self_attn.k_proj.weight"},      {"attn_v.weight", "self_attn.v_proj.weight"},
-      {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q.bias", "self_attn.q_proj.bias"},
-      {"attn_k.bias", "self_attn.k_proj.bias"},          {"attn_v.bias", "self_attn.v_proj.bias"},
-      {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
-      {"ffn_up.weight", "mlp.up_proj.weight"},           {"ffn_down.weight", "mlp.down_proj.weight"}};
+  static const std::map<std::string, std::string> layer = {{"attn_norm.weight", "input_layernorm.weight"},
+                                                           {"attn_q.weight", "self_attn.q_proj.weight"},
+                                                           {"attn_k.weight", "self_attn.k_proj.weight"},
+                                                           {"attn_v.weight", "self_attn.v_proj.weight"},
+                                                           {"attn_output.weight", "self_attn.o_proj.weight"},
+                                                           {"attn_q.bias", "self_attn.q_proj.bias"},
+                                                           {"attn_k.bias", "self_attn.k_proj.bias"},
+                                                           {"attn_v.bias", "self_attn.v_proj.bias"},
+                                                           {"ffn_norm.weight", "post_attention_layernorm.weight"},
+                                                           {"ffn_gate.weight", "mlp.gate_proj.weight"},
+                                                           {"ffn_up.weight", "mlp.up_proj.weight"},
+                                                           {"ffn_down.weight", "mlp.down_proj.weight"}};
   if (top.count(gguf_name)) return top.at(gguf_name);
   const size_t dot = gguf_name.find('.', 4);  // "blk.N.rest"
   return "model.layers." + gguf_name.substr(4, dot - 4) + "." + layer.at(gguf_name.substr(dot + 1));
@@ -38,10 +43,14 @@ std::string hf_name(const std::string& gguf_name) {
 
 const char* dtype_of(GgmlType t) {
   switch (t) {
-    case GgmlType::F32: return "F32";
-    case GgmlType::F16: return "F16";
-    case GgmlType::BF16: return "BF16";
-    default: fail("write_hf_folder: tensor type ", ggml_type_name(t), " has no safetensors dtype");
+    case GgmlType::F32:
+      return "F32";
+    case GgmlType::F16:
+      return "F16";
+    case GgmlType::BF16:
+      return "BF16";
+    default:
+      fail("write_hf_folder: tensor type ", ggml_type_name(t), " has no safetensors dtype");
   }
 }
 
@@ -112,20 +121,18 @@ void write_hf_folder(const std::string& gguf_path, const std::string& dir, const
       for (const SafetensorsEntry& e : part) weight_map[e.name] = name;
       write_safetensors(dir + "/" + name, part);
     }
-    write_text(dir + "/model.safetensors.index.json", json{{"metadata", json::object()}, {"weight_map", weight_map}}.dump(2));
+    write_text(dir + "/model.safetensors.index.json",
+               json{{"metadata", json::object()}, {"weight_map", weight_map}}.dump(2));
   }
 
   json vocab_json = json::object();
-  for (int64_t i = 0; i < vocab; ++i)
-    vocab_json[i < 256 ? byte_level_char((uint8_t)i) : "tok" + std::to_string(i)] = i;
-  const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false},
-                           {"use_regex", true}};
-  const json tokenizer = {{"version", "1.0"},
-                          {"added_tokens", json::array()},
-                          {"normalizer", nullptr},
-                          {"pre_tokenizer", byte_level},
-                          {"decoder", byte_level},
-                          {"model", {{"type", "BPE"}, {"vocab", vocab_json}, {"merges", json::array()}}}};
+  for (int64_t i = 0; i < vocab; ++i) vocab_json[i < 256 ? byte_level_char((uint8_t)i) : "tok" + std::to_string(i)] = i;
+  const json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", true}};
+  const json tokenizer = {
+      {"version", "1.0"},      {"added_tokens", json::array()},
+      {"normalizer", nullptr}, {"pre_tokenizer", byte_level},
+      {"decoder", byte_level}, {"model", {{"type", "BPE"}, {"vocab", vocab_json}, {"merges", json::array()}}}};
   write_text(dir + "/tokenizer.json", tokenizer.dump());
   write_text(dir + "/tokenizer_config.json", json{{"chat_template", "{{ '<|im_start|>' }}"}}.dump());
 }

@@ -1,6 +1,8 @@
 // Hugging Face folders load as the GGUF file they were written from: the same logits and KV bit for bit (llama's
 // Q/K rows permuted back, qwen2's left alone; F32, F16 and BF16; one file or shards), and a bad folder gets one
 // error naming the file and the field, tensor or value.
+#include "io/hf_folder.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "io/hf_config.h"
-#include "io/hf_folder.h"
 #include "model/decoder.h"
+#include "model/gguf_tokenizer.h"
 #include "support/hf_folder_writer.h"
 #include "support/temp_dir.h"
 #include "support/tiny_model.h"
@@ -127,7 +129,8 @@ TEST_F(HfFolderErrors, UnknownModelTypeIsNamed) {
 
 TEST_F(HfFolderErrors, WrongShapeNamesTensorAndShard) {
   edit_config([](json& j) { j["intermediate_size"] = 100; });
-  EXPECT_ERROR_HAS(".safetensors: tensor 'model.layers.0.mlp.gate_proj.weight' has shape [128, 64], expected [100, 64]");
+  EXPECT_ERROR_HAS(
+      ".safetensors: tensor 'model.layers.0.mlp.gate_proj.weight' has shape [128, 64], expected [100, 64]");
 }
 
 TEST_F(HfFolderErrors, MissingShardIsNamed) {
@@ -177,11 +180,42 @@ TEST_F(HfFolderErrors, FolderWithoutConfigIsNamed) {
   EXPECT_ERROR_HAS("model: a folder without config.json");
 }
 
+// tokenizer.json's NFC normalizer composes text before it is split (Qwen2's tokenizer.json carries one).
+TEST(HfTokenizer, NfcNormalizerComposesTextFirst) {
+  test::TinyModelSpec spec;
+  spec.vocab = 300;  // every byte a token
+  const std::string dir = (test::fresh_test_dir() / "model").string();
+  test::write_hf_folder(test::write_tiny_model(spec), dir);
+  const auto encode = [&](const std::string& text) {
+    return BpeTokenizer(bpe_vocabulary_from_gguf(*open_decoder_file(dir))).encode(text, false, false);
+  };
+  const std::string decomposed =
+                        "Caf"
+                        "e\xcc\x81",
+                    composed = "Caf\xc3\xa9";
+  EXPECT_NE(encode(decomposed), encode(composed));
+  json tok = json::parse(std::ifstream(dir + "/tokenizer.json"));
+  tok["normalizer"] = {{"type", "NFC"}};
+  std::ofstream(dir + "/tokenizer.json") << tok.dump();
+  EXPECT_EQ(encode(decomposed), encode(composed));
+  tok["normalizer"] = {{"type", "NFKC"}};
+  std::ofstream(dir + "/tokenizer.json") << tok.dump();
+  try {
+    encode(composed);
+    ADD_FAILURE() << "NFKC accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.json: normalizer {\"type\":\"NFKC\"} is not supported (none, NFC)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(HfConfig, RopeScalingKinds) {
   const std::string dir = test::fresh_test_dir().string();
   const auto config_with = [&](const json& rope_scaling) {
-    json j = {{"model_type", "llama"}, {"num_hidden_layers", 2}, {"hidden_size", 64}, {"num_attention_heads", 4},
-              {"intermediate_size", 128}, {"vocab_size", 97}, {"rope_theta", 500000.0}, {"rope_scaling", rope_scaling}};
+    json j = {{"model_type", "llama"},    {"num_hidden_layers", 2},      {"hidden_size", 64},
+              {"num_attention_heads", 4}, {"intermediate_size", 128},    {"vocab_size", 97},
+              {"rope_theta", 500000.0},   {"rope_scaling", rope_scaling}};
     std::ofstream(dir + "/config.json") << j.dump();
     return read_hf_config(dir + "/config.json");
   };
@@ -194,8 +228,11 @@ TEST(HfConfig, RopeScalingKinds) {
   EXPECT_EQ(kv.at("llama.rope.scaling.factor").f, 2.0);
   // Llama 3.1's settings: short wavelengths keep their frequency, long ones are divided by the factor, and the band
   // between is interpolated smoothly (factors rise monotonically from 1 to 8).
-  const HfDecoderConfig l3 = config_with({{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
-                                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}});
+  const HfDecoderConfig l3 = config_with({{"rope_type", "llama3"},
+                                          {"factor", 8.0},
+                                          {"low_freq_factor", 1.0},
+                                          {"high_freq_factor", 4.0},
+                                          {"original_max_position_embeddings", 8192}});
   const std::vector<float> f = llama3_rope_factors(l3);
   ASSERT_EQ(f.size(), 8u);
   EXPECT_EQ(f.front(), 1.0f);
