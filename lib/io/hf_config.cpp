@@ -16,7 +16,7 @@ class Fields {
   Fields(const std::string& path, const json& j) : path_(path), j_(j) {}
 
   int64_t count(const char* key) const {
-    KVF_CHECK(j_.contains(key), path_, ": missing \"", key, "\"");
+    KVF_CHECK(j_.contains(key) && !j_[key].is_null(), path_, ": missing \"", key, "\"");
     return count(key, 0);
   }
   int64_t count(const char* key, int64_t dflt) const {

@@ -135,16 +135,28 @@ class Assembler {
   gguf::Parts& parts_;
 };
 
+// Runs `read`, turning a JSON value of an unexpected type (nlohmann's exception) into an error naming the files.
+template <typename Read>
+auto naming_json_errors(const std::string& files, Read&& read) {
+  try {
+    return read();
+  } catch (const json::exception& e) {
+    fail(files, ": unexpected JSON (", e.what(), ")");
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
-  const HfDecoderConfig c = read_hf_config(dir + "/config.json");
+  const HfDecoderConfig c =
+      naming_json_errors(dir + "/config.json", [&] { return read_hf_config(dir + "/config.json"); });
   gguf::Parts parts;
   parts.path = dir;
   add_hf_config_metadata(c, parts.metadata);
-  add_hf_tokenizer_metadata(dir, c, parts.metadata);
+  naming_json_errors(dir + "/tokenizer.json or tokenizer_config.json",
+                     [&] { add_hf_tokenizer_metadata(dir, c, parts.metadata); });
 
-  const Shards shards(dir);
+  const Shards shards = naming_json_errors(dir + "/model.safetensors.index.json", [&] { return Shards(dir); });
   Assembler a(c, shards, parts);
   const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   const bool permute = c.arch == "llama";

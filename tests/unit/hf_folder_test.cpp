@@ -122,6 +122,19 @@ TEST_F(HfFolderErrors, BadCountsNameTheField) {
   EXPECT_ERROR_HAS("config.json: missing \"hidden_size\"");
 }
 
+TEST_F(HfFolderErrors, NullsAndWrongJsonTypesNameTheFile) {
+  edit_config([](json& j) { j["num_attention_heads"] = nullptr; });
+  EXPECT_ERROR_HAS("config.json: missing \"num_attention_heads\"");
+  edit_config([](json& j) {
+    j["num_attention_heads"] = 4;
+    j["model_type"] = 7;
+  });
+  EXPECT_ERROR_HAS("config.json: missing \"model_type\"");
+  edit_config([](json& j) { j["model_type"] = "llama"; });
+  write("tokenizer_config.json", {{"clean_up_tokenization_spaces", "yes"}});
+  EXPECT_ERROR_HAS("model/tokenizer.json or tokenizer_config.json: unexpected JSON");
+}
+
 TEST_F(HfFolderErrors, UnknownModelTypeIsNamed) {
   edit_config([](json& j) { j["model_type"] = "gemma3"; });
   EXPECT_ERROR_HAS("config.json: model_type \"gemma3\" is not supported (llama, mistral, qwen2)");
