@@ -27,6 +27,8 @@ struct Case {
   GgmlType type;
   int shards;
 };
+std::string case_name(const Case& c) { return c.arch + "_" + ggml_type_name(c.type) + "_" + std::to_string(c.shards); }
+void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
 
 class HfFolderMatchesGguf : public ::testing::TestWithParam<Case> {};
 
@@ -72,10 +74,7 @@ INSTANTIATE_TEST_SUITE_P(Folders, HfFolderMatchesGguf,
                          ::testing::Values(Case{"llama", GgmlType::F32, 1}, Case{"llama", GgmlType::BF16, 2},
                                            Case{"llama", GgmlType::F16, 3}, Case{"qwen2", GgmlType::F32, 2},
                                            Case{"qwen2", GgmlType::BF16, 1}),
-                         [](const auto& info) {
-                           return info.param.arch + "_" + ggml_type_name(info.param.type) + "_" +
-                                  std::to_string(info.param.shards);
-                         });
+                         [](const auto& info) { return case_name(info.param); });
 
 // A good tiny folder, changed by `edit`; the error message of loading it.
 class HfFolderErrors : public ::testing::Test {
