@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace kvf::cpu {
 
 struct GemmIsa {
@@ -39,5 +41,11 @@ extern const DequantAvx2 kDequantAvx2;
 // for r < rows and j < wrows; x rows ldx floats apart, w rows ldw; k a multiple of 8.
 void dot_rows_avx2(const float* x, int64_t ldx, int rows, const float* w, int64_t ldw, int wrows, int64_t k, float* y,
                    int64_t ldy);
+
+// Integer dot products of 8-bit activation rows with block-quantized weight rows (int_dot_avx512.cpp, AVX-512
+// VNNI); int_dot.h says what they compute.
+struct Int8Rows;
+void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int8Rows& x, float* y,
+                               int64_t ldy);
 
 }  // namespace kvf::cpu

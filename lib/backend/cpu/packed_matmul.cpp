@@ -10,6 +10,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/gemm_isa.h"
+#include "backend/cpu/int_dot.h"
 #include "core/ggml_types.h"
 
 namespace kvf::cpu {
@@ -22,10 +23,6 @@ constexpr int64_t kPanelK = 256;
 const GemmIsa& isa_of(GemmKernel kernel) {
   return kernel == GemmKernel::Avx512Bf16 ? kGemmAvx512Bf16 : kGemmAvx2F32;
 }
-
-// Up to this many rows (decoding, short passes) each weight row is dequantized once to f32 and dotted with every
-// row while it sits in L1: no panel to pack, and the weights stream from memory once.
-constexpr int64_t kFewRows = 4;
 
 // Column blocks of every product, so that one parallel loop covers them all.
 struct ColumnBlock {
@@ -43,11 +40,21 @@ std::vector<ColumnBlock> column_blocks(const std::vector<MatmulProduct>& product
 }
 
 void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products) {
+  // Block-quantized weights meet the activations in integer dot products where the CPU has them; the activation
+  // rows are rounded to 8-bit integers once for every product.
+  static thread_local Int8Rows buffer;
+  Int8Rows& xi = buffer;  // the workers read this thread's buffer (a thread_local named in the lambda would be theirs)
+  bool any_integer = false;
+  for (const MatmulProduct& p : products) any_integer = any_integer || int_dot_available(p.w->dtype);
+  if (any_integer) quantize_rows_int8(x, n, k, xi);
   const std::vector<ColumnBlock> blocks = column_blocks(products, 64);
   tbb::parallel_for(size_t{0}, blocks.size(), [&](size_t b) {
     const MatmulProduct& p = products[blocks[b].product];
     const int64_t m = p.w->dim(0);
     const size_t row_bytes = dtype_bytes(p.w->dtype, k);
+    if (int_dot_available(p.w->dtype))
+      return int_dot_rows(p.w->dtype, p.w->data<uint8_t>() + blocks[b].c0 * row_bytes, row_bytes,
+                           (int)blocks[b].cols, xi, p.y + blocks[b].c0, m);
     constexpr int64_t kRowsAtOnce = 8;  // weight rows dequantized, then dotted with every activation row
     std::vector<float> values((size_t)(kRowsAtOnce * k));
     for (int64_t c = blocks[b].c0; c < blocks[b].c0 + blocks[b].cols; c += kRowsAtOnce) {
@@ -103,7 +110,7 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
               dtype_name(p.w->dtype), " weight; the ", gemm_kernel_name(kernel), " kernel needs a multiple of ",
               isa.k_step);
   if (n == 0) return;
-  if (n <= kFewRows) return few_rows_matmul(x, n, k, products);
+  if (n <= kFewRowsMatmul) return few_rows_matmul(x, n, k, products);
   // Activations in the kernel's input form, once for every panel of every product.
   std::vector<uint8_t> xin((size_t)(n * k) * isa.x_elem_bytes);
   tbb::parallel_for(int64_t{0}, n, [&](int64_t r) { isa.convert_x(x + r * k, k, xin.data() + r * k * isa.x_elem_bytes); });

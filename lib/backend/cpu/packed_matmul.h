@@ -13,6 +13,11 @@ namespace kvf::cpu {
 // Row lengths (k) the active kernel takes are multiples of this.
 int64_t packed_matmul_k_step();
 
+// Up to this many rows (decoding) each weight row is read once and dotted with every row, with no panel to pack: in
+// 8-bit integers where the CPU has them (int_dot.h says why only decoding), else dequantized to f32 while it sits
+// in L1. A row's result depends on which of the two paths computed it.
+constexpr int64_t kFewRowsMatmul = 4;
+
 // One input times several weights (y_i[n, m_i] = x . w_i^T, e.g. Q, K and V): the input is converted once and
 // one parallel loop covers every product's column blocks. Each y_i is as a separate call would give it.
 struct MatmulProduct {

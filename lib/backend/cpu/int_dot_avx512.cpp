@@ -1,0 +1,217 @@
+// Integer dot products of 8-bit activation rows with block-quantized weight rows (compiled with -mavx512f
+// -mavx512bw -mavx512vl -mavx512vnni -mf16c -mfma; int_dot.h says what they compute).
+//
+// Every weight format is read as units of 32 values, each value s * u + c with u an unsigned byte and s, c
+// constant over the unit (or over each half of 16, Q6_K). Against an activation block x = q * d:
+//   sum(w * x) = s * d * sum(u * q) + c * (d * sum(q))
+// The first sum is one vpdpbusd (u8 x s8 -> s32), the second is the block's precomputed sum (Int8Rows::sum32).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/gemm_isa.h"
+#include "backend/cpu/int_dot.h"
+
+namespace kvf::cpu {
+namespace {
+
+inline float f16_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+inline float hsum(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+// Running sums of one weight row against R activation rows (from row0 of x).
+template <int R>
+class RowSums {
+ public:
+  RowSums(const Int8Rows& x, int64_t row0) : x_(x), row0_(row0) {
+    for (int r = 0; r < R; ++r) {
+      acc_[r] = _mm256_setzero_ps();
+      off_[r] = 0;
+    }
+  }
+
+  // The 32 weights at value e of the row: s * u + c.
+  void unit(__m256i u, int64_t e, float s, float c) {
+    for (int r = 0; r < R; ++r) {
+      const int64_t b = block(r, e);
+      acc_[r] = _mm256_fmadd_ps(products(u, r, e), _mm256_set1_ps(s * x_.d[(size_t)b]), acc_[r]);
+      off_[r] += c * x_.sum32[(size_t)b];
+    }
+  }
+
+  // The same with s0, c0 for the first 16 values and s1, c1 for the last 16 (vpdpbusd lanes 0-3 and 4-7).
+  void unit(__m256i u, int64_t e, float s0, float s1, float c0, float c1) {
+    const __m256 s = _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0));
+    for (int r = 0; r < R; ++r) {
+      const int64_t b = block(r, e);
+      acc_[r] = _mm256_fmadd_ps(products(u, r, e), _mm256_mul_ps(s, _mm256_set1_ps(x_.d[(size_t)b])), acc_[r]);
+      off_[r] += c0 * x_.sum16[(size_t)(2 * b)] + c1 * x_.sum16[(size_t)(2 * b + 1)];
+    }
+  }
+
+  void store(float* y, int64_t ldy) const {
+    for (int r = 0; r < R; ++r) y[r * ldy] = hsum(acc_[r]) + off_[r];
+  }
+
+ private:
+  int64_t block(int r, int64_t e) const { return (row0_ + r) * (x_.k / 32) + e / 32; }
+
+  // Sums of four products u * q of the unit against row r's activations, as 8 floats.
+  __m256 products(__m256i u, int r, int64_t e) const {
+    const __m256i q = _mm256_loadu_si256((const __m256i*)(x_.q.data() + (row0_ + r) * x_.k + e));
+    return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, q));
+  }
+
+  const Int8Rows& x_;
+  int64_t row0_;
+  __m256 acc_[R];
+  float off_[R];
+};
+
+// 16 bytes of nibbles -> 32 values: the low nibbles, then the high ones.
+inline __m256i nibbles(const uint8_t* qs) {
+  const __m128i b = _mm_loadu_si128((const __m128i*)qs);
+  const __m128i m = _mm_set1_epi8(0xF);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+// Adds 16 to value j where bit j of the little-endian word at qh is set (the 5-bit formats' fifth bits).
+inline __m256i with_fifth_bits(__m256i u, const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, 4);
+  return _mm256_mask_add_epi8(u, (__mmask32)bits, u, _mm256_set1_epi8(16));
+}
+
+// Layouts: core/ggml_types.cpp.
+template <int R>
+void row_q4_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
+  for (int64_t e = 0; e < k; e += 32, w += 18) {
+    const float d = f16_at(w);
+    sums.unit(nibbles(w + 2), e, d, -8 * d);
+  }
+}
+
+template <int R>
+void row_q4_1(const uint8_t* w, RowSums<R>& sums, int64_t k) {
+  for (int64_t e = 0; e < k; e += 32, w += 20) sums.unit(nibbles(w + 4), e, f16_at(w), f16_at(w + 2));
+}
+
+template <int R>
+void row_q5_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
+  for (int64_t e = 0; e < k; e += 32, w += 22) {
+    const float d = f16_at(w);
+    sums.unit(with_fifth_bits(nibbles(w + 6), w + 2), e, d, -16 * d);
+  }
+}
+
+template <int R>
+void row_q5_1(const uint8_t* w, RowSums<R>& sums, int64_t k) {
+  for (int64_t e = 0; e < k; e += 32, w += 24)
+    sums.unit(with_fifth_bits(nibbles(w + 8), w + 4), e, f16_at(w), f16_at(w + 2));
+}
+
+template <int R>
+void row_q8_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
+  const __m256i flip = _mm256_set1_epi8((char)0x80);  // q + 128 as an unsigned byte
+  for (int64_t e = 0; e < k; e += 32, w += 34) {
+    const float d = f16_at(w);
+    sums.unit(_mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(w + 2)), flip), e, d, -128 * d);
+  }
+}
+
+// Q4_K's six-bit scale and min of sub-block j (the packing is described at core/ggml_types.cpp's q4k_scale_min).
+inline void q4k_scale_min(int j, const uint8_t* s, int& sc, int& mn) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    mn = s[j + 4] & 63;
+  } else {
+    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+    mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+template <int R>
+void row_q4_k(const uint8_t* w, RowSums<R>& sums, int64_t k) {
+  const __m256i m4 = _mm256_set1_epi8(0xF);
+  for (int64_t e = 0; e < k; e += 256, w += 144) {
+    const float d = f16_at(w), dmin = f16_at(w + 2);
+    const uint8_t* q = w + 16;
+    for (int sub = 0; sub < 8; sub += 2, q += 32) {
+      const __m256i v = _mm256_loadu_si256((const __m256i*)q);
+      int sc, mn;
+      q4k_scale_min(sub, w + 4, sc, mn);
+      sums.unit(_mm256_and_si256(v, m4), e + 32 * sub, d * (float)sc, -dmin * (float)mn);
+      q4k_scale_min(sub + 1, w + 4, sc, mn);
+      sums.unit(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), e + 32 * sub + 32, d * (float)sc, -dmin * (float)mn);
+    }
+  }
+}
+
+template <int R>
+void row_q6_k(const uint8_t* w, RowSums<R>& sums, int64_t k) {
+  const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(0x30);
+  for (int64_t e = 0; e < k; e += 256, w += 210) {
+    const float d = f16_at(w + 208);
+    const uint8_t* ql = w;
+    const uint8_t* qh = w + 128;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
+    for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8) {
+      const __m256i l0 = _mm256_loadu_si256((const __m256i*)ql), l1 = _mm256_loadu_si256((const __m256i*)(ql + 32));
+      const __m256i h = _mm256_loadu_si256((const __m256i*)qh);
+      const __m256i u[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2)),
+          _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m2)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m2)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m2)),
+      };
+      for (int j = 0; j < 4; ++j) {  // values 32j.. of this half; scales per 16 values
+        const float s0 = d * (float)sc[2 * j], s1 = d * (float)sc[2 * j + 1];
+        sums.unit(u[j], e + 128 * half + 32 * j, s0, s1, -32 * s0, -32 * s1);
+      }
+    }
+  }
+}
+
+template <int R>
+void rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int8Rows& x, int64_t row0, float* y,
+          int64_t ldy) {
+  for (int j = 0; j < wrows; ++j, w += row_bytes) {
+    RowSums<R> sums(x, row0);
+    switch (t) {
+      case DType::Q4_0: row_q4_0(w, sums, x.k); break;
+      case DType::Q4_1: row_q4_1(w, sums, x.k); break;
+      case DType::Q5_0: row_q5_0(w, sums, x.k); break;
+      case DType::Q5_1: row_q5_1(w, sums, x.k); break;
+      case DType::Q8_0: row_q8_0(w, sums, x.k); break;
+      case DType::Q4_K: row_q4_k(w, sums, x.k); break;
+      case DType::Q6_K: row_q6_k(w, sums, x.k); break;
+      default: return;  // int_dot_rows admits only the types above
+    }
+    sums.store(y + row0 * ldy + j, ldy);
+  }
+}
+
+}  // namespace
+
+void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int8Rows& x, float* y,
+                               int64_t ldy) {
+  for (int64_t r0 = 0; r0 < x.rows; r0 += 4) {
+    switch (std::min<int64_t>(4, x.rows - r0)) {
+      case 1: rows<1>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
+      case 2: rows<2>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
+      case 3: rows<3>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
+      default: rows<4>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
+    }
+  }
+}
+
+}  // namespace kvf::cpu
