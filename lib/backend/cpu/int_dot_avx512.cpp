@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
@@ -28,38 +29,45 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-// Running sums of one weight row against R activation rows (from row0 of x).
+// Running sums of one weight row against R activation rows (from row0 of x). Units alternate between two
+// accumulator slots S (fixed by their place in the row), so that consecutive units' additions do not wait for
+// each other.
 template <int R>
 class RowSums {
  public:
   RowSums(const Int8Rows& x, int64_t row0) : x_(x), row0_(row0) {
-    for (int r = 0; r < R; ++r) {
-      acc_[r] = _mm256_setzero_ps();
-      off_[r] = 0;
-    }
+    for (int r = 0; r < R; ++r)
+      for (int slot = 0; slot < 2; ++slot) {
+        acc_[slot][r] = _mm256_setzero_ps();
+        off_[slot][r] = 0;
+      }
   }
 
   // The 32 weights at value e of the row: s * u + c.
+  template <int S>
   void unit(__m256i u, int64_t e, float s, float c) {
     for (int r = 0; r < R; ++r) {
       const int64_t b = block(r, e);
-      acc_[r] = _mm256_fmadd_ps(products(u, r, e), _mm256_set1_ps(s * x_.d[(size_t)b]), acc_[r]);
-      off_[r] += c * x_.sum32[(size_t)b];
+      acc_[S][r] = _mm256_fmadd_ps(products(u, r, e), _mm256_set1_ps(s * x_.d[(size_t)b]), acc_[S][r]);
+      off_[S][r] += c * x_.sum32[(size_t)b];
     }
   }
 
   // The same with s0, c0 for the first 16 values and s1, c1 for the last 16 (vpdpbusd lanes 0-3 and 4-7).
+  template <int S>
   void unit(__m256i u, int64_t e, float s0, float s1, float c0, float c1) {
     const __m256 s = _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0));
     for (int r = 0; r < R; ++r) {
       const int64_t b = block(r, e);
-      acc_[r] = _mm256_fmadd_ps(products(u, r, e), _mm256_mul_ps(s, _mm256_set1_ps(x_.d[(size_t)b])), acc_[r]);
-      off_[r] += c0 * x_.sum16[(size_t)(2 * b)] + c1 * x_.sum16[(size_t)(2 * b + 1)];
+      acc_[S][r] =
+          _mm256_fmadd_ps(products(u, r, e), _mm256_mul_ps(s, _mm256_set1_ps(x_.d[(size_t)b])), acc_[S][r]);
+      off_[S][r] += c0 * x_.sum16[(size_t)(2 * b)] + c1 * x_.sum16[(size_t)(2 * b + 1)];
     }
   }
 
   void store(float* y, int64_t ldy) const {
-    for (int r = 0; r < R; ++r) y[r * ldy] = hsum(acc_[r]) + off_[r];
+    for (int r = 0; r < R; ++r)
+      y[r * ldy] = hsum(_mm256_add_ps(acc_[0][r], acc_[1][r])) + (off_[0][r] + off_[1][r]);
   }
 
  private:
@@ -73,9 +81,23 @@ class RowSums {
 
   const Int8Rows& x_;
   int64_t row0_;
-  __m256 acc_[R];
-  float off_[R];
+  __m256 acc_[2][R];
+  float off_[2][R];
 };
+
+template <int S>
+using Slot = std::integral_constant<int, S>;
+
+// Calls unit(block, e, slot) for the blocks of 32 values of a row (`bytes` each), alternating the slots.
+template <class Unit>
+inline void each_block(const uint8_t* w, size_t bytes, int64_t k, Unit unit) {
+  int64_t e = 0;
+  for (; e + 64 <= k; e += 64, w += 2 * bytes) {
+    unit(w, e, Slot<0>());
+    unit(w + bytes, e + 32, Slot<1>());
+  }
+  if (e < k) unit(w, e, Slot<0>());
+}
 
 // 16 bytes of nibbles -> 32 values: the low nibbles, then the high ones.
 inline __m256i nibbles(const uint8_t* qs) {
@@ -94,38 +116,41 @@ inline __m256i with_fifth_bits(__m256i u, const uint8_t* qh) {
 // Layouts: core/ggml_types.cpp.
 template <int R>
 void row_q4_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  for (int64_t e = 0; e < k; e += 32, w += 18) {
-    const float d = f16_at(w);
-    sums.unit(nibbles(w + 2), e, d, -8 * d);
-  }
+  each_block(w, 18, k, [&](const uint8_t* b, int64_t e, auto slot) {
+    const float d = f16_at(b);
+    sums.template unit<slot()>(nibbles(b + 2), e, d, -8 * d);
+  });
 }
 
 template <int R>
 void row_q4_1(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  for (int64_t e = 0; e < k; e += 32, w += 20) sums.unit(nibbles(w + 4), e, f16_at(w), f16_at(w + 2));
+  each_block(w, 20, k, [&](const uint8_t* b, int64_t e, auto slot) {
+    sums.template unit<slot()>(nibbles(b + 4), e, f16_at(b), f16_at(b + 2));
+  });
 }
 
 template <int R>
 void row_q5_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  for (int64_t e = 0; e < k; e += 32, w += 22) {
-    const float d = f16_at(w);
-    sums.unit(with_fifth_bits(nibbles(w + 6), w + 2), e, d, -16 * d);
-  }
+  each_block(w, 22, k, [&](const uint8_t* b, int64_t e, auto slot) {
+    const float d = f16_at(b);
+    sums.template unit<slot()>(with_fifth_bits(nibbles(b + 6), b + 2), e, d, -16 * d);
+  });
 }
 
 template <int R>
 void row_q5_1(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  for (int64_t e = 0; e < k; e += 32, w += 24)
-    sums.unit(with_fifth_bits(nibbles(w + 8), w + 4), e, f16_at(w), f16_at(w + 2));
+  each_block(w, 24, k, [&](const uint8_t* b, int64_t e, auto slot) {
+    sums.template unit<slot()>(with_fifth_bits(nibbles(b + 8), b + 4), e, f16_at(b), f16_at(b + 2));
+  });
 }
 
 template <int R>
 void row_q8_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
   const __m256i flip = _mm256_set1_epi8((char)0x80);  // q + 128 as an unsigned byte
-  for (int64_t e = 0; e < k; e += 32, w += 34) {
-    const float d = f16_at(w);
-    sums.unit(_mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(w + 2)), flip), e, d, -128 * d);
-  }
+  each_block(w, 34, k, [&](const uint8_t* b, int64_t e, auto slot) {
+    const float d = f16_at(b);
+    sums.template unit<slot()>(_mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(b + 2)), flip), e, d, -128 * d);
+  });
 }
 
 // Q4_K's six-bit scale and min of sub-block j (the packing is described at core/ggml_types.cpp's q4k_scale_min).
@@ -149,9 +174,10 @@ void row_q4_k(const uint8_t* w, RowSums<R>& sums, int64_t k) {
       const __m256i v = _mm256_loadu_si256((const __m256i*)q);
       int sc, mn;
       q4k_scale_min(sub, w + 4, sc, mn);
-      sums.unit(_mm256_and_si256(v, m4), e + 32 * sub, d * (float)sc, -dmin * (float)mn);
+      sums.template unit<0>(_mm256_and_si256(v, m4), e + 32 * sub, d * (float)sc, -dmin * (float)mn);
       q4k_scale_min(sub + 1, w + 4, sc, mn);
-      sums.unit(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), e + 32 * sub + 32, d * (float)sc, -dmin * (float)mn);
+      sums.template unit<1>(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), e + 32 * sub + 32, d * (float)sc,
+                            -dmin * (float)mn);
     }
   }
 }
@@ -173,10 +199,14 @@ void row_q6_k(const uint8_t* w, RowSums<R>& sums, int64_t k) {
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m2)),
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m2)),
       };
-      for (int j = 0; j < 4; ++j) {  // values 32j.. of this half; scales per 16 values
+      const auto unit = [&](int j, auto slot) {  // values 32j.. of this half; scales per 16 values
         const float s0 = d * (float)sc[2 * j], s1 = d * (float)sc[2 * j + 1];
-        sums.unit(u[j], e + 128 * half + 32 * j, s0, s1, -32 * s0, -32 * s1);
-      }
+        sums.template unit<slot()>(u[j], e + 128 * half + 32 * j, s0, s1, -32 * s0, -32 * s1);
+      };
+      unit(0, Slot<0>());
+      unit(1, Slot<1>());
+      unit(2, Slot<0>());
+      unit(3, Slot<1>());
     }
   }
 }
