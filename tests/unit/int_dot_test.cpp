@@ -1,4 +1,4 @@
-// Integer dot products of 8-bit activation rows with block-quantized weights (lib/backend/cpu/int_dot.h): the
+// Integer dot products of 16-bit activation rows with block-quantized weights (lib/backend/cpu/int_dot.h): the
 // activation rounding stays within half a block scale, the products equal the exact product of the dequantized
 // weights and the rounded activations to f32 rounding (a layout slip in any format shows as an O(1) error), and
 // each output row is the same bit for bit whatever batch of rows it is computed in.
@@ -28,8 +28,8 @@ TEST(IntDot, ActivationRoundingStaysWithinHalfABlockScale) {
   std::mt19937 rng(1);
   std::vector<float> x = random_rows(3, 96, rng);
   std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
-  cpu::Int8Rows q;
-  cpu::quantize_rows_int8(x.data(), 3, 96, q);
+  cpu::Int16Rows q;
+  cpu::quantize_rows_int16(x.data(), 3, 96, q);
   ASSERT_EQ(q.q.size(), 288u);
   ASSERT_EQ(q.d.size(), 9u);
   EXPECT_EQ(q.d[1], 0.0f);
@@ -42,12 +42,12 @@ TEST(IntDot, ActivationRoundingStaysWithinHalfABlockScale) {
       sums[i / 16] += qi;
       ASSERT_LE(std::abs(x[b * 32 + i] - qi * q.d[b]), q.d[b] * 0.5f * 1.0001f) << "block " << b << " value " << i;
     }
-    EXPECT_EQ(q.d[b], amax / 127.0f);
+    EXPECT_EQ(q.d[b], amax / 32767.0f);
     EXPECT_EQ(q.sum16[2 * b], q.d[b] * (float)sums[0]);
     EXPECT_EQ(q.sum16[2 * b + 1], q.d[b] * (float)sums[1]);
     EXPECT_EQ(q.sum32[b], q.d[b] * (float)(sums[0] + sums[1]));
   }
-  EXPECT_THROW(cpu::quantize_rows_int8(x.data(), 1, 40, q), Error);
+  EXPECT_THROW(cpu::quantize_rows_int16(x.data(), 1, 40, q), Error);
 }
 
 TEST(IntDot, EqualsTheProductOfTheDequantizedWeightsAndRoundedActivations) {
@@ -55,8 +55,8 @@ TEST(IntDot, EqualsTheProductOfTheDequantizedWeightsAndRoundedActivations) {
   std::mt19937 rng(11);
   const int64_t n = 6, k = 768, m = 37;  // more rows than one kernel pass takes (4)
   const std::vector<float> x = random_rows(n, k, rng);
-  cpu::Int8Rows q;
-  cpu::quantize_rows_int8(x.data(), n, k, q);
+  cpu::Int16Rows q;
+  cpu::quantize_rows_int16(x.data(), n, k, q);
   for (DType t : kIntegerFormats) {
     if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
@@ -83,12 +83,12 @@ TEST(IntDot, EachRowIsTheSameWhateverItsBatch) {
   for (DType t : kIntegerFormats) {
     if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
-    cpu::Int8Rows all, one;
-    cpu::quantize_rows_int8(x.data(), 6, k, all);
+    cpu::Int16Rows all, one;
+    cpu::quantize_rows_int16(x.data(), 6, k, all);
     std::vector<float> together(6 * m), alone(m);
     cpu::int_dot_rows(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, all, together.data(), m);
     for (int64_t i = 0; i < 6; ++i) {
-      cpu::quantize_rows_int8(x.data() + i * k, 1, k, one);
+      cpu::quantize_rows_int16(x.data() + i * k, 1, k, one);
       cpu::int_dot_rows(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, one, alone.data(), m);
       ASSERT_EQ(0, std::memcmp(alone.data(), together.data() + i * m, m * sizeof(float))) << dtype_name(t) << " " << i;
     }

@@ -111,7 +111,7 @@ TEST(PackedMatmul, FewRowsAreCloseToTheProductWhateverTheirBatch) {
           for (int v = 0; v < 32; ++v) amax = std::max(amax, std::abs(block[v]));
           ref += (double)x[i * k + e] * w.values[j * k + e];
           mag += std::abs((double)x[i * k + e] * w.values[j * k + e]);
-          rounding += std::abs((double)w.values[j * k + e]) * amax / 254;
+          rounding += std::abs((double)w.values[j * k + e]) * amax / 65534;
         }
         ASSERT_NEAR(four[i * m + j], ref, 2e-6 * mag + (integer ? rounding : 0)) << dtype_name(t) << " " << i << ","
                                                                                   << j;

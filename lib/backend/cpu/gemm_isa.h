@@ -42,10 +42,10 @@ extern const DequantAvx2 kDequantAvx2;
 void dot_rows_avx2(const float* x, int64_t ldx, int rows, const float* w, int64_t ldw, int wrows, int64_t k, float* y,
                    int64_t ldy);
 
-// Integer dot products of 8-bit activation rows with block-quantized weight rows (int_dot_avx512.cpp, AVX-512
+// Integer dot products of 16-bit activation rows with block-quantized weight rows (int_dot_avx512.cpp, AVX-512
 // VNNI); int_dot.h says what they compute.
-struct Int8Rows;
-void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int8Rows& x, float* y,
+struct Int16Rows;
+void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                                int64_t ldy);
 
 }  // namespace kvf::cpu

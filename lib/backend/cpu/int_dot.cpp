@@ -9,8 +9,8 @@
 
 namespace kvf::cpu {
 
-void quantize_rows_int8(const float* x, int64_t rows, int64_t k, Int8Rows& out) {
-  KVF_CHECK(k % 32 == 0, "8-bit activation rows: ", k, " values is not a multiple of 32");
+void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out) {
+  KVF_CHECK(k % 32 == 0, "16-bit activation rows: ", k, " values is not a multiple of 32");
   out.rows = rows;
   out.k = k;
   out.q.resize((size_t)(rows * k));
@@ -21,11 +21,11 @@ void quantize_rows_int8(const float* x, int64_t rows, int64_t k, Int8Rows& out) 
     const float* v = x + b * 32;
     float amax = 0;
     for (int i = 0; i < 32; ++i) amax = std::max(amax, std::abs(v[i]));
-    const float d = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
-    int8_t* q = out.q.data() + b * 32;
+    const float d = amax / 32767.0f, inv = amax > 0 ? 32767.0f / amax : 0.0f;
+    int16_t* q = out.q.data() + b * 32;
     int sums[2] = {0, 0};
     for (int i = 0; i < 32; ++i) {
-      q[i] = (int8_t)std::lrint(v[i] * inv);
+      q[i] = (int16_t)std::lrint(v[i] * inv);
       sums[i / 16] += q[i];
     }
     out.d[(size_t)b] = d;
@@ -46,7 +46,7 @@ bool int_dot_available(DType t) {
   }
 }
 
-void int_dot_rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int8Rows& x, float* y, int64_t ldy) {
+void int_dot_rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y, int64_t ldy) {
   KVF_CHECK(int_dot_available(t), "no integer dot-product kernel for ", dtype_name(t), " weights on this CPU");
   KVF_CHECK(x.k % dtype_block_elems(t) == 0, "integer dot products: rows of ", x.k, " values of a ", dtype_name(t),
             " weight");

@@ -1,10 +1,11 @@
-// Integer dot products of 8-bit activation rows with block-quantized weight rows (compiled with -mavx512f
+// Integer dot products of 16-bit activation rows with block-quantized weight rows (compiled with -mavx512f
 // -mavx512bw -mavx512vl -mavx512vnni -mf16c -mfma; int_dot.h says what they compute).
 //
 // Every weight format is read as units of 32 values, each value s * u + c with u an unsigned byte and s, c
 // constant over the unit (or over each half of 16, Q6_K). Against an activation block x = q * d:
 //   sum(w * x) = s * d * sum(u * q) + c * (d * sum(q))
-// The first sum is one vpdpbusd (u8 x s8 -> s32), the second is the block's precomputed sum (Int8Rows::sum32).
+// The first sum is one vpdpwssd over the unit widened to 16 bits (|u * q| sums stay below 2^28), the second is
+// the block's precomputed sum (Int16Rows::sum32).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,8 +24,13 @@ inline float f16_at(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-inline float hsum(__m256 v) {
-  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+// (The zero-masked forms of the conversions here compile to the same instructions as the plain ones, whose GCC 12
+// headers trip -Wmaybe-uninitialized.)
+inline float hsum(__m512 v) {
+  const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 0));
+  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 1));
+  const __m256 h = _mm256_add_ps(lo, hi);
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
   const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
@@ -35,10 +41,10 @@ inline float hsum(__m256 v) {
 template <int R>
 class RowSums {
  public:
-  RowSums(const Int8Rows& x, int64_t row0) : x_(x), row0_(row0) {
+  RowSums(const Int16Rows& x, int64_t row0) : x_(x), row0_(row0) {
     for (int r = 0; r < R; ++r)
       for (int slot = 0; slot < 2; ++slot) {
-        acc_[slot][r] = _mm256_setzero_ps();
+        acc_[slot][r] = _mm512_setzero_ps();
         off_[slot][r] = 0;
       }
   }
@@ -46,42 +52,44 @@ class RowSums {
   // The 32 weights at value e of the row: s * u + c.
   template <int S>
   void unit(__m256i u, int64_t e, float s, float c) {
+    const __m512i w = _mm512_cvtepu8_epi16(u);
     for (int r = 0; r < R; ++r) {
       const int64_t b = block(r, e);
-      acc_[S][r] = _mm256_fmadd_ps(products(u, r, e), _mm256_set1_ps(s * x_.d[(size_t)b]), acc_[S][r]);
+      acc_[S][r] = _mm512_fmadd_ps(products(w, r, e), _mm512_set1_ps(s * x_.d[(size_t)b]), acc_[S][r]);
       off_[S][r] += c * x_.sum32[(size_t)b];
     }
   }
 
-  // The same with s0, c0 for the first 16 values and s1, c1 for the last 16 (vpdpbusd lanes 0-3 and 4-7).
+  // The same with s0, c0 for the first 16 values and s1, c1 for the last 16 (vpdpwssd lanes 0-7 and 8-15).
   template <int S>
   void unit(__m256i u, int64_t e, float s0, float s1, float c0, float c1) {
-    const __m256 s = _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0));
+    const __m512i w = _mm512_cvtepu8_epi16(u);
+    const __m512 s = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
     for (int r = 0; r < R; ++r) {
       const int64_t b = block(r, e);
       acc_[S][r] =
-          _mm256_fmadd_ps(products(u, r, e), _mm256_mul_ps(s, _mm256_set1_ps(x_.d[(size_t)b])), acc_[S][r]);
+          _mm512_fmadd_ps(products(w, r, e), _mm512_mul_ps(s, _mm512_set1_ps(x_.d[(size_t)b])), acc_[S][r]);
       off_[S][r] += c0 * x_.sum16[(size_t)(2 * b)] + c1 * x_.sum16[(size_t)(2 * b + 1)];
     }
   }
 
   void store(float* y, int64_t ldy) const {
     for (int r = 0; r < R; ++r)
-      y[r * ldy] = hsum(_mm256_add_ps(acc_[0][r], acc_[1][r])) + (off_[0][r] + off_[1][r]);
+      y[r * ldy] = hsum(_mm512_add_ps(acc_[0][r], acc_[1][r])) + (off_[0][r] + off_[1][r]);
   }
 
  private:
   int64_t block(int r, int64_t e) const { return (row0_ + r) * (x_.k / 32) + e / 32; }
 
-  // Sums of four products u * q of the unit against row r's activations, as 8 floats.
-  __m256 products(__m256i u, int r, int64_t e) const {
-    const __m256i q = _mm256_loadu_si256((const __m256i*)(x_.q.data() + (row0_ + r) * x_.k + e));
-    return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, q));
+  // Pairwise sums w * q of the unit (widened to 16 bits) against row r's activations, as 16 floats.
+  __m512 products(__m512i w, int r, int64_t e) const {
+    const __m512i q = _mm512_loadu_si512(x_.q.data() + (row0_ + r) * x_.k + e);
+    return _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_dpwssd_epi32(_mm512_setzero_si512(), w, q));
   }
 
-  const Int8Rows& x_;
+  const Int16Rows& x_;
   int64_t row0_;
-  __m256 acc_[2][R];
+  __m512 acc_[2][R];
   float off_[2][R];
 };
 
@@ -212,7 +220,7 @@ void row_q6_k(const uint8_t* w, RowSums<R>& sums, int64_t k) {
 }
 
 template <int R>
-void rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int8Rows& x, int64_t row0, float* y,
+void rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, int64_t row0, float* y,
           int64_t ldy) {
   for (int j = 0; j < wrows; ++j, w += row_bytes) {
     RowSums<R> sums(x, row0);
@@ -232,7 +240,7 @@ void rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int8Rows
 
 }  // namespace
 
-void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int8Rows& x, float* y,
+void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                                int64_t ldy) {
   for (int64_t r0 = 0; r0 < x.rows; r0 += 4) {
     switch (std::min<int64_t>(4, x.rows - r0)) {

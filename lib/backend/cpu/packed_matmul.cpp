@@ -41,12 +41,12 @@ std::vector<ColumnBlock> column_blocks(const std::vector<MatmulProduct>& product
 
 void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products) {
   // Block-quantized weights meet the activations in integer dot products where the CPU has them; the activation
-  // rows are rounded to 8-bit integers once for every product.
-  static thread_local Int8Rows buffer;
-  Int8Rows& xi = buffer;  // the workers read this thread's buffer (a thread_local named in the lambda would be theirs)
+  // rows are rounded to 16-bit integers once for every product.
+  static thread_local Int16Rows buffer;
+  Int16Rows& xi = buffer;  // the workers read this thread's buffer (a thread_local named in the lambda would be theirs)
   bool any_integer = false;
   for (const MatmulProduct& p : products) any_integer = any_integer || int_dot_available(p.w->dtype);
-  if (any_integer) quantize_rows_int8(x, n, k, xi);
+  if (any_integer) quantize_rows_int16(x, n, k, xi);
   const std::vector<ColumnBlock> blocks = column_blocks(products, 64);
   tbb::parallel_for(size_t{0}, blocks.size(), [&](size_t b) {
     const MatmulProduct& p = products[blocks[b].product];

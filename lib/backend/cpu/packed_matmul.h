@@ -14,7 +14,7 @@ namespace kvf::cpu {
 int64_t packed_matmul_k_step();
 
 // Up to this many rows (decoding) each weight row is read once and dotted with every row, with no panel to pack: in
-// 8-bit integers where the CPU has them (int_dot.h says why only decoding), else dequantized to f32 while it sits
+// integer dot products where the CPU has them (int_dot.h says why only decoding), else dequantized to f32 while it sits
 // in L1. A row's result depends on which of the two paths computed it.
 constexpr int64_t kFewRowsMatmul = 4;
 
