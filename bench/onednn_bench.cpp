@@ -4,7 +4,8 @@
 // setup (untimed); the f32 -> bf16 conversion of the activations is timed, as kvfuse's is. kvfuse runs with bf16
 // weights and with Q8_0 weights as a GGUF stores them (integer dot products up to 4 rows, bf16 panels beyond).
 // Prints a markdown table: median ms per layer and GFLOP/s. oneDNN runs on OpenMP (Debian's build), kvfuse on TBB,
-// each with --threads workers, kvfuse first so that OpenMP's waiting workers do not share its cores.
+// each with --threads workers, kvfuse first so that OpenMP's waiting workers do not share its cores. Run it on an
+// otherwise idle machine: OpenMP's spinning workers lose most of their speed when a core is taken.
 #include <tbb/global_control.h>
 
 #include <CLI/CLI.hpp>
@@ -149,19 +150,27 @@ int main(int argc, char** argv) {
                 dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
     std::printf("| rows | oneDNN bf16 ms | kvfuse bf16 ms | kvfuse Q8_0 ms | oneDNN / kvfuse bf16 | oneDNN / kvfuse Q8_0 |"
                 " kvfuse bf16 GFLOP/s |\n|--:|--:|--:|--:|--:|--:|--:|\n");
+    // Every kvfuse measurement first: OpenMP's workers keep spinning for a while after each oneDNN call.
+    std::vector<std::vector<float>> inputs;
+    std::vector<double> ms_bf16, ms_q8, ms_dnnl;
     for (const int64_t n : rows) {
-      std::vector<float> x = random_values(n * 4864, 1.0f, rng);
+      inputs.push_back(random_values(n * 4864, 1.0f, rng));
       std::vector<float> y((size_t)(n * 9728));
       const auto kvfuse_layer = [&](const std::vector<kvf::Tensor>& w) {
-        for (size_t i = 0; i < w.size(); ++i) kvf::cpu::packed_matmul(x.data(), n, kLayer[i].k, w[i], y.data());
+        for (size_t i = 0; i < w.size(); ++i)
+          kvf::cpu::packed_matmul(inputs.back().data(), n, kLayer[i].k, w[i], y.data());
       };
-      const double ms_bf16 = median_ms(runs, [&] { kvfuse_layer(bf16); });
-      const double ms_q8 = median_ms(runs, [&] { kvfuse_layer(q8); });
-      OnednnLayer onednn(n, values, x);
-      const double ms_dnnl = median_ms(runs, [&] { onednn.run(); });
-      std::printf("| %lld | %.3f | %.3f | %.3f | %.2f | %.2f | %.1f |\n", (long long)n, ms_dnnl, ms_bf16, ms_q8,
-                  ms_dnnl / ms_bf16, ms_dnnl / ms_q8, flops_per_row * (double)n / ms_bf16 * 1e-6);
+      ms_bf16.push_back(median_ms(runs, [&] { kvfuse_layer(bf16); }));
+      ms_q8.push_back(median_ms(runs, [&] { kvfuse_layer(q8); }));
     }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      OnednnLayer onednn(rows[i], values, inputs[i]);
+      ms_dnnl.push_back(median_ms(runs, [&] { onednn.run(); }));
+    }
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::printf("| %lld | %.3f | %.3f | %.3f | %.2f | %.2f | %.1f |\n", (long long)rows[i], ms_dnnl[i], ms_bf16[i],
+                  ms_q8[i], ms_dnnl[i] / ms_bf16[i], ms_dnnl[i] / ms_q8[i],
+                  flops_per_row * (double)rows[i] / ms_bf16[i] * 1e-6);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

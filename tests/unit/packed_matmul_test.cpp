@@ -88,8 +88,9 @@ TEST(PackedMatmul, ARowsResultDoesNotDependOnItsBatch) {
   }
 }
 
-// Few rows: block formats in integer dot products where the CPU has them (within the activation rounding,
-// half a block scale per value: int_dot.h), f32 dot products of the dequantized weights otherwise.
+// Few rows: block formats in integer dot products where the CPU has them (within the activation rounding, half a
+// block scale per value: int_dot.h), bf16 weights with bf16 activations where it has AVX-512 BF16 (within the
+// activations' bf16 rounding, 2^-9 of each), f32 dot products of the dequantized weights otherwise.
 TEST(PackedMatmul, FewRowsAreCloseToTheProductWhateverTheirBatch) {
   auto b = make_cpu_backend();
   std::mt19937 rng(5);
@@ -98,6 +99,7 @@ TEST(PackedMatmul, FewRowsAreCloseToTheProductWhateverTheirBatch) {
   for (DType t : kFormats) {
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
     const bool integer = cpu::int_dot_available(t);
+    const bool bf16 = t == DType::BF16 && cpu::cpu_features().avx512_bf16;
     std::vector<float> four(4 * m), one(m);
     cpu::packed_matmul(x.data(), 4, k, w.t, four.data());
     cpu::packed_matmul(x.data() + 3 * k, 1, k, w.t, one.data());
@@ -113,8 +115,8 @@ TEST(PackedMatmul, FewRowsAreCloseToTheProductWhateverTheirBatch) {
           mag += std::abs((double)x[i * k + e] * w.values[j * k + e]);
           rounding += std::abs((double)w.values[j * k + e]) * amax / 65534;
         }
-        ASSERT_NEAR(four[i * m + j], ref, 2e-6 * mag + (integer ? rounding : 0)) << dtype_name(t) << " " << i << ","
-                                                                                  << j;
+        const double activation_rounding = integer ? rounding : bf16 ? mag / 512 : 0;
+        ASSERT_NEAR(four[i * m + j], ref, 2e-6 * mag + activation_rounding) << dtype_name(t) << " " << i << "," << j;
       }
   }
 }

@@ -40,13 +40,25 @@ std::vector<ColumnBlock> column_blocks(const std::vector<MatmulProduct>& product
 }
 
 void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products) {
-  // Block-quantized weights meet the activations in integer dot products where the CPU has them; the activation
-  // rows are rounded to 16-bit integers once for every product.
-  static thread_local Int16Rows buffer;
-  Int16Rows& xi = buffer;  // the workers read this thread's buffer (a thread_local named in the lambda would be theirs)
-  bool any_integer = false;
-  for (const MatmulProduct& p : products) any_integer = any_integer || int_dot_available(p.w->dtype);
+  // Block-quantized weights meet the activations in integer dot products where the CPU has them (the activation
+  // rows rounded to 16-bit integers once for every product), bf16 weights meet them rounded to bf16 (as in the
+  // panels) where it has AVX-512 BF16; other weights are dequantized to f32.
+  static thread_local Int16Rows integer_buffer;
+  static thread_local std::vector<uint16_t> bf16_buffer;
+  Int16Rows& xi = integer_buffer;  // the workers read this thread's buffers (a thread_local named in the lambda
+  std::vector<uint16_t>& xb = bf16_buffer;  // would be theirs)
+  static const bool bf16_dots = cpu_features().avx512_bf16;
+  bool any_integer = false, any_bf16 = false;
+  for (const MatmulProduct& p : products) {
+    any_integer = any_integer || int_dot_available(p.w->dtype);
+    any_bf16 = any_bf16 || p.w->dtype == DType::BF16;
+  }
+  any_bf16 = any_bf16 && bf16_dots && k % 32 == 0;
   if (any_integer) quantize_rows_int16(x, n, k, xi);
+  if (any_bf16) {
+    xb.resize((size_t)(n * k));
+    for (int64_t r = 0; r < n; ++r) kGemmAvx512Bf16.convert_x(x + r * k, k, xb.data() + r * k);
+  }
   const std::vector<ColumnBlock> blocks = column_blocks(products, 64);
   tbb::parallel_for(size_t{0}, blocks.size(), [&](size_t b) {
     const MatmulProduct& p = products[blocks[b].product];
@@ -55,6 +67,9 @@ void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<Mat
     if (int_dot_available(p.w->dtype))
       return int_dot_rows(p.w->dtype, p.w->data<uint8_t>() + blocks[b].c0 * row_bytes, row_bytes,
                            (int)blocks[b].cols, xi, p.y + blocks[b].c0, m);
+    if (any_bf16 && p.w->dtype == DType::BF16)
+      return dot_rows_bf16_avx512(xb.data(), k, (int)n, p.w->data<uint16_t>() + blocks[b].c0 * k, k,
+                                  (int)blocks[b].cols, k, p.y + blocks[b].c0, m);
     constexpr int64_t kRowsAtOnce = 8;  // weight rows dequantized, then dotted with every activation row
     std::vector<float> values((size_t)(kRowsAtOnce * k));
     for (int64_t c = blocks[b].c0; c < blocks[b].c0 + blocks[b].cols; c += kRowsAtOnce) {
