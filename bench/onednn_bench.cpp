@@ -148,8 +148,9 @@ int main(int argc, char** argv) {
     std::printf("CPU: %s (%s); %d threads; kvfuse kernel %s; oneDNN %d.%d.%d\n\n", cpu.model.c_str(),
                 cpu.flags().c_str(), threads, kvf::cpu::gemm_kernel_name(kvf::cpu::active_gemm_kernel()),
                 dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
-    std::printf("| rows | oneDNN bf16 ms | kvfuse bf16 ms | kvfuse Q8_0 ms | oneDNN / kvfuse bf16 | oneDNN / kvfuse Q8_0 |"
-                " kvfuse bf16 GFLOP/s |\n|--:|--:|--:|--:|--:|--:|--:|\n");
+    std::printf(
+        "| rows | oneDNN bf16 ms | kvfuse bf16 ms | kvfuse Q8_0 ms | oneDNN / kvfuse bf16 | oneDNN / kvfuse Q8_0 |"
+        " kvfuse bf16 GFLOP/s |\n|--:|--:|--:|--:|--:|--:|--:|\n");
     // Every kvfuse measurement first: OpenMP's workers keep spinning for a while after each oneDNN call.
     std::vector<std::vector<float>> inputs;
     std::vector<double> ms_bf16, ms_q8, ms_dnnl;

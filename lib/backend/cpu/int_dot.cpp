@@ -15,7 +15,6 @@ void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out
   out.k = k;
   out.q.resize((size_t)(rows * k));
   out.d.resize((size_t)(rows * k / 32));
-  out.sum16.resize((size_t)(rows * k / 16));
   out.sum32.resize((size_t)(rows * k / 32));
   for (int64_t b = 0; b < rows * k / 32; ++b) {
     const float* v = x + b * 32;
@@ -23,15 +22,13 @@ void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out
     for (int i = 0; i < 32; ++i) amax = std::max(amax, std::abs(v[i]));
     const float d = amax / 32767.0f, inv = amax > 0 ? 32767.0f / amax : 0.0f;
     int16_t* q = out.q.data() + b * 32;
-    int sums[2] = {0, 0};
+    int sum = 0;
     for (int i = 0; i < 32; ++i) {
       q[i] = (int16_t)std::lrint(v[i] * inv);
-      sums[i / 16] += q[i];
+      sum += q[i];
     }
     out.d[(size_t)b] = d;
-    out.sum16[(size_t)(2 * b)] = d * (float)sums[0];
-    out.sum16[(size_t)(2 * b + 1)] = d * (float)sums[1];
-    out.sum32[(size_t)b] = d * (float)(sums[0] + sums[1]);
+    out.sum32[(size_t)b] = d * (float)sum;
   }
 }
 

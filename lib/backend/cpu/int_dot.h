@@ -23,8 +23,7 @@ struct Int16Rows {
   int64_t rows = 0, k = 0;
   std::vector<int16_t> q;     // [rows, k]
   std::vector<float> d;       // [rows, k / 32]: each block's scale
-  std::vector<float> sum16;   // [rows, k / 16]: d * (sum of q) over each 16 values (weights with offsets use them)
-  std::vector<float> sum32;   // [rows, k / 32]: the same over each block
+  std::vector<float> sum32;   // [rows, k / 32]: d * (sum of q) over each block (weights with a min use it)
 };
 
 // x [rows, k] -> out (k a multiple of 32; buffers reused).

@@ -1,11 +1,11 @@
 // Integer dot products of 16-bit activation rows with block-quantized weight rows (compiled with -mavx512f
 // -mavx512bw -mavx512vl -mavx512vnni -mf16c -mfma; int_dot.h says what they compute).
 //
-// Every weight format is read as units of 32 values, each value s * u + c with u an unsigned byte and s, c
-// constant over the unit (or over each half of 16, Q6_K). Against an activation block x = q * d:
+// Every weight format is read as units of 32 values, each value s * u + c with u a small integer (8 bits at most)
+// and s, c constant over the unit (s over each half of 16, Q6_K). Against an activation block x = q * d:
 //   sum(w * x) = s * d * sum(u * q) + c * (d * sum(q))
-// The first sum is one vpdpwssd over the unit widened to 16 bits (|u * q| sums stay below 2^28), the second is
-// the block's precomputed sum (Int16Rows::sum32).
+// The first sum is one vpdpwssd over the unit widened to 16 bits (|u * q| sums stay below 2^24), the second is
+// the block's precomputed sum (Int16Rows::sum32), needed only where c is not 0 (formats with a min).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -49,27 +49,27 @@ class RowSums {
       }
   }
 
-  // The 32 weights at value e of the row: s * u + c.
+  // The 32 weights at value e of the row, widened to 16 bits: s * w.
   template <int S>
-  void unit(__m256i u, int64_t e, float s, float c) {
-    const __m512i w = _mm512_cvtepu8_epi16(u);
-    for (int r = 0; r < R; ++r) {
-      const int64_t b = block(r, e);
-      acc_[S][r] = _mm512_fmadd_ps(products(w, r, e), _mm512_set1_ps(s * x_.d[(size_t)b]), acc_[S][r]);
-      off_[S][r] += c * x_.sum32[(size_t)b];
-    }
+  void unit(__m512i w, int64_t e, float s) {
+    for (int r = 0; r < R; ++r)
+      acc_[S][r] = _mm512_fmadd_ps(products(w, r, e), _mm512_set1_ps(s * x_.d[(size_t)block(r, e)]), acc_[S][r]);
   }
 
-  // The same with s0, c0 for the first 16 values and s1, c1 for the last 16 (vpdpwssd lanes 0-7 and 8-15).
+  // The same with a min: s * w + c.
   template <int S>
-  void unit(__m256i u, int64_t e, float s0, float s1, float c0, float c1) {
-    const __m512i w = _mm512_cvtepu8_epi16(u);
+  void unit_with_min(__m512i w, int64_t e, float s, float c) {
+    unit<S>(w, e, s);
+    for (int r = 0; r < R; ++r) off_[S][r] += c * x_.sum32[(size_t)block(r, e)];
+  }
+
+  // s0 * w for the first 16 values, s1 * w for the last 16 (vpdpwssd lanes 0-7 and 8-15).
+  template <int S>
+  void unit_in_halves(__m512i w, int64_t e, float s0, float s1) {
     const __m512 s = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
     for (int r = 0; r < R; ++r) {
-      const int64_t b = block(r, e);
-      acc_[S][r] =
-          _mm512_fmadd_ps(products(w, r, e), _mm512_mul_ps(s, _mm512_set1_ps(x_.d[(size_t)b])), acc_[S][r]);
-      off_[S][r] += c0 * x_.sum16[(size_t)(2 * b)] + c1 * x_.sum16[(size_t)(2 * b + 1)];
+      const __m512 scale = _mm512_mul_ps(s, _mm512_set1_ps(x_.d[(size_t)block(r, e)]));
+      acc_[S][r] = _mm512_fmadd_ps(products(w, r, e), scale, acc_[S][r]);
     }
   }
 
@@ -107,6 +107,10 @@ inline void each_block(const uint8_t* w, size_t bytes, int64_t k, Unit unit) {
   if (e < k) unit(w, e, Slot<0>());
 }
 
+// 32 bytes -> 32 16-bit values.
+inline __m512i widen_unsigned(__m256i u) { return _mm512_cvtepu8_epi16(u); }
+inline __m512i widen_signed(__m256i v) { return _mm512_cvtepi8_epi16(v); }
+
 // 16 bytes of nibbles -> 32 values: the low nibbles, then the high ones.
 inline __m256i nibbles(const uint8_t* qs) {
   const __m128i b = _mm_loadu_si128((const __m128i*)qs);
@@ -121,43 +125,44 @@ inline __m256i with_fifth_bits(__m256i u, const uint8_t* qh) {
   return _mm256_mask_add_epi8(u, (__mmask32)bits, u, _mm256_set1_epi8(16));
 }
 
-// Layouts: core/ggml_types.cpp.
+// Layouts: core/ggml_types.cpp. Formats whose values are q - offset subtract it in 8 bits and multiply signed
+// values; those with a min (Q4_1, Q5_1, Q4_K) multiply the unsigned q and add min * sum(x) per unit.
 template <int R>
 void row_q4_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
+  const __m256i eight = _mm256_set1_epi8(8);
   each_block(w, 18, k, [&](const uint8_t* b, int64_t e, auto slot) {
-    const float d = f16_at(b);
-    sums.template unit<slot()>(nibbles(b + 2), e, d, -8 * d);
+    sums.template unit<slot()>(widen_signed(_mm256_sub_epi8(nibbles(b + 2), eight)), e, f16_at(b));
   });
 }
 
 template <int R>
 void row_q4_1(const uint8_t* w, RowSums<R>& sums, int64_t k) {
   each_block(w, 20, k, [&](const uint8_t* b, int64_t e, auto slot) {
-    sums.template unit<slot()>(nibbles(b + 4), e, f16_at(b), f16_at(b + 2));
+    sums.template unit_with_min<slot()>(widen_unsigned(nibbles(b + 4)), e, f16_at(b), f16_at(b + 2));
   });
 }
 
 template <int R>
 void row_q5_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
+  const __m256i sixteen = _mm256_set1_epi8(16);
   each_block(w, 22, k, [&](const uint8_t* b, int64_t e, auto slot) {
-    const float d = f16_at(b);
-    sums.template unit<slot()>(with_fifth_bits(nibbles(b + 6), b + 2), e, d, -16 * d);
+    const __m256i q = with_fifth_bits(nibbles(b + 6), b + 2);
+    sums.template unit<slot()>(widen_signed(_mm256_sub_epi8(q, sixteen)), e, f16_at(b));
   });
 }
 
 template <int R>
 void row_q5_1(const uint8_t* w, RowSums<R>& sums, int64_t k) {
   each_block(w, 24, k, [&](const uint8_t* b, int64_t e, auto slot) {
-    sums.template unit<slot()>(with_fifth_bits(nibbles(b + 8), b + 4), e, f16_at(b), f16_at(b + 2));
+    sums.template unit_with_min<slot()>(widen_unsigned(with_fifth_bits(nibbles(b + 8), b + 4)), e, f16_at(b),
+                                        f16_at(b + 2));
   });
 }
 
 template <int R>
 void row_q8_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  const __m256i flip = _mm256_set1_epi8((char)0x80);  // q + 128 as an unsigned byte
   each_block(w, 34, k, [&](const uint8_t* b, int64_t e, auto slot) {
-    const float d = f16_at(b);
-    sums.template unit<slot()>(_mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(b + 2)), flip), e, d, -128 * d);
+    sums.template unit<slot()>(widen_signed(_mm256_loadu_si256((const __m256i*)(b + 2))), e, f16_at(b));
   });
 }
 
@@ -182,17 +187,18 @@ void row_q4_k(const uint8_t* w, RowSums<R>& sums, int64_t k) {
       const __m256i v = _mm256_loadu_si256((const __m256i*)q);
       int sc, mn;
       q4k_scale_min(sub, w + 4, sc, mn);
-      sums.template unit<0>(_mm256_and_si256(v, m4), e + 32 * sub, d * (float)sc, -dmin * (float)mn);
+      sums.template unit_with_min<0>(widen_unsigned(_mm256_and_si256(v, m4)), e + 32 * sub, d * (float)sc,
+                                     -dmin * (float)mn);
       q4k_scale_min(sub + 1, w + 4, sc, mn);
-      sums.template unit<1>(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), e + 32 * sub + 32, d * (float)sc,
-                            -dmin * (float)mn);
+      sums.template unit_with_min<1>(widen_unsigned(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4)), e + 32 * sub + 32,
+                                     d * (float)sc, -dmin * (float)mn);
     }
   }
 }
 
 template <int R>
 void row_q6_k(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(0x30);
+  const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(0x30), offset = _mm256_set1_epi8(32);
   for (int64_t e = 0; e < k; e += 256, w += 210) {
     const float d = f16_at(w + 208);
     const uint8_t* ql = w;
@@ -205,11 +211,12 @@ void row_q6_k(const uint8_t* w, RowSums<R>& sums, int64_t k) {
           _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2)),
           _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m2)),
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m2)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m2)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                          _mm256_and_si256(_mm256_srli_epi16(h, 2), m2)),
       };
       const auto unit = [&](int j, auto slot) {  // values 32j.. of this half; scales per 16 values
-        const float s0 = d * (float)sc[2 * j], s1 = d * (float)sc[2 * j + 1];
-        sums.template unit<slot()>(u[j], e + 128 * half + 32 * j, s0, s1, -32 * s0, -32 * s1);
+        sums.template unit_in_halves<slot()>(widen_signed(_mm256_sub_epi8(u[j], offset)), e + 128 * half + 32 * j,
+                                             d * (float)sc[2 * j], d * (float)sc[2 * j + 1]);
       };
       unit(0, Slot<0>());
       unit(1, Slot<1>());
