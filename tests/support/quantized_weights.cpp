@@ -45,4 +45,11 @@ QuantizedWeight make_quantized_weight(Backend& b, DType t, int64_t m, int64_t k,
   return w;
 }
 
+std::vector<float> random_rows(int64_t n, int64_t k, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x((size_t)(n * k));
+  for (float& v : x) v = d(rng);
+  return x;
+}
+
 }  // namespace kvf::test

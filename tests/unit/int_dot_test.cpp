@@ -17,16 +17,9 @@ namespace {
 constexpr DType kIntegerFormats[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                      DType::Q8_0, DType::Q4_K, DType::Q6_K};
 
-std::vector<float> random_rows(int64_t n, int64_t k, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> x((size_t)(n * k));
-  for (float& v : x) v = d(rng);
-  return x;
-}
-
 TEST(IntDot, ActivationRoundingStaysWithinHalfABlockScale) {
   std::mt19937 rng(1);
-  std::vector<float> x = random_rows(3, 96, rng);
+  std::vector<float> x = test::random_rows(3, 96, rng);
   std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
   cpu::Int16Rows q;
   cpu::quantize_rows_int16(x.data(), 3, 96, q);
@@ -52,7 +45,7 @@ TEST(IntDot, EqualsTheProductOfTheDequantizedWeightsAndRoundedActivations) {
   auto b = make_cpu_backend();
   std::mt19937 rng(11);
   const int64_t n = 6, k = 768, m = 37;  // more rows than one kernel pass takes (4)
-  const std::vector<float> x = random_rows(n, k, rng);
+  const std::vector<float> x = test::random_rows(n, k, rng);
   cpu::Int16Rows q;
   cpu::quantize_rows_int16(x.data(), n, k, q);
   for (DType t : kIntegerFormats) {
@@ -77,7 +70,7 @@ TEST(IntDot, EachRowIsTheSameWhateverItsBatch) {
   auto b = make_cpu_backend();
   std::mt19937 rng(12);
   const int64_t k = 512, m = 9;
-  const std::vector<float> x = random_rows(6, k, rng);
+  const std::vector<float> x = test::random_rows(6, k, rng);
   for (DType t : kIntegerFormats) {
     if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);

@@ -26,18 +26,11 @@ constexpr DType kFormats[] = {DType::BF16, DType::F16, DType::Q4_0, DType::Q4_1,
 
 using Weight = test::QuantizedWeight;
 
-std::vector<float> random_rows(int64_t n, int64_t k, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> x((size_t)(n * k));
-  for (float& v : x) v = d(rng);
-  return x;
-}
-
 TEST(PackedMatmul, EveryKernelAndFormatIsCloseToTheF32Product) {
   auto b = make_cpu_backend();
   std::mt19937 rng(7);
   const int64_t n = 13, k = 512, m = 100;  // a partial row tile and a partial column panel
-  const std::vector<float> x = random_rows(n, k, rng);
+  const std::vector<float> x = test::random_rows(n, k, rng);
   for (DType t : kFormats) {
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
     for (GemmKernel kernel : cpu::available_gemm_kernels()) {
@@ -63,7 +56,7 @@ TEST(PackedMatmul, ARowsResultDoesNotDependOnItsBatch) {
   std::mt19937 rng(11);
   const int64_t k = 768, m = 200;
   const int64_t rows = 110;
-  const std::vector<float> x = random_rows(rows, k, rng);
+  const std::vector<float> x = test::random_rows(rows, k, rng);
   for (DType t : {DType::Q4_1, DType::Q8_0, DType::BF16}) {
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
     for (GemmKernel kernel : cpu::available_gemm_kernels()) {
@@ -95,7 +88,7 @@ TEST(PackedMatmul, FewRowsAreCloseToTheProductWhateverTheirBatch) {
   auto b = make_cpu_backend();
   std::mt19937 rng(5);
   const int64_t k = 768, m = 70;
-  const std::vector<float> x = random_rows(4, k, rng);
+  const std::vector<float> x = test::random_rows(4, k, rng);
   for (DType t : kFormats) {
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
     const bool integer = cpu::int_dot_available(t);
@@ -145,7 +138,7 @@ TEST(PackedMatmul, ManyProductsEqualSeparateCalls) {
                wk = test::make_quantized_weight(*b, DType::Q8_0, 64, k, rng),
                wv = test::make_quantized_weight(*b, DType::Q4_K, 100, k, rng);
   for (int64_t n : {3, 40}) {  // the few-rows path and the panels
-    const std::vector<float> xv = random_rows(n, k, rng);
+    const std::vector<float> xv = test::random_rows(n, k, rng);
     Tensor x = b->empty(DType::F32, {n, k});
     b->copy_from_host(x, xv.data(), xv.size() * sizeof(float));
     std::vector<Tensor> together, apart;
@@ -176,7 +169,7 @@ TEST(PackedMatmul, BackendTakesCompactWeightsAndEmbeddingTables) {
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 64; ++j) ASSERT_EQ(out.data<float>()[i * 64 + j], w.values[id_values[i] * 64 + j]);
   Tensor x = b->empty(DType::F32, {4, 64}), y = b->empty(DType::F32, {4, 50});
-  const std::vector<float> xv = random_rows(4, 64, rng);
+  const std::vector<float> xv = test::random_rows(4, 64, rng);
   b->copy_from_host(x, xv.data(), xv.size() * 4);
   b->matmul_nt(x, w.t, y);
   std::vector<float> direct(4 * 50);

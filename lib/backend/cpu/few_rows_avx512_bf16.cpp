@@ -4,18 +4,10 @@
 #include <immintrin.h>
 
 #include "backend/cpu/gemm_isa.h"
+#include "backend/cpu/simd_reductions.h"
 
 namespace kvf::cpu {
 namespace {
-
-inline float hsum(__m512 v) {
-  const __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 0));
-  const __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 1));
-  const __m256 h = _mm256_add_ps(lo, hi);
-  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
-}
 
 // y[r * ldy] = x row r . w for r < R; two accumulators per row take alternate steps of 32 values.
 template <int R>
