@@ -1,7 +1,7 @@
 // Compact-weight matmuls (lib/backend/cpu/packed_matmul.h) with every kernel this CPU runs and every weight format:
 // close to the f32 product of the dequantized weights, and each output row bit-identical whatever batch (of more
-// than the few-rows path's cpu::kFewRowsMatmul rows) and column block it is computed in. The SIMD dequantization
-// equals the reference bit for bit.
+// rows than the few-rows path takes, cpu::packed_matmul_few_rows) and column block it is computed in. The SIMD
+// dequantization equals the reference bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,6 +32,7 @@ TEST(PackedMatmul, EveryKernelAndFormatIsCloseToTheF32Product) {
   const int64_t n = 13, k = 512, m = 100;  // a partial row tile and a partial column panel
   const std::vector<float> x = test::random_rows(n, k, rng);
   for (DType t : kFormats) {
+    ASSERT_GT(n, cpu::packed_matmul_few_rows(t, k)) << "rows the panels take";
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
     for (GemmKernel kernel : cpu::available_gemm_kernels()) {
       std::vector<float> y((size_t)(n * m));
@@ -59,11 +60,12 @@ TEST(PackedMatmul, ARowsResultDoesNotDependOnItsBatch) {
   const std::vector<float> x = test::random_rows(rows, k, rng);
   for (DType t : {DType::Q4_1, DType::Q8_0, DType::BF16}) {
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
+    const int64_t few = cpu::packed_matmul_few_rows(t, k);
     for (GemmKernel kernel : cpu::available_gemm_kernels()) {
       std::vector<float> all((size_t)(rows * m));
       cpu::packed_matmul(x.data(), rows, k, w.t, all.data(), kernel);
       for (int64_t first : {0, 5, 33, 60})
-        for (int64_t n : {5, 6, 7, 10}) {
+        for (int64_t n : {few + 1, few + 2, few + 3, few + 6}) {
           if (first + n > rows) continue;
           std::vector<float> part((size_t)(n * m));
           cpu::packed_matmul(x.data() + first * k, n, k, w.t, part.data(), kernel);
