@@ -1,8 +1,8 @@
-// A few activation rows times block-quantized weight rows with integer dot products (the decoding path): each
-// activation row is rounded once to 16-bit integers in blocks of 32 values (one f32 scale per block), each weight
-// block's small unsigned integers (<= 8 bits) meet it in 16-bit multiplies with 32-bit sums (AVX-512 VNNI
-// vpdpwssd), and the block scales are applied in f32 once per block. The weights are read once, compact, with no
-// f32 copy.
+// A few activation rows times block-quantized weight rows with integer dot products (decoding steps and short
+// passes, packed_matmul_few_rows): each activation row is rounded once to 16-bit integers in blocks of 32 values
+// (one f32 scale per block), each weight block's small integers (<= 8 bits) meet it in 16-bit multiplies with
+// 32-bit sums (AVX-512 VNNI vpdpwssd), and the block scales are applied in f32 once per block. The weights are read
+// once, compact, with no f32 copy.
 //
 // Accuracy: beyond f32 rounding, only the activation rounding, at most d/2 per value for a block scale
 // d = max|x| / 32767, so |error| <= sum over blocks of (d_b / 2) * sum |w| in the block: about 2^-16 of the
