@@ -45,6 +45,7 @@ packages=(
   libxxhash-dev        # chunk ids, checksums, model fingerprints
   libgtest-dev         # unit and model tests
   libbenchmark-dev     # micro-benchmarks in bench/
+  libdnnl-dev          # oneDNN, the library bench/onednn_bench.cpp measures kvfuse's matmul kernels against
   pkg-config           # locating the libraries above from CMake
   unzip                # unpacking model wheels
   python3-venv         # the converter's venv that writes qwen0.5b-hf (scripts/setup-reference.sh --convert)

@@ -1,17 +1,20 @@
 // Compact-weight matmuls (lib/backend/cpu/packed_matmul.h) with every kernel this CPU runs and every weight format:
 // close to the f32 product of the dequantized weights, and each output row bit-identical whatever batch (of more
-// than the few-rows path's 4 rows) and column block it is computed in. The SIMD dequantization equals the
-// reference bit for bit.
+// rows than the few-rows path takes, cpu::packed_matmul_few_rows) and column block it is computed in. The SIMD
+// dequantization equals the reference bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu/int_dot.h"
 #include "backend/cpu/packed_matmul.h"
 #include "core/ggml_types.h"
 #include "core/half.h"
+#include "support/quantized_weights.h"
 
 namespace kvf {
 namespace {
@@ -21,65 +24,16 @@ using cpu::GemmKernel;
 constexpr DType kFormats[] = {DType::BF16, DType::F16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                               DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K};
 
-// A weight [m, k] in `t` (random values, or random blocks with sane f16 scales for formats without a quantizer
-// here), and its values as f32.
-struct Weight {
-  Tensor t;
-  std::vector<float> values;
-};
-
-Weight make_weight(Backend& b, DType t, int64_t m, int64_t k, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.0f, 0.05f);
-  std::vector<float> f((size_t)(m * k));
-  for (float& v : f) v = d(rng);
-  Weight w{b.empty(t, {m, k}), std::vector<float>((size_t)(m * k))};
-  std::vector<uint8_t> bytes(w.t.nbytes());
-  const size_t row = dtype_bytes(t, k);
-  for (int64_t r = 0; r < m; ++r) {
-    uint8_t* dst = bytes.data() + r * row;
-    if (t == DType::BF16 || t == DType::F16) {
-      for (int64_t i = 0; i < k; ++i) {
-        const uint16_t h = t == DType::BF16 ? f32_to_bf16(f[r * k + i]) : f32_to_f16(f[r * k + i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-    } else if (t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q8_0) {
-      quantize_row(ggml_type_of(t), f.data() + r * k, dst, k);
-    } else {  // random block bytes; every 16-bit scale field made a small f16 by rewriting the whole block's scales
-      for (size_t i = 0; i < row; ++i) dst[i] = (uint8_t)rng();
-      const size_t block = dtype_block_bytes(t);
-      const uint16_t scale = f32_to_f16(0.002f);
-      for (size_t at = 0; at < row; at += block) {
-        if (t == DType::Q4_K) {  // d, dmin first
-          std::memcpy(dst + at, &scale, 2);
-          std::memcpy(dst + at + 2, &scale, 2);
-        } else if (t == DType::Q6_K) {  // d last
-          std::memcpy(dst + at + block - 2, &scale, 2);
-        } else {  // Q5_0 / Q5_1: d (and m) first
-          std::memcpy(dst + at, &scale, 2);
-          if (t == DType::Q5_1) std::memcpy(dst + at + 2, &scale, 2);
-        }
-      }
-    }
-    dequantize_row(ggml_type_of(t), dst, w.values.data() + r * k, k);
-  }
-  b.copy_from_host(w.t, bytes.data(), bytes.size());
-  return w;
-}
-
-std::vector<float> random_rows(int64_t n, int64_t k, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> x((size_t)(n * k));
-  for (float& v : x) v = d(rng);
-  return x;
-}
+using Weight = test::QuantizedWeight;
 
 TEST(PackedMatmul, EveryKernelAndFormatIsCloseToTheF32Product) {
   auto b = make_cpu_backend();
   std::mt19937 rng(7);
   const int64_t n = 13, k = 512, m = 100;  // a partial row tile and a partial column panel
-  const std::vector<float> x = random_rows(n, k, rng);
+  const std::vector<float> x = test::random_rows(n, k, rng);
   for (DType t : kFormats) {
-    const Weight w = make_weight(*b, t, m, k, rng);
+    ASSERT_GT(n, cpu::packed_matmul_few_rows(t, k)) << "rows the panels take";
+    const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
     for (GemmKernel kernel : cpu::available_gemm_kernels()) {
       std::vector<float> y((size_t)(n * m));
       cpu::packed_matmul(x.data(), n, k, w.t, y.data(), kernel);
@@ -102,15 +56,17 @@ TEST(PackedMatmul, ARowsResultDoesNotDependOnItsBatch) {
   auto b = make_cpu_backend();
   std::mt19937 rng(11);
   const int64_t k = 768, m = 200;
-  const std::vector<float> x = random_rows(70, k, rng);
+  const int64_t rows = 110;
+  const std::vector<float> x = test::random_rows(rows, k, rng);
   for (DType t : {DType::Q4_1, DType::Q8_0, DType::BF16}) {
-    const Weight w = make_weight(*b, t, m, k, rng);
+    const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
+    const int64_t few = cpu::packed_matmul_few_rows(t, k);
     for (GemmKernel kernel : cpu::available_gemm_kernels()) {
-      std::vector<float> all((size_t)(70 * m));
-      cpu::packed_matmul(x.data(), 70, k, w.t, all.data(), kernel);
+      std::vector<float> all((size_t)(rows * m));
+      cpu::packed_matmul(x.data(), rows, k, w.t, all.data(), kernel);
       for (int64_t first : {0, 5, 33, 60})
-        for (int64_t n : {5, 6, 7, 10}) {
-          if (first + n > 70) continue;
+        for (int64_t n : {few + 1, few + 2, few + 3, few + 6}) {
+          if (first + n > rows) continue;
           std::vector<float> part((size_t)(n * m));
           cpu::packed_matmul(x.data() + first * k, n, k, w.t, part.data(), kernel);
           ASSERT_EQ(0, std::memcmp(part.data(), all.data() + first * m, part.size() * sizeof(float)))
@@ -118,34 +74,44 @@ TEST(PackedMatmul, ARowsResultDoesNotDependOnItsBatch) {
         }
       // The same rows against the first 37 weight rows only: a narrower last panel leaves them unchanged too.
       Tensor narrow = w.t.rows(0, 37);
-      std::vector<float> y((size_t)(70 * 37));
-      cpu::packed_matmul(x.data(), 70, k, narrow, y.data(), kernel);
-      for (int64_t i = 0; i < 70; ++i)
+      std::vector<float> y((size_t)(rows * 37));
+      cpu::packed_matmul(x.data(), rows, k, narrow, y.data(), kernel);
+      for (int64_t i = 0; i < rows; ++i)
         ASSERT_EQ(0, std::memcmp(y.data() + i * 37, all.data() + i * m, 37 * sizeof(float)))
             << dtype_name(t) << " " << cpu::gemm_kernel_name(kernel) << " row " << i;
     }
   }
 }
 
-TEST(PackedMatmul, FewRowsAreF32DotsOfTheDequantizedWeights) {
+// Few rows: block formats in integer dot products where the CPU has them (within the activation rounding, half a
+// block scale per value: int_dot.h), bf16 weights with bf16 activations where it has AVX-512 BF16 (within the
+// activations' bf16 rounding, 2^-9 of each), f32 dot products of the dequantized weights otherwise.
+TEST(PackedMatmul, FewRowsAreCloseToTheProductWhateverTheirBatch) {
   auto b = make_cpu_backend();
   std::mt19937 rng(5);
   const int64_t k = 768, m = 70;
-  const std::vector<float> x = random_rows(4, k, rng);
+  const std::vector<float> x = test::random_rows(4, k, rng);
   for (DType t : kFormats) {
-    const Weight w = make_weight(*b, t, m, k, rng);
+    const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
+    const bool integer = cpu::int_dot_available(t);
+    const bool bf16 = t == DType::BF16 && cpu::cpu_features().avx512_bf16;
     std::vector<float> four(4 * m), one(m);
     cpu::packed_matmul(x.data(), 4, k, w.t, four.data());
     cpu::packed_matmul(x.data() + 3 * k, 1, k, w.t, one.data());
     EXPECT_EQ(0, std::memcmp(one.data(), four.data() + 3 * m, one.size() * sizeof(float))) << dtype_name(t);
     for (int64_t i = 0; i < 4; ++i)
       for (int64_t j = 0; j < m; ++j) {
-        double ref = 0, mag = 0;
-        for (int64_t t2 = 0; t2 < k; ++t2) {
-          ref += (double)x[i * k + t2] * w.values[j * k + t2];
-          mag += std::abs((double)x[i * k + t2] * w.values[j * k + t2]);
+        double ref = 0, mag = 0, rounding = 0;
+        for (int64_t e = 0; e < k; ++e) {
+          const float* block = x.data() + i * k + e / 32 * 32;
+          float amax = 0;
+          for (int v = 0; v < 32; ++v) amax = std::max(amax, std::abs(block[v]));
+          ref += (double)x[i * k + e] * w.values[j * k + e];
+          mag += std::abs((double)x[i * k + e] * w.values[j * k + e]);
+          rounding += std::abs((double)w.values[j * k + e]) * amax / 65534;
         }
-        ASSERT_NEAR(four[i * m + j], ref, 1e-6 * mag) << dtype_name(t) << " " << i << "," << j;
+        const double activation_rounding = integer ? rounding : bf16 ? mag / 512 : 0;
+        ASSERT_NEAR(four[i * m + j], ref, 2e-6 * mag + activation_rounding) << dtype_name(t) << " " << i << "," << j;
       }
   }
 }
@@ -155,7 +121,7 @@ TEST(PackedMatmul, SimdDequantizationEqualsTheReference) {
   std::mt19937 rng(9);
   for (DType t : kFormats) {
     const int64_t k = 1024;
-    const Weight w = make_weight(*b, t, 3, k, rng);
+    const Weight w = test::make_quantized_weight(*b, t, 3, k, rng);
     std::vector<float> got(k);
     for (int64_t r = 0; r < 3; ++r)
       for (int64_t k0 : {int64_t{0}, int64_t{256}}) {
@@ -170,10 +136,11 @@ TEST(PackedMatmul, ManyProductsEqualSeparateCalls) {
   auto b = make_cpu_backend();
   std::mt19937 rng(13);
   const int64_t k = 256;
-  const Weight wq = make_weight(*b, DType::Q4_1, 192, k, rng), wk = make_weight(*b, DType::Q8_0, 64, k, rng),
-               wv = make_weight(*b, DType::Q4_K, 100, k, rng);
+  const Weight wq = test::make_quantized_weight(*b, DType::Q4_1, 192, k, rng),
+               wk = test::make_quantized_weight(*b, DType::Q8_0, 64, k, rng),
+               wv = test::make_quantized_weight(*b, DType::Q4_K, 100, k, rng);
   for (int64_t n : {3, 40}) {  // the few-rows path and the panels
-    const std::vector<float> xv = random_rows(n, k, rng);
+    const std::vector<float> xv = test::random_rows(n, k, rng);
     Tensor x = b->empty(DType::F32, {n, k});
     b->copy_from_host(x, xv.data(), xv.size() * sizeof(float));
     std::vector<Tensor> together, apart;
@@ -193,7 +160,7 @@ TEST(PackedMatmul, ManyProductsEqualSeparateCalls) {
 TEST(PackedMatmul, BackendTakesCompactWeightsAndEmbeddingTables) {
   auto b = make_cpu_backend();
   std::mt19937 rng(3);
-  const Weight w = make_weight(*b, DType::Q4_1, 50, 64, rng);
+  const Weight w = test::make_quantized_weight(*b, DType::Q4_1, 50, 64, rng);
   EXPECT_TRUE(b->accepts_weights(DType::Q4_1, 64));
   EXPECT_FALSE(b->accepts_weights(DType::BF16, 20));  // rows the kernels cannot take stay f32
   Tensor ids = b->empty(DType::I32, {3});
@@ -204,7 +171,7 @@ TEST(PackedMatmul, BackendTakesCompactWeightsAndEmbeddingTables) {
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 64; ++j) ASSERT_EQ(out.data<float>()[i * 64 + j], w.values[id_values[i] * 64 + j]);
   Tensor x = b->empty(DType::F32, {4, 64}), y = b->empty(DType::F32, {4, 50});
-  const std::vector<float> xv = random_rows(4, 64, rng);
+  const std::vector<float> xv = test::random_rows(4, 64, rng);
   b->copy_from_host(x, xv.data(), xv.size() * 4);
   b->matmul_nt(x, w.t, y);
   std::vector<float> direct(4 * 50);

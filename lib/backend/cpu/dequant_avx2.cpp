@@ -5,15 +5,10 @@
 #include <cstring>
 
 #include "backend/cpu/gemm_isa.h"
+#include "backend/cpu/simd_reductions.h"
 
 namespace kvf::cpu {
 namespace {
-
-inline float f16_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
 
 // 16 bytes -> their low nibbles (values 0..15) as 16 ints, then their high nibbles.
 inline void nibbles(const uint8_t* q, __m256i& lo0, __m256i& lo1, __m256i& hi0, __m256i& hi1) {

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace kvf::cpu {
 
 struct GemmIsa {
@@ -39,5 +41,16 @@ extern const DequantAvx2 kDequantAvx2;
 // for r < rows and j < wrows; x rows ldx floats apart, w rows ldw; k a multiple of 8.
 void dot_rows_avx2(const float* x, int64_t ldx, int rows, const float* w, int64_t ldw, int wrows, int64_t k, float* y,
                    int64_t ldy);
+
+// Dot products of a few bf16 activation rows (kGemmAvx512Bf16.convert_x's form) with bf16 weight rows
+// (few_rows_avx512_bf16.cpp): y[r * ldy + j] = x[r] . w[j] for r < rows, j < wrows; k a multiple of 32.
+void dot_rows_bf16_avx512(const uint16_t* x, int64_t ldx, int rows, const uint16_t* w, int64_t ldw, int wrows,
+                          int64_t k, float* y, int64_t ldy);
+
+// Integer dot products of 16-bit activation rows with block-quantized weight rows (int_dot_avx512.cpp, AVX-512
+// VNNI); int_dot.h says what they compute.
+struct Int16Rows;
+void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
+                               int64_t ldy);
 
 }  // namespace kvf::cpu

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/gemm_isa.h"
+#include "backend/cpu/int_dot.h"
 #include "core/ggml_types.h"
 
 namespace kvf::cpu {
@@ -22,10 +24,6 @@ constexpr int64_t kPanelK = 256;
 const GemmIsa& isa_of(GemmKernel kernel) {
   return kernel == GemmKernel::Avx512Bf16 ? kGemmAvx512Bf16 : kGemmAvx2F32;
 }
-
-// Up to this many rows (decoding, short passes) each weight row is dequantized once to f32 and dotted with every
-// row while it sits in L1: no panel to pack, and the weights stream from memory once.
-constexpr int64_t kFewRows = 4;
 
 // Column blocks of every product, so that one parallel loop covers them all.
 struct ColumnBlock {
@@ -42,12 +40,41 @@ std::vector<ColumnBlock> column_blocks(const std::vector<MatmulProduct>& product
   return blocks;
 }
 
+bool bf16_dots_available(int64_t k) {
+  static const bool avx512_bf16 = cpu_features().avx512_bf16;
+  return avx512_bf16 && k % 32 == 0;
+}
+
 void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products) {
+  // Block-quantized weights meet the activations in integer dot products where the CPU has them (the activation
+  // rows rounded to 16-bit integers once for every product), bf16 weights meet them rounded to bf16 (as in the
+  // panels) where it has AVX-512 BF16; other weights are dequantized to f32.
+  static thread_local Int16Rows integer_buffer;
+  static thread_local std::vector<uint16_t> bf16_buffer;
+  Int16Rows& xi = integer_buffer;  // the workers read this thread's buffers (a thread_local named in the lambda
+  std::vector<uint16_t>& xb = bf16_buffer;  // would be theirs)
+  bool any_integer = false, any_bf16 = false;
+  for (const MatmulProduct& p : products) {
+    any_integer = any_integer || int_dot_available(p.w->dtype);
+    any_bf16 = any_bf16 || p.w->dtype == DType::BF16;
+  }
+  any_bf16 = any_bf16 && bf16_dots_available(k);
+  if (any_integer) quantize_rows_int16(x, n, k, xi);
+  if (any_bf16) {
+    xb.resize((size_t)(n * k));
+    for (int64_t r = 0; r < n; ++r) kGemmAvx512Bf16.convert_x(x + r * k, k, xb.data() + r * k);
+  }
   const std::vector<ColumnBlock> blocks = column_blocks(products, 64);
   tbb::parallel_for(size_t{0}, blocks.size(), [&](size_t b) {
     const MatmulProduct& p = products[blocks[b].product];
     const int64_t m = p.w->dim(0);
     const size_t row_bytes = dtype_bytes(p.w->dtype, k);
+    if (int_dot_available(p.w->dtype))
+      return int_dot_rows(p.w->dtype, p.w->data<uint8_t>() + blocks[b].c0 * row_bytes, row_bytes,
+                           (int)blocks[b].cols, xi, p.y + blocks[b].c0, m);
+    if (p.w->dtype == DType::BF16 && any_bf16)
+      return dot_rows_bf16_avx512(xb.data(), k, (int)n, p.w->data<uint16_t>() + blocks[b].c0 * k, k,
+                                  (int)blocks[b].cols, k, p.y + blocks[b].c0, m);
     constexpr int64_t kRowsAtOnce = 8;  // weight rows dequantized, then dotted with every activation row
     std::vector<float> values((size_t)(kRowsAtOnce * k));
     for (int64_t c = blocks[b].c0; c < blocks[b].c0 + blocks[b].cols; c += kRowsAtOnce) {
@@ -60,6 +87,11 @@ void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<Mat
 }
 
 }  // namespace
+
+int64_t packed_matmul_few_rows(DType t, int64_t k) {
+  const bool dot_kernel = int_dot_available(t) || (t == DType::BF16 && bf16_dots_available(k));
+  return dot_kernel ? 12 : 4;
+}
 
 void weight_values(DType t, const uint8_t* row, int64_t k0, int64_t kc, float* out) {
   const uint8_t* at = row + dtype_bytes(t, k0);
@@ -103,7 +135,9 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
               dtype_name(p.w->dtype), " weight; the ", gemm_kernel_name(kernel), " kernel needs a multiple of ",
               isa.k_step);
   if (n == 0) return;
-  if (n <= kFewRows) return few_rows_matmul(x, n, k, products);
+  int64_t few_rows = std::numeric_limits<int64_t>::max();
+  for (const MatmulProduct& p : products) few_rows = std::min(few_rows, packed_matmul_few_rows(p.w->dtype, k));
+  if (n <= few_rows) return few_rows_matmul(x, n, k, products);
   // Activations in the kernel's input form, once for every panel of every product.
   std::vector<uint8_t> xin((size_t)(n * k) * isa.x_elem_bytes);
   tbb::parallel_for(int64_t{0}, n, [&](int64_t r) { isa.convert_x(x + r * k, k, xin.data() + r * k * isa.x_elem_bytes); });

@@ -13,6 +13,13 @@ namespace kvf::cpu {
 // Row lengths (k) the active kernel takes are multiples of this.
 int64_t packed_matmul_k_step();
 
+// Up to this many rows (decoding, short passes) of weights of type t with rows of k values, each weight row is
+// read once and dotted with every row, with no panel to pack: 12 where the CPU has a dot-product kernel for t
+// (integer dot products for block formats, int_dot.h; bf16 dot products for bf16; measured about 2x faster than the
+// panels at 8 rows and even at 16 on Qwen2.5 0.5B and SmolLM2), else 4 (each weight row dequantized to f32 in L1).
+// Several products take the smallest of their limits. A row's result depends on which path computed it.
+int64_t packed_matmul_few_rows(DType t, int64_t k);
+
 // One input times several weights (y_i[n, m_i] = x . w_i^T, e.g. Q, K and V): the input is converted once and
 // one parallel loop covers every product's column blocks. Each y_i is as a separate call would give it.
 struct MatmulProduct {

@@ -1,0 +1,53 @@
+#include "backend/cpu/int_dot.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/gemm_isa.h"
+#include "core/error.h"
+
+namespace kvf::cpu {
+
+void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out) {
+  KVF_CHECK(k % 32 == 0, "16-bit activation rows: ", k, " values is not a multiple of 32");
+  out.rows = rows;
+  out.k = k;
+  out.q.resize((size_t)(rows * k));
+  out.d.resize((size_t)(rows * k / 32));
+  out.sum32.resize((size_t)(rows * k / 32));
+  for (int64_t b = 0; b < rows * k / 32; ++b) {
+    const float* v = x + b * 32;
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::abs(v[i]));
+    const float d = amax / 32767.0f, inv = amax > 0 ? 32767.0f / amax : 0.0f;
+    int16_t* q = out.q.data() + b * 32;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      q[i] = (int16_t)std::lrint(v[i] * inv);
+      sum += q[i];
+    }
+    out.d[(size_t)b] = d;
+    out.sum32[(size_t)b] = d * (float)sum;
+  }
+}
+
+bool int_dot_available(DType t) {
+  static const bool vnni = cpu_features().avx512_vnni;
+  switch (t) {
+    case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q4_K:
+    case DType::Q6_K:
+      return vnni;
+    default:
+      return false;
+  }
+}
+
+void int_dot_rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y, int64_t ldy) {
+  KVF_CHECK(int_dot_available(t), "no integer dot-product kernel for ", dtype_name(t), " weights on this CPU");
+  KVF_CHECK(x.k % dtype_block_elems(t) == 0, "integer dot products: rows of ", x.k, " values of a ", dtype_name(t),
+            " weight");
+  int_dot_rows_avx512_vnni(t, w, row_bytes, wrows, x, y, ldy);
+}
+
+}  // namespace kvf::cpu

@@ -1,0 +1,90 @@
+// Integer dot products of 16-bit activation rows with block-quantized weights (lib/backend/cpu/int_dot.h): the
+// activation rounding stays within half a block scale, the products equal the exact product of the dequantized
+// weights and the rounded activations to f32 rounding (a layout slip in any format shows as an O(1) error), and
+// each output row is the same bit for bit whatever batch of rows it is computed in.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backend/cpu/int_dot.h"
+#include "support/quantized_weights.h"
+
+namespace kvf {
+namespace {
+
+constexpr DType kIntegerFormats[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                                     DType::Q8_0, DType::Q4_K, DType::Q6_K};
+
+TEST(IntDot, ActivationRoundingStaysWithinHalfABlockScale) {
+  std::mt19937 rng(1);
+  std::vector<float> x = test::random_rows(3, 96, rng);
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
+  cpu::Int16Rows q;
+  cpu::quantize_rows_int16(x.data(), 3, 96, q);
+  ASSERT_EQ(q.q.size(), 288u);
+  ASSERT_EQ(q.d.size(), 9u);
+  EXPECT_EQ(q.d[1], 0.0f);
+  for (int64_t b = 0; b < 9; ++b) {
+    float amax = 0;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      amax = std::max(amax, std::abs(x[b * 32 + i]));
+      const int qi = q.q[b * 32 + i];
+      sum += qi;
+      ASSERT_LE(std::abs(x[b * 32 + i] - qi * q.d[b]), q.d[b] * 0.5f * 1.0001f) << "block " << b << " value " << i;
+    }
+    EXPECT_EQ(q.d[b], amax / 32767.0f);
+    EXPECT_EQ(q.sum32[b], q.d[b] * (float)sum);
+  }
+  EXPECT_THROW(cpu::quantize_rows_int16(x.data(), 1, 40, q), Error);
+}
+
+TEST(IntDot, EqualsTheProductOfTheDequantizedWeightsAndRoundedActivations) {
+  auto b = make_cpu_backend();
+  std::mt19937 rng(11);
+  const int64_t n = 6, k = 768, m = 37;  // more rows than one kernel pass takes (4)
+  const std::vector<float> x = test::random_rows(n, k, rng);
+  cpu::Int16Rows q;
+  cpu::quantize_rows_int16(x.data(), n, k, q);
+  for (DType t : kIntegerFormats) {
+    if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
+    std::vector<float> y(n * m);
+    cpu::int_dot_rows(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, q, y.data(), m);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t e = 0; e < k; ++e) {
+          const double xe = (double)q.q[i * k + e] * q.d[(i * k + e) / 32];
+          ref += xe * w.values[j * k + e];
+          mag += std::abs(xe * w.values[j * k + e]);
+        }
+        ASSERT_NEAR(y[i * m + j], ref, 2e-6 * mag + 1e-30) << dtype_name(t) << " row " << i << " column " << j;
+      }
+  }
+}
+
+TEST(IntDot, EachRowIsTheSameWhateverItsBatch) {
+  auto b = make_cpu_backend();
+  std::mt19937 rng(12);
+  const int64_t k = 512, m = 9;
+  const std::vector<float> x = test::random_rows(6, k, rng);
+  for (DType t : kIntegerFormats) {
+    if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
+    cpu::Int16Rows all, one;
+    cpu::quantize_rows_int16(x.data(), 6, k, all);
+    std::vector<float> together(6 * m), alone(m);
+    cpu::int_dot_rows(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, all, together.data(), m);
+    for (int64_t i = 0; i < 6; ++i) {
+      cpu::quantize_rows_int16(x.data() + i * k, 1, k, one);
+      cpu::int_dot_rows(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, one, alone.data(), m);
+      ASSERT_EQ(0, std::memcmp(alone.data(), together.data() + i * m, m * sizeof(float))) << dtype_name(t) << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvf
