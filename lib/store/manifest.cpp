@@ -300,6 +300,19 @@ CommittedFile describe_file(const std::string& store_dir, const std::string& rel
   return f;
 }
 
+std::string checked_store_file(const std::string& store_dir, const Manifest& manifest,
+                               const std::string& relative_path) {
+  const auto it = std::find_if(manifest.files.begin(), manifest.files.end(),
+                               [&](const CommittedFile& f) { return f.path == relative_path; });
+  const std::string path = (fs::path(store_dir) / relative_path).string();
+  KVF_CHECK(it != manifest.files.end(), path, ": not committed in the store's manifest; run the stage that writes it");
+  const CommittedFile now = describe_file(store_dir, relative_path);
+  KVF_CHECK(it->accepts(now.bytes, now.xxh3), path, ": damaged: ", now.bytes, " bytes with xxh3 ", hex64(now.xxh3),
+            ", the manifest records ", it->bytes, " bytes with xxh3 ", hex64(it->xxh3),
+            "; `kvprep verify --repair --store ", store_dir, "` drops it and names the stage that rebuilds it");
+  return path;
+}
+
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
