@@ -134,7 +134,7 @@ Manifest load_manifest(const std::string& store_dir) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large for a double
     fail(path, ": not valid JSON (", e.what(), ")");
   }
   const Reader r(path);

@@ -154,6 +154,16 @@ TEST(Manifest, NamesTheBadField) {
   EXPECT_THAT(error_of([&] { load_manifest(dir.string()); }), HasSubstr("manifest.json: not valid JSON"));
 }
 
+// A number too large for a double is nlohmann's out_of_range, not its parse_error (found by tests/fuzz): it is a
+// kvf::Error naming the file too, where it used to escape as another exception type.
+TEST(Manifest, NumberTooLargeIsAnError) {
+  const fs::path dir = test_dir();
+  std::ofstream(manifest_path(dir.string()), std::ios::trunc) << "{\"magic\": \"kvfuse-store\", \"format_version\": 1e999}";
+  const std::string message = error_of([&] { load_manifest(dir.string()); });
+  EXPECT_THAT(message, HasSubstr("manifest.json: not valid JSON"));
+  EXPECT_THAT(message, HasSubstr("number overflow parsing '1e999'"));
+}
+
 TEST(Manifest, RefusesAnotherModel) {
   const Manifest m = sample_manifest();
   EXPECT_NO_THROW(require_same_model(m, m.model_fingerprint, "model.gguf", "store"));
