@@ -57,5 +57,16 @@ TEST(PipelineConfig, BadValuesAreNamedBeforeAnyStage) {
               HasSubstr("model '/nonexistent/m.gguf'"));
 }
 
+// A key that is a mapping or a list, not a name (found by tests/fuzz): an error naming the file and the place,
+// where yaml-cpp's conversion exception used to escape.
+TEST(PipelineConfig, KeysThatAreNoNamesAreNamedErrors) {
+  for (const char* yaml : {"? [a, b]\n: 1\n", "prefill: {? {x: 1} : 2}\n", "compress:\n  - {to: a, from: b}: c\n"}) {
+    SCOPED_TRACE(yaml);
+    const std::string path = pipeline_file(yaml);
+    const std::string message = error_of([&] { check_pipeline(path, {}); });
+    EXPECT_THAT(message, HasSubstr(path + ": yaml-cpp: error at line "));
+  }
+}
+
 }  // namespace
 }  // namespace kvf
