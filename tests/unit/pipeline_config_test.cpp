@@ -68,5 +68,14 @@ TEST(PipelineConfig, KeysThatAreNoNamesAreNamedErrors) {
   }
 }
 
+// A model path the system refuses to look up (longer than a file name may be; found by tests/fuzz) is an error
+// naming the key's value, where std::filesystem's exception used to escape.
+TEST(PipelineConfig, AnUnusableModelPathIsANamedError) {
+  const std::string path = pipeline_file("");
+  const std::string model(5000, 'm');
+  EXPECT_THAT(error_of([&] { check_pipeline(path, {"model=" + model}); }),
+              HasSubstr("model '" + model + "': " + model + ": File name too long"));
+}
+
 }  // namespace
 }  // namespace kvf
