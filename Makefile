@@ -16,7 +16,7 @@ MODELS ?=
 # qwen0.5b written as a Hugging Face folder.
 TEST_MODELS := smollm2 minilm qwen0.5b qwen0.5b-hf
 
-.PHONY: all setup setup-test setup-demo build test test-unit demo bench reference clean
+.PHONY: all setup setup-test setup-demo build test test-unit test-sanitize fuzz demo bench reference clean
 
 all: build
 
@@ -38,6 +38,32 @@ test: setup-test build
 
 test-unit: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit -j $(JOBS)
+
+# ASan + UBSan build (clang, its own folder) of the unit tests and the libFuzzer targets (tests/fuzz/): the unit
+# tests, then each fuzz target for FUZZ_SMOKE_SECONDS from its seeds.
+SANITIZE_DIR ?= build-sanitize
+FUZZ_SMOKE_SECONDS ?= 10
+SANITIZE_TARGETS := kvf_unit_tests kvprep kvrun kvf_fuzz_targets
+$(SANITIZE_DIR)/CMakeCache.txt:
+	cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DKVF_SANITIZE=ON \
+	  -DKVF_CUDA=OFF
+
+test-sanitize: setup-test $(SANITIZE_DIR)/CMakeCache.txt
+	cmake $(SANITIZE_DIR) -DKVF_FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
+	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target $(SANITIZE_TARGETS)
+	ctest --test-dir $(SANITIZE_DIR) --output-on-failure -L 'unit|fuzz' -j $(JOBS)
+
+# Each fuzz target alone, one after the other, for FUZZ_SECONDS or FUZZ_RUNS executions (0: no limit), one
+# summary line each (docs/results/fuzz.md).
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= 0
+fuzz: setup-test $(SANITIZE_DIR)/CMakeCache.txt
+	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target kvf_fuzz_targets
+	for t in $$(ls tests/fuzz/seeds); do \
+	  tests/fuzz/run_fuzz.sh $(SANITIZE_DIR)/bin/kvf_fuzz_$$t tests/fuzz/seeds/$$t $(SANITIZE_DIR)/fuzz/$$t \
+	    -max_total_time=$(FUZZ_SECONDS) -runs=$$(( $(FUZZ_RUNS) > 0 ? $(FUZZ_RUNS) : -1 )) || exit 1; \
+	done
 
 # Builds the demo store and answers the demo questions with every method, answers and TTFT side by side, on
 # DEMO_MODEL (a preset: qwen0.5b answers the demo questions; smollm2 is faster and mostly wrong).

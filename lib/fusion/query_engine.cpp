@@ -70,7 +70,7 @@ struct QueryEngine::State {
         fingerprint(model_fingerprint(*file)),
         tokenizer(bpe_vocabulary_from_gguf(*file)),
         chat(chat_template_from_gguf(*file)),
-        chunks(ChunkTable::read((fs::path(o.store_dir) / kChunksFile).string())) {
+        chunks(ChunkTable::read(checked_store_file(o.store_dir, manifest, kChunksFile))) {
     const std::string model_path = resolve_model(o.model);
     require_same_model(manifest, fingerprint, fs::path(model_path).filename().string(), o.store_dir);
     system_text = manifest.settings.at("prefill").at("system_prompt").get<std::string>();

@@ -43,7 +43,7 @@ QueryRecord parse_record(const std::string& line_text, size_t line) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number too large
     fail("not JSON (", e.what(), ")");
   }
   KVF_CHECK(j.is_object(), "expected a JSON object, got ", line_text.substr(0, 60));

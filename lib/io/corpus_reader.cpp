@@ -75,7 +75,7 @@ std::string_view without_bom(std::string_view text) {
 }
 
 // nlohmann's messages start with "[json.exception.parse_error.101] "; the rest says where and what.
-std::string parse_message(const json::parse_error& e) {
+std::string parse_message(const json::exception& e) {
   const std::string_view what = e.what();
   const size_t close = what.find("] ");
   return std::string(close == std::string_view::npos ? what : what.substr(close + 2));
@@ -129,7 +129,7 @@ bool parse_record(std::string_view line, const std::string& where, Problems& pro
   json record;
   try {
     record = json::parse(line.begin(), line.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large for a double
     problems.add(where, "invalid JSON: ", parse_message(e));
     return false;
   }

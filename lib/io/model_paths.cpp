@@ -43,8 +43,10 @@ std::string resolve_model(const std::string& name_or_path) {
               " does not exist (run `scripts/setup.sh ", name_or_path, "` to fetch it)");
     return preset;
   }
-  KVF_CHECK(std::filesystem::exists(name_or_path), "model '", name_or_path, "': ", name_or_path,
-            " does not exist (a preset: smollm2, qwen0.5b, qwen1.5b, qwen0.5b-hf, minilm; or a path)");
+  std::error_code ec;  // a name the system refuses (too long, say) is a bad path too, not an exception
+  KVF_CHECK(std::filesystem::exists(name_or_path, ec), "model '", name_or_path, "': ", name_or_path,
+            ec ? ": " + ec.message() : std::string(" does not exist"),
+            " (a preset: smollm2, qwen0.5b, qwen1.5b, qwen0.5b-hf, minilm; or a path)");
   return name_or_path;
 }
 

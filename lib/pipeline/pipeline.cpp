@@ -186,8 +186,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   }
   for (const std::string& o : overrides) apply_override(root, o);
   Config cfg(path, root);
-  cfg.check_keys();
-  cfg.check_values();
+  try {  // a key that is no plain name (a mapping or a list used as a key) fails yaml-cpp's conversions
+    cfg.check_keys();
+    cfg.check_values();
+  } catch (const YAML::Exception& e) {
+    fail(path, ": ", e.what());
+  }
   return cfg;
 }
 

@@ -1,7 +1,5 @@
 #include "prep/store_search.h"
 
-#include <filesystem>
-
 #include "core/error.h"
 #include "core/hex.h"
 #include "prep/retrieval_stages.h"
@@ -10,13 +8,8 @@
 namespace kvf {
 namespace {
 
-std::string store_file(const std::string& dir, const char* name) {
-  return (std::filesystem::path(dir) / name).string();
-}
-
-std::unique_ptr<SentenceEmbedder> load_store_embedder(const std::string& store_dir, const std::string& embedder_dir,
-                                                      Backend& backend) {
-  const Manifest m = load_manifest(store_dir);
+std::unique_ptr<SentenceEmbedder> load_store_embedder(const std::string& store_dir, const Manifest& m,
+                                                      const std::string& embedder_dir, Backend& backend) {
   KVF_CHECK(m.settings.contains("embedding"), store_dir, ": no embeddings yet; run `kvprep embed` first");
   auto embedder = SentenceEmbedder::load(embedder_dir, backend);
   const std::string want = m.settings["embedding"].at("fingerprint").get<std::string>();
@@ -29,10 +22,13 @@ std::unique_ptr<SentenceEmbedder> load_store_embedder(const std::string& store_d
 }  // namespace
 
 StoreSearcher::StoreSearcher(const std::string& store_dir, const std::string& embedder_dir)
+    : StoreSearcher(store_dir, load_manifest(store_dir), embedder_dir) {}
+
+StoreSearcher::StoreSearcher(const std::string& store_dir, const Manifest& manifest, const std::string& embedder_dir)
     : backend_(make_cpu_backend()),
-      chunks_(ChunkTable::read(store_file(store_dir, kChunksFile))),
-      embedder_(load_store_embedder(store_dir, embedder_dir, *backend_)),
-      index_(VectorIndex::load(store_file(store_dir, kIndexFile), store_index_spec(store_dir))) {
+      chunks_(ChunkTable::read(checked_store_file(store_dir, manifest, kChunksFile))),
+      embedder_(load_store_embedder(store_dir, manifest, embedder_dir, *backend_)),
+      index_(VectorIndex::load(checked_store_file(store_dir, manifest, kIndexFile), store_index_spec(store_dir))) {
   KVF_CHECK(index_.size() == (int64_t)chunks_.size(), store_dir, ": the index holds ", index_.size(),
             " vectors for ", chunks_.size(), " chunks; run `kvprep embed` and `kvprep index`");
 }

@@ -13,6 +13,8 @@
 
 namespace kvf {
 
+struct Manifest;
+
 struct RetrievedChunk {
   size_t row = 0;  // in the chunk table
   float score = 0;
@@ -22,12 +24,14 @@ struct RetrievedChunk {
 class StoreSearcher {
  public:
   // Loads the chunk table, the embedder recorded in the manifest (resolved with `embedder_dir`, whose fingerprint
-  // must match the store's) and the index. Throws kvf::Error naming the store and what is missing or different.
+  // must match the store's) and the index, the table and the index once their XXH3 matches the manifest's.
+  // Throws kvf::Error naming the store and what is missing, different or damaged.
   StoreSearcher(const std::string& store_dir, const std::string& embedder_dir);
   std::vector<RetrievedChunk> search(const std::string& query, int top_k) const;
   const ChunkTable& chunks() const { return chunks_; }
 
  private:
+  StoreSearcher(const std::string& store_dir, const Manifest& manifest, const std::string& embedder_dir);
   std::unique_ptr<Backend> backend_;
   ChunkTable chunks_;
   std::unique_ptr<SentenceEmbedder> embedder_;

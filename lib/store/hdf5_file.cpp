@@ -100,6 +100,16 @@ uint64_t element_count(const std::vector<uint64_t>& shape, uint64_t element_byte
   return n;
 }
 
+// An attribute a reader copies into one variable must hold exactly one value (a damaged file's array attribute
+// used to be read past that variable).
+Handle open_single_attribute(const File& file, const std::string& name, const std::string& what) {
+  Handle attr(file.check(H5Aopen(file.id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Aclose);
+  const Handle space(file.check(H5Aget_space(attr.get()), "cannot read the shape of " + what), H5Sclose);
+  const hssize_t values = H5Sget_simple_extent_npoints(space.get());
+  KVF_CHECK(values == 1, file.path(), ": ", what, " holds ", values, " values, expected one");
+  return attr;
+}
+
 }  // namespace
 
 Handle ieee_f16_type() { return float16_type(10, 5, 15); }
@@ -167,7 +177,7 @@ void File::write_int_attribute(const std::string& name, int64_t value) const {
 std::string File::read_string_attribute(const std::string& name) const {
   const QuietErrors quiet;
   const std::string what = "attribute '" + name + "'";
-  Handle attr(check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Aclose);
+  const Handle attr = open_single_attribute(*this, name, what);
   Handle type(check(H5Aget_type(attr.get()), "cannot read the type of " + what), H5Tclose);
   KVF_CHECK(H5Tget_class(type.get()) == H5T_STRING && !H5Tis_variable_str(type.get()), path_, ": ", what,
             " is not a fixed-length string");
@@ -183,7 +193,7 @@ std::string File::read_string_attribute(const std::string& name) const {
 int64_t File::read_int_attribute(const std::string& name) const {
   const QuietErrors quiet;
   const std::string what = "attribute '" + name + "'";
-  Handle attr(check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), "missing " + what), H5Aclose);
+  const Handle attr = open_single_attribute(*this, name, what);
   Handle type(check(H5Aget_type(attr.get()), "cannot read the type of " + what), H5Tclose);
   KVF_CHECK(H5Tget_class(type.get()) == H5T_INTEGER, path_, ": ", what, " is not an integer");
   int64_t value = 0;

@@ -134,7 +134,7 @@ Manifest load_manifest(const std::string& store_dir) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large for a double
     fail(path, ": not valid JSON (", e.what(), ")");
   }
   const Reader r(path);
@@ -298,6 +298,19 @@ CommittedFile describe_file(const std::string& store_dir, const std::string& rel
   f.xxh3 = XXH3_64bits(map, f.bytes);
   if (map) ::munmap(map, f.bytes);
   return f;
+}
+
+std::string checked_store_file(const std::string& store_dir, const Manifest& manifest,
+                               const std::string& relative_path) {
+  const auto it = std::find_if(manifest.files.begin(), manifest.files.end(),
+                               [&](const CommittedFile& f) { return f.path == relative_path; });
+  const std::string path = (fs::path(store_dir) / relative_path).string();
+  KVF_CHECK(it != manifest.files.end(), path, ": not committed in the store's manifest; run the stage that writes it");
+  const CommittedFile now = describe_file(store_dir, relative_path);
+  KVF_CHECK(it->accepts(now.bytes, now.xxh3), path, ": damaged: ", now.bytes, " bytes with xxh3 ", hex64(now.xxh3),
+            ", the manifest records ", it->bytes, " bytes with xxh3 ", hex64(it->xxh3),
+            "; `kvprep verify --repair --store ", store_dir, "` drops it and names the stage that rebuilds it");
+  return path;
 }
 
 std::string utc_timestamp() {

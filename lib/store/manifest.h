@@ -90,6 +90,13 @@ void require_relative_store_path(const std::string& relative_path, const std::st
 // never by opening, so a FIFO cannot hang the reader).
 std::string store_file_path(const std::string& store_dir, const std::string& relative_path);
 
+// <store_dir>/<relative_path> once its size and XXH3 are those the manifest records (or, mid-replacement, those of
+// the version it replaces): what a reader of a whole table (chunks.h5, index.faiss) calls before trusting it. A
+// file the manifest does not list, or one that differs, is a kvf::Error naming the file, both hashes and the
+// repair command.
+std::string checked_store_file(const std::string& store_dir, const Manifest& manifest,
+                               const std::string& relative_path);
+
 std::string utc_timestamp();  // now, as "2025-01-31T12:00:00Z"
 
 }  // namespace kvf

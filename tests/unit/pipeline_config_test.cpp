@@ -57,5 +57,25 @@ TEST(PipelineConfig, BadValuesAreNamedBeforeAnyStage) {
               HasSubstr("model '/nonexistent/m.gguf'"));
 }
 
+// A key that is a mapping or a list, not a name (found by tests/fuzz): an error naming the file and the place,
+// where yaml-cpp's conversion exception used to escape.
+TEST(PipelineConfig, KeysThatAreNoNamesAreNamedErrors) {
+  for (const char* yaml : {"? [a, b]\n: 1\n", "prefill: {? {x: 1} : 2}\n", "compress:\n  - {to: a, from: b}: c\n"}) {
+    SCOPED_TRACE(yaml);
+    const std::string path = pipeline_file(yaml);
+    const std::string message = error_of([&] { check_pipeline(path, {}); });
+    EXPECT_THAT(message, HasSubstr(path + ": yaml-cpp: error at line "));
+  }
+}
+
+// A model path the system refuses to look up (longer than a file name may be; found by tests/fuzz) is an error
+// naming the key's value, where std::filesystem's exception used to escape.
+TEST(PipelineConfig, AnUnusableModelPathIsANamedError) {
+  const std::string path = pipeline_file("");
+  const std::string model(5000, 'm');
+  EXPECT_THAT(error_of([&] { check_pipeline(path, {"model=" + model}); }),
+              HasSubstr("model '" + model + "': " + model + ": File name too long"));
+}
+
 }  // namespace
 }  // namespace kvf

@@ -100,7 +100,8 @@ void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
   // Each task owns a slice of the weight rows: it streams only its share of the weights. A few rows (decoding)
   // go through sgemv, which reads the weights in place; sgemm would first repack all of them.
   constexpr int64_t kGemvRows = 4;
-  parallel_ranges(m, 16, [&](int64_t m0, int64_t m1) {
+  // Structured bindings are captured by copy explicitly (C++17 lambdas cannot capture them; g++ allows it anyway).
+  parallel_ranges(m, 16, [&, n = n, k = k, m = m](int64_t m0, int64_t m1) {
     if (n <= kGemvRows) {
       for (int64_t i = 0; i < n; ++i)
         cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(m1 - m0), (int)k, 1.0f, wp + m0 * k, (int)k, xp + i * k, 1,

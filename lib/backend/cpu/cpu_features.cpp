@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/cpuid.h"
 #include "core/error.h"
 
 namespace kvf::cpu {
@@ -23,13 +24,13 @@ CpuFeatures detect() {
   __builtin_cpu_init();
   CpuFeatures f;
   f.model = read_model_name();
-  f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
-  f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+  f.avx512_bf16 = f.avx512 && cpu_has_avx512_bf16();
   f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
-  f.amx_bf16 = __builtin_cpu_supports("amx-bf16");
-  f.amx_int8 = __builtin_cpu_supports("amx-int8");
+  f.amx_bf16 = cpu_has_amx_bf16();
+  f.amx_int8 = cpu_has_amx_int8();
   return f;
 }
 
