@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <system_error>
 #include <vector>
 
 #include "store/hdf5_file.h"
@@ -128,7 +129,14 @@ void overwrite(hid_t file, const Object& o, FuzzedDataProvider& in) {
 }  // namespace
 
 void write_edited_hdf5(const std::string& valid_file, const uint8_t* data, size_t size, const std::string& out_path) {
-  std::filesystem::copy_file(valid_file, out_path, std::filesystem::copy_options::overwrite_existing);
+  // libFuzzer's timer signals can interrupt the copy (EINTR, seen once in 180,000 runs): copy again then.
+  for (int attempt = 1;; ++attempt) {
+    std::error_code ec;
+    std::filesystem::copy_file(valid_file, out_path, std::filesystem::copy_options::overwrite_existing, ec);
+    if (!ec) break;
+    if (ec != std::errc::interrupted || attempt == 100)
+      throw std::filesystem::filesystem_error("copying the valid file", valid_file, out_path, ec);
+  }
   if (size == 0) return;
   FuzzedDataProvider in(data, size);
   const h5::QuietErrors quiet;
