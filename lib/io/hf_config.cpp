@@ -1,5 +1,6 @@
 #include "io/hf_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -69,6 +70,45 @@ void read_rope_scaling(const json& rs, HfDecoderConfig& c, const Fields& f) {
   }
 }
 
+bool read_bool(const json& j, const std::string& path, const char* key, bool dflt) {
+  if (!j.contains(key) || j[key].is_null()) return dflt;
+  KVF_CHECK(j[key].is_boolean(), path, ": ", key, " = ", j[key].dump(), " is not true or false");
+  return j[key].get<bool>();
+}
+
+// The LCKV release's keys: layer_types "i_j_k..." (one layer index per layer; an "s" suffix asks for sliding-window
+// attention, which kvfuse does not run), forward_passes, backward_passes, use_sequential, force_nodiag.
+void read_lckv(const json& j, HfDecoderConfig& c, const Fields& f) {
+  std::string types;
+  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
+    KVF_CHECK(j["layer_types"].is_string(), c.path, ": layer_types = ", j["layer_types"].dump(), " is not a string");
+    types = j["layer_types"].get<std::string>();
+  }
+  for (size_t at = 0; !types.empty() && at <= types.size();) {
+    const size_t end = std::min(types.find('_', at), types.size());
+    const std::string item = types.substr(at, end - at);
+    KVF_CHECK(item.find('s') == std::string::npos, c.path, ": layer_types entry ", c.kv_layers.size(), " \"", item,
+              "\" asks for sliding-window attention, which kvfuse does not run");
+    KVF_CHECK(!item.empty() && item.size() < 10 && item.find_first_not_of("0123456789") == std::string::npos, c.path,
+              ": layer_types entry ", c.kv_layers.size(), " \"", item, "\" is not a layer index (\"", types, "\")");
+    c.kv_layers.push_back(std::stoll(item));
+    at = end + 1;
+  }
+  if (c.kv_layers.empty())
+    for (int64_t l = 0; l < c.n_layers; ++l) c.kv_layers.push_back(l);  // the release's default: each its own
+  KVF_CHECK((int64_t)c.kv_layers.size() == c.n_layers, c.path, ": layer_types has ", c.kv_layers.size(),
+            " entries for ", c.n_layers, " layers");
+  for (size_t l = 0; l < c.kv_layers.size(); ++l) {
+    const int64_t src = c.kv_layers[l];
+    KVF_CHECK(src < c.n_layers, c.path, ": layer_types entry ", l, " names layer ", src, " of ", c.n_layers);
+    KVF_CHECK(c.kv_layers[(size_t)src] == src, c.path, ": layer_types: layer ", l, " reads layer ", src,
+              ", which reads layer ", c.kv_layers[(size_t)src], " (a layer read must read itself)");
+  }
+  const int64_t passes = f.count("forward_passes", 7) + f.count("backward_passes", 2);
+  c.prompt_iterations = read_bool(j, c.path, "use_sequential", false) ? 0 : passes;
+  c.mask_every_diagonal = read_bool(j, c.path, "force_nodiag", false);
+}
+
 }  // namespace
 
 HfDecoderConfig read_hf_config(const std::string& path) {
@@ -85,12 +125,12 @@ HfDecoderConfig read_hf_config(const std::string& path) {
   c.path = path;
   KVF_CHECK(j.contains("model_type") && j["model_type"].is_string(), path, ": missing \"model_type\"");
   c.model_type = j["model_type"].get<std::string>();
-  if (c.model_type == "llama" || c.model_type == "mistral") {
+  if (c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "lckv-llama") {
     c.arch = "llama";
   } else if (c.model_type == "qwen2") {
     c.arch = "qwen2";
   } else {
-    fail(path, ": model_type \"", c.model_type, "\" is not supported (llama, mistral, qwen2)");
+    fail(path, ": model_type \"", c.model_type, "\" is not supported (llama, mistral, qwen2, lckv-llama)");
   }
   const Fields f(path, j);
   c.n_layers = f.count("num_hidden_layers");
@@ -112,11 +152,8 @@ HfDecoderConfig read_hf_config(const std::string& path) {
   c.norm_eps = f.positive("rms_norm_eps", 1e-6);
   c.rope_theta = f.positive("rope_theta", 10000.0);
   if (j.contains("rope_scaling")) read_rope_scaling(j["rope_scaling"], c, f);
-  if (j.contains("tie_word_embeddings")) {
-    KVF_CHECK(j["tie_word_embeddings"].is_boolean(), path, ": tie_word_embeddings = ", j["tie_word_embeddings"].dump(),
-              " is not true or false");
-    c.tie_embeddings = j["tie_word_embeddings"].get<bool>();
-  }
+  c.tie_embeddings = read_bool(j, path, "tie_word_embeddings", false);
+  if (c.model_type == "lckv-llama") read_lckv(j, c, f);
   c.bos_id = f.token_id("bos_token_id");
   c.eos_id = f.token_id("eos_token_id");
   return c;
@@ -139,6 +176,11 @@ void add_hf_config_metadata(const HfDecoderConfig& c, std::map<std::string, gguf
     kv[a + "attention.value_length"] = gguf::int_value(c.head_dim);
   }
   kv[a + "rope.dimension_count"] = gguf::int_value(c.head_dim);
+  if (!c.kv_layers.empty()) {
+    kv[a + "lckv.kv_layers"] = gguf::int_array_value(c.kv_layers);
+    kv[a + "lckv.prompt_iterations"] = gguf::int_value(c.prompt_iterations);
+    kv[a + "lckv.mask_every_diagonal"] = gguf::bool_value(c.mask_every_diagonal);
+  }
   if (c.rope_scaling == "linear") {
     kv[a + "rope.scaling.type"] = gguf::string_value("linear");
     kv[a + "rope.scaling.factor"] = gguf::float_value(c.rope_factor);

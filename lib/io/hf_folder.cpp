@@ -167,13 +167,17 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
     const std::string hf = "model.layers." + std::to_string(l) + ".", p = "blk." + std::to_string(l) + ".";
     a.add(hf + "input_layernorm.weight", p + "attn_norm.weight", {c.hidden});
     a.add(hf + "self_attn.q_proj.weight", p + "attn_q.weight", {q_dim, c.hidden}, true, permute ? c.n_heads : 0);
-    a.add(hf + "self_attn.k_proj.weight", p + "attn_k.weight", {kv_dim, c.hidden}, true, permute ? c.n_kv_heads : 0);
-    a.add(hf + "self_attn.v_proj.weight", p + "attn_v.weight", {kv_dim, c.hidden});
+    // An LCKV layer reading another layer's KV has no K/V projection.
+    const bool computes_kv = c.kv_layers.empty() || c.kv_layers[(size_t)l] == l;
+    a.add(hf + "self_attn.k_proj.weight", p + "attn_k.weight", {kv_dim, c.hidden}, computes_kv,
+          permute ? c.n_kv_heads : 0);
+    a.add(hf + "self_attn.v_proj.weight", p + "attn_v.weight", {kv_dim, c.hidden}, computes_kv);
     a.add(hf + "self_attn.o_proj.weight", p + "attn_output.weight", {c.hidden, q_dim});
     const bool biased = c.arch == "qwen2";  // qwen2 has Q/K/V biases; llama's attention_bias is optional
     a.add(hf + "self_attn.q_proj.bias", p + "attn_q.bias", {q_dim}, biased, permute ? c.n_heads : 0);
-    a.add(hf + "self_attn.k_proj.bias", p + "attn_k.bias", {kv_dim}, biased, permute ? c.n_kv_heads : 0);
-    a.add(hf + "self_attn.v_proj.bias", p + "attn_v.bias", {kv_dim}, biased);
+    a.add(hf + "self_attn.k_proj.bias", p + "attn_k.bias", {kv_dim}, biased && computes_kv,
+          permute ? c.n_kv_heads : 0);
+    a.add(hf + "self_attn.v_proj.bias", p + "attn_v.bias", {kv_dim}, biased && computes_kv);
     a.add(hf + "post_attention_layernorm.weight", p + "ffn_norm.weight", {c.hidden});
     a.add(hf + "mlp.gate_proj.weight", p + "ffn_gate.weight", {c.ffn, c.hidden});
     a.add(hf + "mlp.up_proj.weight", p + "ffn_up.weight", {c.ffn, c.hidden});

@@ -31,12 +31,16 @@ class ForwardPass {
     if (n_tokens_ == 0) return std::move(results_);
     allocate_scratch();
     embed_tokens();
-    for (int l = 0; l < layers_; ++l) {
-      const int src = source_of(l);
-      project_qkv(l, src);
-      for (size_t s = 0; s < batch_.size(); ++s) attend_sequence(l, src, s);
-      output_and_mlp(l);
+    const int first = c_.condensed.span_first(), last = c_.condensed.span_last();
+    const bool span = first <= last && first < layers_;
+    KVF_CHECK(!span || last < layers_, "forward: the batch stops after layer ", layers_ - 1,
+              ", inside the condensed-KV span of layers ", first, "-", last, " (run every layer up to ", last, ")");
+    for (int l = 0; l < (span ? first : layers_); ++l) run_layer(l);
+    if (span) {
+      run_condensed_span(first, last);
+      for (int l = last + 1; l < layers_; ++l) run_layer(l);
     }
+    share_returned_kv();
     return_hidden_states();
     compute_logits();
     return std::move(results_);
@@ -44,6 +48,41 @@ class ForwardPass {
 
  private:
   int source_of(int layer) const { return kv_sources_.empty() ? layer : kv_sources_[layer]; }
+
+  void run_layer(int l) {
+    const int src = source_of(l);
+    project_qkv(l, src);
+    for (size_t s = 0; s < batch_.size(); ++s) attend_sequence(l, src, s);
+    output_and_mlp(l);
+  }
+
+  // Layers first..last of a condensed-KV model, where lower layers read the KV a higher layer writes: each pass
+  // starts again from the hidden state entering `first` and reads the KV the previous pass left (zeros at first).
+  void run_condensed_span(int first, int last) {
+    int passes = 1;
+    for (const ForwardRequest& r : batch_)
+      passes = std::max(passes, condensed_passes(c_.condensed, (int64_t)r.tokens.size(), r.condensed_passes));
+    Tensor entering = b_.empty(DType::F32, x_.shape);
+    b_.copy(x_, entering);
+    for (int pass = 0; pass < passes; ++pass) {
+      if (pass > 0) b_.copy(entering, x_);
+      for (int l = first; l <= last; ++l) run_layer(l);
+    }
+  }
+
+  // A layer that reads another layer's KV returns that layer's K and V (as it stood at the end of the call).
+  void share_returned_kv() {
+    for (size_t s = 0; s < batch_.size(); ++s) {
+      if (!batch_[s].return_kv) continue;
+      KvSegment& kv = results_[s].kv;
+      for (int l = 0; l < layers_; ++l) {
+        const int src = source_of(l);
+        if (src == l || src >= layers_) continue;
+        kv.k[l] = kv.k[src];
+        kv.v[l] = kv.v[src];
+      }
+    }
+  }
 
   // Each sequence's plan, and the batch's tokens and logit rows concatenated.
   void plan_sequences() {
@@ -62,8 +101,9 @@ class ForwardPass {
       if (batch_[s].return_kv) {
         res.kv.positions = batch_[s].positions;
         for (int l = 0; l < layers_; ++l) {
-          res.kv.k.push_back(b_.empty(DType::F32, {plans_[s].n, c_.n_kv_heads, c_.head_dim}));
-          res.kv.v.push_back(b_.empty(DType::F32, {plans_[s].n, c_.n_kv_heads, c_.head_dim}));
+          const bool own = source_of(l) == l;  // the others share their source's (share_returned_kv)
+          res.kv.k.push_back(own ? b_.empty(DType::F32, {plans_[s].n, c_.n_kv_heads, c_.head_dim}) : Tensor());
+          res.kv.v.push_back(own ? b_.empty(DType::F32, {plans_[s].n, c_.n_kv_heads, c_.head_dim}) : Tensor());
         }
       }
       res.attn_colsum.assign(batch_[s].probe_layers.size(), std::vector<float>(plans_[s].n_slots, 0.0f));
@@ -81,14 +121,18 @@ class ForwardPass {
     proj_ = b_.empty(DType::F32, {N, c_.hidden});
     gate_ = b_.empty(DType::F32, {N, c_.ffn});
     up_ = b_.empty(DType::F32, {N, c_.ffn});
-    // KV sharing: a source layer's K and V of the computed tokens are kept for the layers that read them.
+    // KV sharing: a source layer's K and V of the computed tokens are kept for the layers that read them; zeros
+    // until the source has run (a condensed-KV span's first pass reads them, DESIGN.md §3).
     shared_k_.resize(layers_);
     shared_v_.resize(layers_);
     for (int l = 0; l < layers_; ++l) {
       const int src = source_of(l);
-      if (src != l && !shared_k_[src].defined()) {
-        shared_k_[src] = b_.empty(DType::F32, {N, KV, D});
-        shared_v_[src] = b_.empty(DType::F32, {N, KV, D});
+      if (src != l && src < layers_ && !shared_k_[src].defined()) {
+        const std::vector<float> zeros((size_t)(N * KV * D), 0.0f);
+        for (Tensor* t : {&shared_k_[src], &shared_v_[src]}) {
+          *t = b_.empty(DType::F32, {N, KV, D});
+          b_.copy_from_host(*t, zeros.data(), zeros.size() * sizeof(float));
+        }
       }
     }
   }
@@ -123,19 +167,21 @@ class ForwardPass {
     const Tensor& k_layer = src == l ? k_ : shared_k_[src];
     const Tensor& v_layer = src == l ? v_ : shared_v_[src];
     const Tensor ks = k_layer.rows(p.offset, p.n), vs = v_layer.rows(p.offset, p.n);
-    if (r.return_kv) {
+    if (r.return_kv && src == l) {
       b_.copy(ks, results_[s].kv.k[l]);
       b_.copy(vs, results_[s].kv.v[l]);
     }
     Tensor qs = q_.rows(p.offset, p.n);
     b_.rope_inplace(qs, p.pos, rope_);
+    // A layer that masks its own token reads only keys before it: a query at p is bounded as if at p - 1.
+    const Tensor& mask_pos = c_.condensed.masks_diagonal(l) ? p.pos_before : p.pos;
     const auto probe = std::find(r.probe_layers.begin(), r.probe_layers.end(), l);
     // Few query rows in the fast mode (decoding steps, short questions): attention reads the view's rotated keys
     // where they lie instead of a staged copy of every key.
     if (mode_ == ComputeMode::Fast && p.n <= kFewQueryRows && probe == r.probe_layers.end()) {
       BlockAttentionArgs args;
       args.q = qs;
-      args.q_pos = p.pos;
+      args.q_pos = mask_pos;
       args.out = attn_.rows(p.offset, p.n);
       args.scale = 1.0f / std::sqrt((float)c_.head_dim);
       stage_keys(r, p, src, ks, vs, &args.blocks);
@@ -143,7 +189,7 @@ class ForwardPass {
       return;
     }
     stage_keys(r, p, src, ks, vs, nullptr);
-    AttentionArgs args = attention_args(p, qs);
+    AttentionArgs args = attention_args(p, qs, mask_pos);
     if (probe != r.probe_layers.end()) attach_probe(p, args);
     b_.attention(args);
     if (probe != r.probe_layers.end())
@@ -193,10 +239,10 @@ class ForwardPass {
   }
 
   // The staged keys, gathered into position order first when they are out of order (see SequencePlan).
-  AttentionArgs attention_args(SequencePlan& p, const Tensor& qs) {
+  AttentionArgs attention_args(SequencePlan& p, const Tensor& qs, const Tensor& mask_pos) {
     AttentionArgs args;
     args.q = qs;
-    args.q_pos = p.pos;
+    args.q_pos = mask_pos;
     args.k = p.keys_k;
     args.v = p.keys_v;
     args.k_pos = p.key_pos;
@@ -287,7 +333,8 @@ class ForwardPass {
 }  // namespace
 
 Decoder::Decoder(LlamaConfig config, LlamaWeights weights, Backend& backend, ComputeMode mode)
-    : config_(std::move(config)), weights_(std::move(weights)), backend_(backend), mode_(mode) {
+    : config_(std::move(config)), weights_(std::move(weights)), backend_(backend), mode_(mode),
+      kv_sources_(config_.condensed.kv_layer) {
   rope_.rotary_dim = config_.rotary_dim;
   rope_.pairing = config_.rope_pairing;
   rope_.inv_freq = std::make_shared<const std::vector<float>>(rope_inv_frequencies(
@@ -307,6 +354,8 @@ std::unique_ptr<Decoder> Decoder::load(const std::string& path, Backend& backend
 
 std::unique_ptr<Decoder> Decoder::with_kv_sources(std::vector<int32_t> sources) const {
   const int n = config_.n_layers;
+  KVF_CHECK(!config_.condensed.active(), "a condensed-KV (LCKV) model reads the KV layers its config names; it takes "
+            "no other KV source map");
   KVF_CHECK((int)sources.size() == n, "KV source map has ", sources.size(), " entries, the model ", n, " layers");
   bool identity = true;
   for (int l = 0; l < n; ++l) {

@@ -25,6 +25,7 @@ struct ForwardRequest {
   std::vector<int32_t> probe_rows;         // ... summed over these query rows (indices into tokens) and heads
   int run_layers = 0;                      // > 0: stop after this many layers (no logits; KV of those layers)
   bool return_hidden = false;              // return the last layer's output (before the final norm)
+  int condensed_passes = 0;  // condensed-KV (LCKV) models: passes over the span (0: the model's; see condensed_kv.h)
 };
 
 struct ForwardResult {

@@ -79,6 +79,11 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
   p.offset = offset;
   p.n = (int64_t)r.tokens.size();
   p.pos = upload_i32(b, r.positions);
+  if (c.condensed.active()) {
+    std::vector<int32_t> before(r.positions);
+    for (int32_t& x : before) --x;
+    p.pos_before = upload_i32(b, before);
+  }
   // A view row is superseded by a computed token or a later segment's row at its position: walk the segments
   // from the last, claiming positions as they are seen.
   std::unordered_set<int32_t> claimed(r.positions.begin(), r.positions.end());

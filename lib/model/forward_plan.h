@@ -20,6 +20,7 @@ int validate_forward_batch(const std::vector<ForwardRequest>& batch, const Llama
 struct SequencePlan {
   int64_t offset = 0, n = 0;  // rows in the batch's concatenated token matrix
   Tensor pos;                 // i32 [n]
+  Tensor pos_before;          // i32 [n]: pos - 1, the attention bound of a layer that masks its own token
   struct Kept {
     Tensor rows;  // i32: view rows not superseded
     int64_t count = 0;

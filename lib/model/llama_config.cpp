@@ -13,6 +13,22 @@ int positive(const gguf::File& f, const std::string& key, int64_t value) {
   return (int)value;
 }
 
+// kvfuse's own keys for a layer-condensed model (io/hf_config.cpp writes them from an LCKV config.json).
+void read_condensed_kv(const gguf::File& f, const std::string& a, LlamaConfig& c) {
+  if (!f.has(a + "lckv.kv_layers")) return;
+  for (int64_t src : f.get_int_array(a + "lckv.kv_layers")) {
+    KVF_CHECK(src >= 0 && src < c.n_layers, f.path(), ": metadata '", a, "lckv.kv_layers' names layer ", src,
+              " of a ", c.n_layers, "-layer model");
+    c.condensed.kv_layer.push_back((int32_t)src);
+  }
+  const int64_t passes = f.get_int(a + "lckv.prompt_iterations", 9);
+  KVF_CHECK(passes >= 0 && passes < 100000, f.path(), ": metadata '", a, "lckv.prompt_iterations' = ", passes,
+            " is not a count of passes (0: one per token)");
+  c.condensed.prompt_iterations = (int)passes;
+  c.condensed.mask_every_diagonal = f.get_bool(a + "lckv.mask_every_diagonal", false);
+  check_condensed_kv(c.condensed, c.n_layers, f.path() + ": metadata '" + a + "lckv.kv_layers'");
+}
+
 }  // namespace
 
 LlamaConfig llama_config_from_gguf(const gguf::File& f) {
@@ -62,6 +78,7 @@ LlamaConfig llama_config_from_gguf(const gguf::File& f) {
   const int64_t vocab = f.has(a + "vocab_size") ? f.get_int(a + "vocab_size")
                                                  : (int64_t)f.get("tokenizer.ggml.tokens").array_size();
   c.vocab = positive(f, a + "vocab_size", vocab);
+  read_condensed_kv(f, a, c);
   return c;
 }
 

@@ -1,8 +1,9 @@
-// Hyper-parameters of a Llama-family decoder (llama, qwen2, mistral as llama), read from GGUF metadata.
+// Hyper-parameters of a Llama-family decoder (llama, qwen2, mistral as llama; LCKV llama), read from GGUF metadata.
 #pragma once
 #include <string>
 
 #include "backend/backend.h"
+#include "model/condensed_kv.h"
 
 namespace kvf {
 
@@ -25,6 +26,7 @@ struct LlamaConfig {
   RopePairing rope_pairing = RopePairing::Adjacent;
   std::string rope_scaling = "none";  // none | linear (plus per-frequency factors from a rope_freqs tensor)
   double rope_scaling_factor = 1.0;
+  CondensedKv condensed;  // layer-condensed KV (<arch>.lckv.* keys); inactive for a plain model
 };
 
 // Throws kvf::Error naming the file and the key for a missing or out-of-range value, or an unknown architecture.

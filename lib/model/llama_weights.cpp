@@ -98,12 +98,18 @@ LlamaWeights load_llama_weights(const gguf::File& f, const LlamaConfig& c, Backe
     LlamaLayerWeights L;
     L.attn_norm = ld.load(p + "attn_norm.weight", {c.hidden});
     L.wq = ld.load_matrix(p + "attn_q.weight", {q_dim, c.hidden});
-    L.wk = ld.load_matrix(p + "attn_k.weight", {kv_dim, c.hidden});
-    L.wv = ld.load_matrix(p + "attn_v.weight", {kv_dim, c.hidden});
+    // A condensed-KV layer that reads another layer's KV has no K/V projection.
+    const bool computes_kv = c.condensed.source(l) == l;
+    if (computes_kv) {
+      L.wk = ld.load_matrix(p + "attn_k.weight", {kv_dim, c.hidden});
+      L.wv = ld.load_matrix(p + "attn_v.weight", {kv_dim, c.hidden});
+    }
     L.wo = ld.load_matrix(p + "attn_output.weight", {c.hidden, q_dim});
     L.bq = ld.load_optional(p + "attn_q.bias", {q_dim});
-    L.bk = ld.load_optional(p + "attn_k.bias", {kv_dim});
-    L.bv = ld.load_optional(p + "attn_v.bias", {kv_dim});
+    if (computes_kv) {
+      L.bk = ld.load_optional(p + "attn_k.bias", {kv_dim});
+      L.bv = ld.load_optional(p + "attn_v.bias", {kv_dim});
+    }
     L.ffn_norm = ld.load(p + "ffn_norm.weight", {c.hidden});
     L.w_gate = ld.load_matrix(p + "ffn_gate.weight", {c.ffn, c.hidden});
     L.w_up = ld.load_matrix(p + "ffn_up.weight", {c.ffn, c.hidden});

@@ -90,6 +90,17 @@ void write_hf_folder(const std::string& gguf_path, const std::string& dir, const
                  {"rope_theta", f->get_float(a + "rope.freq_base")},
                  {"vocab_size", vocab},
                  {"tie_word_embeddings", f->find_tensor("output.weight") == nullptr}};
+  if (f->has(a + "lckv.kv_layers")) {  // the LCKV release's config: layer_types "0_4_4_..._5", m and b passes
+    std::string types;
+    for (int64_t src : f->get_int_array(a + "lckv.kv_layers")) types += (types.empty() ? "" : "_") + std::to_string(src);
+    const int64_t passes = f->get_int(a + "lckv.prompt_iterations");
+    config["model_type"] = "lckv-llama";
+    config["architectures"] = {"LCKVLlamaForCausalLM"};
+    config["layer_types"] = types;
+    config["forward_passes"] = passes - 2;
+    config["backward_passes"] = 2;
+    config["force_nodiag"] = f->get_bool(a + "lckv.mask_every_diagonal");
+  }
   write_text(dir + "/config.json", config.dump(2));
 
   std::vector<SafetensorsEntry> entries;

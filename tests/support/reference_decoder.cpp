@@ -1,5 +1,6 @@
 #include "support/reference_decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <unordered_set>
@@ -66,7 +67,8 @@ ReferenceView ReferenceTrace::as_view(const std::vector<int32_t>& positions) con
 }
 
 ReferenceTrace reference_forward(const std::string& path, const std::vector<ReferenceView>& view,
-                                 const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions) {
+                                 const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                                 int passes) {
   const auto f = gguf::File::open(path);
   const std::string arch = f->get_string("general.architecture"), a = arch + ".";
   const int n_layers = (int)f->get_int(a + "block_count");
@@ -116,77 +118,138 @@ ReferenceTrace reference_forward(const std::string& path, const std::vector<Refe
   trace.n_view_rows = n_view;
   trace.n_rows = n;
 
-  Mat x(n);
-  for (int i = 0; i < n; ++i) x[i] = embd[tokens[i]];
+  // Layer-condensed KV (kvfuse's lckv.* keys): layer l reads the KV of layer src[l]; a layer reading a later
+  // layer, or every layer with mask_every_diagonal, does not read its own token; the span of such layers runs
+  // `passes` times, each pass reading the KV the previous one wrote (zeros at first).
+  std::vector<int> src(n_layers);
+  for (int l = 0; l < n_layers; ++l) src[l] = l;
+  if (f->has(a + "lckv.kv_layers")) {
+    const std::vector<int64_t> map = f->get_int_array(a + "lckv.kv_layers");
+    require((int)map.size() == n_layers, "lckv.kv_layers has one entry per layer");
+    for (int l = 0; l < n_layers; ++l) src[l] = (int)map[l];
+  }
+  const bool mask_every = f->get_bool(a + "lckv.mask_every_diagonal", false);
+  int first = n_layers, last = -1;
+  for (int l = 0; l < n_layers; ++l)
+    if (src[l] > l) first = std::min(first, l), last = std::max(last, src[l]);
+  if (passes <= 0) passes = (int)f->get_int(a + "lckv.prompt_iterations", 9);
+  if (passes <= 0 || passes > n) passes = std::max(n, 1);
+
+  struct LayerWeights {
+    Mat wq, wk, wv, wo, wg, wu, wd;
+    Vec attn_norm, ffn_norm, bq, bk, bv;
+  };
+  std::vector<LayerWeights> lw(n_layers);
   for (int l = 0; l < n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    const Mat wq = read_matrix(*f, p + "attn_q.weight"), wk = read_matrix(*f, p + "attn_k.weight"),
-              wv = read_matrix(*f, p + "attn_v.weight"), wo = read_matrix(*f, p + "attn_output.weight");
-    const Mat wg = read_matrix(*f, p + "ffn_gate.weight"), wu = read_matrix(*f, p + "ffn_up.weight"),
-              wd = read_matrix(*f, p + "ffn_down.weight");
-    const Vec attn_norm = read_vector(*f, p + "attn_norm.weight"), ffn_norm = read_vector(*f, p + "ffn_norm.weight");
+    LayerWeights& w = lw[l];
+    w.wq = read_matrix(*f, p + "attn_q.weight");
+    w.wo = read_matrix(*f, p + "attn_output.weight");
+    if (src[l] == l) {
+      w.wk = read_matrix(*f, p + "attn_k.weight");
+      w.wv = read_matrix(*f, p + "attn_v.weight");
+    }
+    w.wg = read_matrix(*f, p + "ffn_gate.weight");
+    w.wu = read_matrix(*f, p + "ffn_up.weight");
+    w.wd = read_matrix(*f, p + "ffn_down.weight");
+    w.attn_norm = read_vector(*f, p + "attn_norm.weight");
+    w.ffn_norm = read_vector(*f, p + "ffn_norm.weight");
     const bool bias = f->find_tensor(p + "attn_q.bias") != nullptr;
-    const Vec bq = bias ? read_vector(*f, p + "attn_q.bias") : Vec(heads * hd, 0.0),
-              bk = bias ? read_vector(*f, p + "attn_k.bias") : Vec(width, 0.0),
-              bv = bias ? read_vector(*f, p + "attn_v.bias") : Vec(width, 0.0);
+    w.bq = bias ? read_vector(*f, p + "attn_q.bias") : Vec(heads * hd, 0.0);
+    w.bk = bias && src[l] == l ? read_vector(*f, p + "attn_k.bias") : Vec(width, 0.0);
+    w.bv = bias && src[l] == l ? read_vector(*f, p + "attn_v.bias") : Vec(width, 0.0);
+  }
 
-    // Keys (RoPE at each key's own position) and values: the view's rows, then the computed tokens'.
-    Mat q(n), keys(m), values(m);
+  // Per layer that computes KV, the computed tokens' K (pre-RoPE) and V: zeros until the layer has run.
+  std::vector<Vec> own_k(n_layers, Vec((size_t)n * width, 0.0)), own_v(n_layers, Vec((size_t)n * width, 0.0));
+  trace.probs.assign(n_layers, Vec());
+  const auto run_layer = [&](int l, Mat& x) {
+    const LayerWeights& w = lw[l];
+    const int s = src[l];
+    const bool no_diag = mask_every || s > l;
+    Mat q(n);
+    for (int i = 0; i < n; ++i) {
+      const Vec xn = rms_norm(x[i], w.attn_norm, eps);
+      q[i] = matvec(w.wq, xn);
+      for (size_t j = 0; j < w.bq.size(); ++j) q[i][j] += w.bq[j];
+      rope(q[i], heads, hd, positions[i], theta, adjacent);
+      if (s != l) continue;
+      Vec kk = matvec(w.wk, xn), vv = matvec(w.wv, xn);
+      for (int j = 0; j < width; ++j) {
+        own_k[l][(size_t)i * width + j] = kk[j] + w.bk[j];
+        own_v[l][(size_t)i * width + j] = vv[j] + w.bv[j];
+      }
+    }
+    // Keys (RoPE at each key's own position) and values of layer s: the view's rows, then the computed tokens'.
+    Mat keys(m), values(m);
     int64_t at = 0;
     for (const ReferenceView& seg : view)
       for (size_t r = 0; r < seg.positions.size(); ++r, ++at) {
-        keys[at].assign(seg.k[l].begin() + r * width, seg.k[l].begin() + (r + 1) * width);
-        values[at].assign(seg.v[l].begin() + r * width, seg.v[l].begin() + (r + 1) * width);
+        keys[at].assign(seg.k[s].begin() + r * width, seg.k[s].begin() + (r + 1) * width);
+        values[at].assign(seg.v[s].begin() + r * width, seg.v[s].begin() + (r + 1) * width);
         rope(keys[at], kv_heads, hd, seg.positions[r], theta, adjacent);
       }
-    trace.k.emplace_back();
-    trace.v.emplace_back();
     for (int i = 0; i < n; ++i, ++at) {
-      const Vec xn = rms_norm(x[i], attn_norm, eps);
-      q[i] = matvec(wq, xn);
-      keys[at] = matvec(wk, xn);
-      values[at] = matvec(wv, xn);
-      for (size_t j = 0; j < bq.size(); ++j) q[i][j] += bq[j];
-      for (int j = 0; j < width; ++j) keys[at][j] += bk[j], values[at][j] += bv[j];
-      trace.k[l].insert(trace.k[l].end(), keys[at].begin(), keys[at].end());
-      trace.v[l].insert(trace.v[l].end(), values[at].begin(), values[at].end());
-      rope(q[i], heads, hd, positions[i], theta, adjacent);
+      keys[at].assign(own_k[s].begin() + (size_t)i * width, own_k[s].begin() + (size_t)(i + 1) * width);
+      values[at].assign(own_v[s].begin() + (size_t)i * width, own_v[s].begin() + (size_t)(i + 1) * width);
       rope(keys[at], kv_heads, hd, positions[i], theta, adjacent);
     }
-
-    trace.probs.emplace_back((size_t)heads * n * m, 0.0);
+    Vec& probs = trace.probs[l];
+    probs.assign((size_t)heads * n * m, 0.0);
     for (int i = 0; i < n; ++i) {
+      const auto visible = [&](int64_t j) {
+        return readable[j] && (no_diag ? key_pos[j] < positions[i] : key_pos[j] <= positions[i]);
+      };
       Vec attn(heads * hd, 0.0);
       for (int h = 0; h < heads; ++h) {
         const int g = h / (heads / kv_heads);
-        double* w = &trace.probs[l][((size_t)h * n + i) * m];
-        Vec s(m, 0.0);
+        double* pw = &probs[((size_t)h * n + i) * m];
+        Vec sc(m, 0.0);
         double mx = -1e300;
+        bool any = false;
         for (int64_t j = 0; j < m; ++j) {
-          if (!readable[j] || key_pos[j] > positions[i]) continue;
-          for (int d = 0; d < hd; ++d) s[j] += q[i][h * hd + d] * keys[j][g * hd + d];
-          s[j] /= std::sqrt((double)hd);
-          mx = std::max(mx, s[j]);
+          if (!visible(j)) continue;
+          for (int d = 0; d < hd; ++d) sc[j] += q[i][h * hd + d] * keys[j][g * hd + d];
+          sc[j] /= std::sqrt((double)hd);
+          mx = std::max(mx, sc[j]);
+          any = true;
         }
+        if (!any) continue;  // nothing to read: a zero attention output
         double sum = 0;
         for (int64_t j = 0; j < m; ++j)
-          if (readable[j] && key_pos[j] <= positions[i]) sum += (w[j] = std::exp(s[j] - mx));
+          if (visible(j)) sum += (pw[j] = std::exp(sc[j] - mx));
         for (int64_t j = 0; j < m; ++j) {
-          w[j] /= sum;
-          for (int d = 0; d < hd; ++d) attn[h * hd + d] += w[j] * values[j][g * hd + d];
+          pw[j] /= sum;
+          for (int d = 0; d < hd; ++d) attn[h * hd + d] += pw[j] * values[j][g * hd + d];
         }
       }
-      const Vec o = matvec(wo, attn);
+      const Vec o = matvec(w.wo, attn);
       for (int c = 0; c < hidden; ++c) x[i][c] += o[c];
     }
     for (int i = 0; i < n; ++i) {
-      const Vec xn = rms_norm(x[i], ffn_norm, eps);
-      const Vec gate = matvec(wg, xn), up = matvec(wu, xn);
+      const Vec xn = rms_norm(x[i], w.ffn_norm, eps);
+      const Vec gate = matvec(w.wg, xn), up = matvec(w.wu, xn);
       Vec act(gate.size());
       for (size_t j = 0; j < gate.size(); ++j) act[j] = gate[j] / (1.0 + std::exp(-gate[j])) * up[j];
-      const Vec down = matvec(wd, act);
+      const Vec down = matvec(w.wd, act);
       for (int c = 0; c < hidden; ++c) x[i][c] += down[c];
     }
+  };
+
+  Mat x(n);
+  for (int i = 0; i < n; ++i) x[i] = embd[tokens[i]];
+  for (int l = 0; l < std::min(first, n_layers); ++l) run_layer(l, x);
+  if (first <= last) {
+    const Mat entering = x;
+    for (int pass = 0; pass < passes; ++pass) {
+      x = entering;
+      for (int l = first; l <= last; ++l) run_layer(l, x);
+    }
+    for (int l = last + 1; l < n_layers; ++l) run_layer(l, x);
+  }
+  for (int l = 0; l < n_layers; ++l) {
+    trace.k.push_back(own_k[src[l]]);
+    trace.v.push_back(own_v[src[l]]);
   }
   const Vec out_norm = read_vector(*f, "output_norm.weight");
   trace.logits.resize(n);

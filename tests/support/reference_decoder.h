@@ -1,5 +1,5 @@
 // A deliberately naive Llama forward pass in double precision, written from the model definition (RMSNorm,
-// RoPE, GQA causal attention, SwiGLU) and sharing nothing with lib/model but the GGUF reader: the independent
+// RoPE, GQA causal attention, SwiGLU, the LCKV paper's layer-condensed attention) and sharing nothing with lib/model but the GGUF reader: the independent
 // reference the engine's tiny-model tests compare against.
 #pragma once
 #include <cstdint>
@@ -38,8 +38,11 @@ struct ReferenceTrace {
 // whose position is <= p (the bound applies to view rows too, else a link token or a recomputed context token
 // would read later chunks); a view row is superseded (never read) when a computed token or a row of a later view
 // segment has its position. Throws std::runtime_error on a malformed view.
+// A condensed-KV (LCKV) model follows its rule (model/condensed_kv.h, written again here from the paper): `passes`
+// over the condensed span, 0 taking the model's own count; any count is capped at one per token (exact).
 ReferenceTrace reference_forward(const std::string& gguf_path, const std::vector<ReferenceView>& view,
-                                 const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions);
+                                 const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                                 int passes = 0);
 
 // Logits [n][vocab] of a plain causal prefill of `tokens` at positions 0..n-1.
 std::vector<std::vector<double>> reference_logits(const std::string& gguf_path, const std::vector<int32_t>& tokens);

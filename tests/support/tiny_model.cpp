@@ -34,6 +34,11 @@ std::string write_tiny_model(const TinyModelSpec& s) {
   w.add_u32(a + "vocab_size", s.vocab);
   w.add_f32(a + "rope.freq_base", s.rope_theta);
   w.add_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  if (!s.lckv_kv_layers.empty()) {
+    w.add_i32_array(a + "lckv.kv_layers", s.lckv_kv_layers);
+    w.add_u32(a + "lckv.prompt_iterations", (uint32_t)s.lckv_prompt_iterations);
+    w.add_bool(a + "lckv.mask_every_diagonal", s.lckv_mask_every_diagonal);
+  }
 
   std::mt19937 rng(s.seed);
   const int64_t hd = s.hidden / s.n_heads, q_dim = s.n_heads * hd, kv_dim = s.n_kv_heads * hd;
@@ -53,12 +58,17 @@ std::string write_tiny_model(const TinyModelSpec& s) {
     const std::string p = "blk." + std::to_string(l) + ".";
     vector(p + "attn_norm.weight", s.hidden, 0.1f, 1.0f);
     matrix(p + "attn_q.weight", q_dim, s.hidden);
-    matrix(p + "attn_k.weight", kv_dim, s.hidden);
-    matrix(p + "attn_v.weight", kv_dim, s.hidden);
+    const bool computes_kv = s.lckv_kv_layers.empty() || s.lckv_kv_layers[(size_t)l] == l;
+    if (computes_kv) {
+      matrix(p + "attn_k.weight", kv_dim, s.hidden);
+      matrix(p + "attn_v.weight", kv_dim, s.hidden);
+    }
     if (s.arch == "qwen2") {
       vector(p + "attn_q.bias", q_dim, 0.2f, 0.0f);
-      vector(p + "attn_k.bias", kv_dim, 0.2f, 0.0f);
-      vector(p + "attn_v.bias", kv_dim, 0.2f, 0.0f);
+      if (computes_kv) {
+        vector(p + "attn_k.bias", kv_dim, 0.2f, 0.0f);
+        vector(p + "attn_v.bias", kv_dim, 0.2f, 0.0f);
+      }
     }
     matrix(p + "attn_output.weight", s.hidden, q_dim);
     vector(p + "ffn_norm.weight", s.hidden, 0.1f, 1.0f);
@@ -68,7 +78,7 @@ std::string write_tiny_model(const TinyModelSpec& s) {
   }
   const auto dir = std::filesystem::temp_directory_path() / "kvfuse-tests";
   std::filesystem::create_directories(dir);
-  const std::string path = (dir / (s.arch + "-" + std::to_string(s.seed) + "-" + std::to_string(s.n_layers) + "x" +
+  const std::string path = (dir / (s.arch + (s.lckv_kv_layers.empty() ? "" : "-lckv") + "-" + std::to_string(s.seed) + "-" + std::to_string(s.n_layers) + "x" +
                                    std::to_string(s.hidden) + "-" + ggml_type_name(s.matrix_type) + "-" +
                                    std::to_string(::getpid()) + ".gguf"))
                                .string();

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/ggml_types.h"
 
@@ -20,6 +21,11 @@ struct TinyModelSpec {
   float rope_theta = 10000.0f;
   GgmlType matrix_type = GgmlType::F32;  // storage type of the 2-D weights
   uint32_t seed = 42;
+  // Layer-condensed KV (model/condensed_kv.h): layer i reads the KV of layer lckv_kv_layers[i]; layers that read
+  // another have no K/V projection. Empty: a plain model.
+  std::vector<int32_t> lckv_kv_layers;
+  int lckv_prompt_iterations = 9;
+  bool lckv_mask_every_diagonal = false;
 };
 
 // Writes the model to a unique file under the test temp dir and returns its path.

@@ -136,7 +136,7 @@ TEST_F(HfFolderErrors, NullsAndWrongJsonTypesNameTheFile) {
 
 TEST_F(HfFolderErrors, UnknownModelTypeIsNamed) {
   edit_config([](json& j) { j["model_type"] = "gemma3"; });
-  EXPECT_ERROR_HAS("config.json: model_type \"gemma3\" is not supported (llama, mistral, qwen2)");
+  EXPECT_ERROR_HAS("config.json: model_type \"gemma3\" is not supported (llama, mistral, qwen2, lckv-llama)");
 }
 
 TEST_F(HfFolderErrors, WrongShapeNamesTensorAndShard) {
