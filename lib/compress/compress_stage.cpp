@@ -251,7 +251,7 @@ class CompressJob {
 
   // The KV source map of the new mode: the source's, or a layer-sharing search's (recorded in the store).
   void choose_layer_sources() {
-    from_sources_ = sources_of_layer_map(from_layout_.layer_map);
+    from_sources_ = kv_sources_of_layout(from_layout_, s_.decoder->kv_sources());
     sources_ = from_sources_;
     if (o_.share_layers == 0) return;
     for (int l = 0; l < c_.n_layers; ++l)

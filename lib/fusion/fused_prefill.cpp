@@ -69,22 +69,33 @@ std::vector<std::pair<int32_t, int64_t>> stored_rows(const FusionInputs& in) {
   return where;
 }
 
-// cacheblend: |V_fresh - V_stored| at layer 1 per context token; a token without a stored row scores highest.
+// The early layer cacheblend and a3 look at: layer 1, or in a condensed-KV model the lowest layer above 0 that
+// computes its own KV (a lower condensed layer's KV is a higher layer's, which the probe must run to anyway).
+int selector_layer(const Decoder& d, const char* method) {
+  const LlamaConfig& c = d.config();
+  KVF_CHECK(c.n_layers >= 2, method, " needs a model of at least 2 layers");
+  for (int l = 1; l < c.n_layers; ++l)
+    if (c.condensed.source(l) == l) return l;
+  fail(method, ": no layer above 0 computes its own KV in this condensed-KV model");
+}
+
+// cacheblend: |V_fresh - V_stored| at the selector layer per context token; a token without a stored row scores
+// highest.
 std::vector<float> cacheblend_scores(const Decoder& d, const FusionInputs& in) {
   const LlamaConfig& c = d.config();
-  KVF_CHECK(c.n_layers >= 2, "cacheblend needs a model of at least 2 layers");
+  const int layer = selector_layer(d, "cacheblend");
   ComputedSet probe = computed_set(in.layout, all_context(in.layout), true, false);
   probe.request.view = {in.system};
-  probe.request.run_layers = 2;
+  probe.request.run_layers = layer + 1;
   probe.request.return_kv = true;
   const ForwardResult out = d.forward(probe.request);
   const int64_t width = (int64_t)c.n_kv_heads * c.head_dim;
   std::vector<float> fresh((size_t)(probe.request.tokens.size() * width));
-  d.backend().copy_to_host(out.kv.v[1], fresh.data(), fresh.size() * sizeof(float));
+  d.backend().copy_to_host(out.kv.v[layer], fresh.data(), fresh.size() * sizeof(float));
   std::vector<std::vector<float>> stored(in.chunks.size());
   for (size_t ch = 0; ch < in.chunks.size(); ++ch) {
     stored[ch].resize((size_t)(in.chunks[ch]->rows() * width));
-    d.backend().copy_to_host(in.chunks[ch]->v[1], stored[ch].data(), stored[ch].size() * sizeof(float));
+    d.backend().copy_to_host(in.chunks[ch]->v[layer], stored[ch].data(), stored[ch].size() * sizeof(float));
   }
   const auto where = stored_rows(in);
   std::vector<float> scores((size_t)in.layout.n_context(), 0.0f);
@@ -99,13 +110,13 @@ std::vector<float> cacheblend_scores(const Decoder& d, const FusionInputs& in) {
   return scores;
 }
 
-// a3: layer-1 attention of Q's rows on each context token, every token computed through layers 0-1.
+// a3: the selector layer's attention of Q's rows on each context token, every token computed up to that layer.
 std::vector<float> a3_scores(const Decoder& d, const FusionInputs& in) {
-  KVF_CHECK(d.config().n_layers >= 2, "a3 needs a model of at least 2 layers");
+  const int layer = selector_layer(d, "a3");
   ComputedSet probe = computed_set(in.layout, all_context(in.layout), true, true);
   probe.request.view = {in.system};
-  probe.request.run_layers = 2;
-  probe.request.probe_layers = {1};
+  probe.request.run_layers = layer + 1;
+  probe.request.probe_layers = {layer};
   probe.request.probe_rows = probe.question_rows;
   const ForwardResult out = d.forward(probe.request);
   const std::vector<float>& colsum = out.attn_colsum[0];  // S's rows, then the computed tokens

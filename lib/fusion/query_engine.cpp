@@ -92,7 +92,7 @@ struct QueryEngine::State {
         host_to_segment(system_store.read(s_id), system_store.layout(), *backend, positions));
     kv = std::make_unique<KvModeReader>(o.store_dir, manifest, o.kv_mode, fingerprint);
     if (kv->shards()) {
-      const std::vector<int32_t> sources = sources_of_layer_map(kv->layout().layer_map);
+      const std::vector<int32_t> sources = kv_sources_of_layout(kv->layout(), decoder->kv_sources());
       for (int l = 0; l < (int)sources.size() && !stored_decoder; ++l)
         if (sources[l] != l) stored_decoder = decoder->with_kv_sources(sources);
     }

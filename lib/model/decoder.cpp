@@ -354,9 +354,12 @@ std::unique_ptr<Decoder> Decoder::load(const std::string& path, Backend& backend
 
 std::unique_ptr<Decoder> Decoder::with_kv_sources(std::vector<int32_t> sources) const {
   const int n = config_.n_layers;
-  KVF_CHECK(!config_.condensed.active(), "a condensed-KV (LCKV) model reads the KV layers its config names; it takes "
-            "no other KV source map");
   KVF_CHECK((int)sources.size() == n, "KV source map has ", sources.size(), " entries, the model ", n, " layers");
+  if (config_.condensed.active()) {
+    KVF_CHECK(sources == config_.condensed.kv_layer, "a condensed-KV (LCKV) model reads the KV layers its config "
+              "names; it takes no other KV source map");
+    return std::unique_ptr<Decoder>(new Decoder(*this));
+  }
   bool identity = true;
   for (int l = 0; l < n; ++l) {
     const int32_t src = sources[l];

@@ -1,5 +1,6 @@
 #include "prep/prefill_stage.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -34,13 +35,15 @@ std::vector<int32_t> iota(int64_t n, int32_t start) {
   return v;
 }
 
-KvShardLayout layout_for(const LlamaConfig& c, const std::string& mode, uint64_t fingerprint, KvDtype dtype) {
+// Every layer's KV, or for a condensed-KV model only the layers that compute KV.
+KvShardLayout layout_for(const Decoder& d, const std::string& mode, uint64_t fingerprint, KvDtype dtype) {
+  const LlamaConfig& c = d.config();
   KvShardLayout l;
   l.mode = mode;
   l.model_fingerprint = fingerprint;
   l.n_layers = c.n_layers;
-  l.layer_map = iota(c.n_layers, 0);
-  l.stored_layers = c.n_layers;
+  l.layer_map = layer_map_of_sources(d.kv_sources(), c.n_layers);
+  l.stored_layers = *std::max_element(l.layer_map.begin(), l.layer_map.end()) + 1;
   l.kv_heads = c.n_kv_heads;
   l.head_dim = c.head_dim;
   l.dtype = dtype;
@@ -89,8 +92,8 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     r.tokens = s_tokens;
     r.positions = iota(s_len, 0);
     r.return_kv = true;
-    ShardSink sink(o.store_dir, m, layout_for(c, kSystemMode, fingerprint, o.dtype), 0);
-    sink.add(s_id, segment_to_host(decoder->forward(r).kv, *backend));
+    ShardSink sink(o.store_dir, m, layout_for(*decoder, kSystemMode, fingerprint, o.dtype), 0);
+    sink.add(s_id, segment_to_host(source_layers_of(decoder->forward(r).kv, decoder->kv_sources()), *backend));
     sink.flush();
   }
   const PrecomputeView view(o.store_dir, m, chunks, o.mode, o.top_n, fingerprint, s_tokens, c.context_length,
@@ -117,7 +120,8 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     return res;
   }
 
-  ShardSink sink(o.store_dir, m, layout_for(c, o.mode, fingerprint, o.dtype), o.shard_bytes, o.deflate_level);
+  ShardSink sink(o.store_dir, m, layout_for(*decoder, o.mode, fingerprint, o.dtype), o.shard_bytes,
+                 o.deflate_level);
   Progress progress("prefill " + o.mode, "chunks", missing, o.progress);
   for (const auto& [begin, end] : groups) {
     std::vector<size_t> rows;
@@ -129,7 +133,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     for (size_t i = 0; i < out.size(); ++i) {
       const uint64_t id = chunks.chunks()[begin + i].id;
       if (!needs(begin + i)) continue;  // computed only to keep the batch as it always is
-      HostKv kv = segment_to_host(out[i].kv, *backend);
+      HostKv kv = segment_to_host(source_layers_of(out[i].kv, decoder->kv_sources()), *backend);
       kv.positions = iota(kv.rows, 0);  // stored rows carry in-chunk positions
       sink.add(id, kv, view.context_hash(begin + i));
       res.tokens += (uint64_t)kv.rows;

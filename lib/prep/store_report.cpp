@@ -128,8 +128,9 @@ nlohmann::json inspect_store(const std::string& dir) {
     uint64_t rows = 0, bytes = 0, shards = 0;
     std::map<uint64_t, uint64_t> checksums;  // chunk id -> KV checksum: content, whatever the shard boundaries
     std::string dtype;
-    int stored_layers = 0;
+    int stored_layers = 0, model_layers = 0;
     double row_bytes = 0;  // K, V, scales and position of one row, without the file's own overhead
+    double every_layer_row_bytes = 0;  // the same with every model layer stored (no sharing, no condensed KV)
   };
   std::map<std::string, ModeTotals> modes;
   uint64_t total_bytes = 0;
@@ -141,6 +142,10 @@ nlohmann::json inspect_store(const std::string& dir) {
     t.dtype = shard.layout().dtype == KvDtype::Int8 ? "int8" : shard.layout().dtype == KvDtype::BF16 ? "bf16" : "f16";
     t.stored_layers = shard.layout().stored_layers;
     t.row_bytes = shard.layout().bytes_per_row();
+    KvShardLayout every_layer = shard.layout();
+    every_layer.stored_layers = every_layer.n_layers;
+    t.model_layers = every_layer.n_layers;
+    t.every_layer_row_bytes = every_layer.bytes_per_row();
     t.shards += 1;
     t.bytes += f.bytes;
     for (const KvChunkEntry& e : shard.index()) {
@@ -164,7 +169,9 @@ nlohmann::json inspect_store(const std::string& dir) {
                        {"stored_layers", t.stored_layers},
                        {"bytes", t.bytes},
                        {"bytes_per_token", tokens ? (double)t.bytes / (double)tokens : 0.0},
+                       {"model_layers", t.model_layers},
                        {"kv_bytes_per_token", tokens ? t.row_bytes * (double)t.rows / (double)tokens : 0.0},
+                       {"kv_bytes_per_token_every_layer", t.every_layer_row_bytes},
                        {"content_hash", hex64(content_hash(t.checksums))}};
   }
   out["bytes"] = total_bytes;

@@ -65,6 +65,35 @@ std::vector<int32_t> sources_of_layer_map(const std::vector<int32_t>& layer_map)
   return sources;
 }
 
+std::vector<int32_t> kv_sources_of_layout(const KvShardLayout& layout, const std::vector<int32_t>& model_sources) {
+  if (model_sources.empty()) return sources_of_layer_map(layout.layer_map);
+  KVF_CHECK(layout.layer_map == layer_map_of_sources(model_sources, (int)model_sources.size()), "KV mode '",
+            layout.mode, "': its layer map does not keep the condensed-KV layers of this model (",
+            layout.stored_layers, " stored layers); it was computed for another layout");
+  return model_sources;
+}
+
+std::vector<int32_t> layer_map_of_sources(const std::vector<int32_t>& sources, int n_layers) {
+  std::vector<int32_t> map((size_t)n_layers), stored_index((size_t)n_layers, -1);
+  int32_t next = 0;
+  for (int l = 0; l < n_layers; ++l)
+    if (sources.empty() || sources[(size_t)l] == l) stored_index[(size_t)l] = next++;
+  for (int l = 0; l < n_layers; ++l) map[(size_t)l] = stored_index[(size_t)(sources.empty() ? l : sources[(size_t)l])];
+  return map;
+}
+
+KvSegment source_layers_of(const KvSegment& seg, const std::vector<int32_t>& sources) {
+  if (sources.empty()) return seg;
+  KvSegment out;
+  out.positions = seg.positions;
+  for (size_t l = 0; l < seg.k.size(); ++l)
+    if (sources[l] == (int32_t)l) {
+      out.k.push_back(seg.k[l]);
+      out.v.push_back(seg.v[l]);
+    }
+  return out;
+}
+
 std::string kv_shard_name(const std::string& mode, size_t number) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "-%05zu.h5", number);

@@ -33,6 +33,15 @@ KvSegment host_to_segment(const HostKv& kv, const KvShardLayout& layout, Backend
 // The KV source map a stored layer map stands for (Decoder::with_kv_sources): each layer reads the first layer
 // that maps to the same stored layer.
 std::vector<int32_t> sources_of_layer_map(const std::vector<int32_t>& layer_map);
+// The KV source map a layout stands for, for a model with its own map `model_sources` (a condensed-KV model,
+// Decoder::kv_sources(); empty for a plain model, whose layers read the first of their stored layer). A condensed
+// model's store must keep exactly its own KV layers; throws naming the mode otherwise.
+std::vector<int32_t> kv_sources_of_layout(const KvShardLayout& layout, const std::vector<int32_t>& model_sources);
+// The layer map of a store keeping only the layers that `sources` reads (empty: every layer, the identity), in
+// model order: each layer maps to its source's stored index.
+std::vector<int32_t> layer_map_of_sources(const std::vector<int32_t>& sources, int n_layers);
+// The source layers of a segment (those a store keeps), sharing its tensors; every layer when `sources` is empty.
+KvSegment source_layers_of(const KvSegment& seg, const std::vector<int32_t>& sources);
 
 // Shard file name of a mode inside a store: "kv/<mode>-00003.h5".
 std::string kv_shard_name(const std::string& mode, size_t number);

@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <random>
 #include <vector>
 
+#include "io/gguf.h"
 #include "io/gguf_writer.h"
 
 namespace kvf::test {
@@ -21,8 +23,15 @@ std::vector<float> random_values(std::mt19937& rng, size_t n, float scale, float
 
 }  // namespace
 
-std::string write_tiny_model(const TinyModelSpec& s) {
+std::string write_tiny_model(const TinyModelSpec& spec) {
+  TinyModelSpec s = spec;
   gguf::Writer w;
+  if (!s.tokenizer_from.empty()) {
+    const auto source = gguf::File::open(s.tokenizer_from);
+    for (const auto& [key, value] : source->metadata())
+      if (key.rfind("tokenizer.", 0) == 0) w.add_value(key, value);
+    s.vocab = (int)source->get("tokenizer.ggml.tokens").array_size();
+  }
   const std::string a = s.arch + ".";
   w.add_string("general.architecture", s.arch);
   w.add_u32(a + "block_count", s.n_layers);
@@ -78,9 +87,11 @@ std::string write_tiny_model(const TinyModelSpec& s) {
   }
   const auto dir = std::filesystem::temp_directory_path() / "kvfuse-tests";
   std::filesystem::create_directories(dir);
-  const std::string path = (dir / (s.arch + (s.lckv_kv_layers.empty() ? "" : "-lckv") + "-" + std::to_string(s.seed) + "-" + std::to_string(s.n_layers) + "x" +
+  static std::atomic<int> written{0};  // two specs in one process never share a file
+  const std::string path = (dir / (s.arch + (s.lckv_kv_layers.empty() ? "" : "-lckv") + "-" +
+                                   std::to_string(s.seed) + "-" + std::to_string(s.n_layers) + "x" +
                                    std::to_string(s.hidden) + "-" + ggml_type_name(s.matrix_type) + "-" +
-                                   std::to_string(::getpid()) + ".gguf"))
+                                   std::to_string(::getpid()) + "-" + std::to_string(written++) + ".gguf"))
                                .string();
   w.write(path);
   return path;

@@ -21,6 +21,9 @@ struct TinyModelSpec {
   float rope_theta = 10000.0f;
   GgmlType matrix_type = GgmlType::F32;  // storage type of the 2-D weights
   uint32_t seed = 42;
+  // A GGUF whose tokenizer.* metadata (vocabulary, merges, chat template) the model takes, its vocabulary size
+  // replacing `vocab`: a tiny model that kvprep and kvrun can run on text. Empty: no tokenizer.
+  std::string tokenizer_from;
   // Layer-condensed KV (model/condensed_kv.h): layer i reads the KV of layer lckv_kv_layers[i]; layers that read
   // another have no K/V projection. Empty: a plain model.
   std::vector<int32_t> lckv_kv_layers;
