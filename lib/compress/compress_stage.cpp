@@ -254,6 +254,8 @@ class CompressJob {
     from_sources_ = kv_sources_of_layout(from_layout_, s_.decoder->kv_sources());
     sources_ = from_sources_;
     if (o_.share_layers == 0) return;
+    KVF_CHECK(!c_.condensed.active(), "--share-layers: a condensed-KV (LCKV) model reads the KV layers its config "
+              "names; they cannot be shared further");
     for (int l = 0; l < c_.n_layers; ++l)
       KVF_CHECK(sources_[l] == l, "--share-layers needs every layer's KV, but '", o_.from, "' already shares layers");
     ShareSearchStageOptions so;
