@@ -179,7 +179,8 @@ void check_compress_options(const CompressStageOptions& o) {
   KVF_CHECK(o.anchor_mode == "select" || o.anchor_mode == "append", "--anchor-mode must be select or append, got '",
             o.anchor_mode, "'");
   anchor_score_from_name(o.anchor_score);  // throws naming a bad value
-  KVF_CHECK(o.quant.empty() || o.quant == "int8", "--quant must be int8, got '", o.quant, "'");
+  KVF_CHECK(o.quant.empty() || o.quant == "int8" || o.quant == "int4" || o.quant == "int2",
+            "--quant must be int8, int4 or int2, got '", o.quant, "'");
   KVF_CHECK(o.anchors > 0 || o.share_layers > 0 || !o.quant.empty(), "compress: nothing to do; give --anchors, "
             "--share-layers or --quant");
 }
@@ -287,6 +288,12 @@ class CompressJob {
       layout_.layer_map[l] = (int32_t)(std::find(kept_layers_.begin(), kept_layers_.end(),
                                                  from_layout_.layer_map[sources_[l]]) - kept_layers_.begin());
     if (o_.quant == "int8") layout_.dtype = KvDtype::Int8;
+    if (o_.quant == "int4" || o_.quant == "int2") {
+      layout_.dtype = o_.quant == "int4" ? KvDtype::Int4 : KvDtype::Int2;
+      layout_.quant_group = o_.quant_group;
+      layout_.keep_first = o_.keep_first;
+      check_low_bit_spec(layout_.low_bit_spec(), layout_.head_dim, "--quant " + o_.quant);
+    }
     for (int l = 0; l < c_.n_layers; ++l)
       if (from_sources_[l] == l) from_source_layers_.push_back(l);
   }
@@ -299,7 +306,13 @@ class CompressJob {
                    {"anchor_mode", anchors_ ? o_.anchor_mode : from_recipe_.value("anchor_mode", "")},
                    {"segment", anchors_ ? o_.segment : from_recipe_.value("segment", 0)},
                    {"layer_sources", sources_},
-                   {"quant", layout_.dtype == KvDtype::Int8 ? "int8" : ""}};
+                   {"quant", layout_.dtype == KvDtype::F16 || layout_.dtype == KvDtype::BF16
+                                 ? ""
+                                 : kv_dtype_name(layout_.dtype)}};
+    if (layout_.low_bit()) {
+      recipe["quant_group"] = layout_.quant_group;
+      recipe["keep_first"] = layout_.keep_first;
+    }
     if (anchors_ && !select_) recipe["anchor_token_ids"] = anchor_ids_;
     if (select_) recipe["anchor_score"] = o_.anchor_score;
     if (!anchors_ && from_recipe_.contains("anchor_score")) recipe["anchor_score"] = from_recipe_["anchor_score"];

@@ -139,7 +139,7 @@ nlohmann::json inspect_store(const std::string& dir) {
     if (kv_mode_of_shard(f.path).empty()) continue;
     const KvShardReader shard = KvShardReader::open(store_file_path(dir, f.path), m.model_fingerprint);
     ModeTotals& t = modes[kv_mode_of_shard(f.path)];
-    t.dtype = shard.layout().dtype == KvDtype::Int8 ? "int8" : shard.layout().dtype == KvDtype::BF16 ? "bf16" : "f16";
+    t.dtype = kv_dtype_name(shard.layout().dtype);
     t.stored_layers = shard.layout().stored_layers;
     t.row_bytes = shard.layout().bytes_per_row();
     KvShardLayout every_layer = shard.layout();

@@ -23,24 +23,33 @@ namespace {
 constexpr const char* kMagic = "kvfuse-kv";
 constexpr int64_t kFormatVersion = 1;
 constexpr uint64_t kRowsPerH5Chunk = 64;
+constexpr uint64_t kBlobBytesPerH5Chunk = 1 << 16;
 constexpr int64_t kMaxDim = 1 << 20;  // bounds each shape attribute, so products cannot overflow
 
-const char* dtype_name(KvDtype d) {
+}  // namespace
+
+const char* kv_dtype_name(KvDtype d) {
   switch (d) {
     case KvDtype::F16: return "f16";
     case KvDtype::BF16: return "bf16";
     case KvDtype::Int8: return "int8";
+    case KvDtype::Int4: return "int4";
+    case KvDtype::Int2: return "int2";
   }
   return "?";
 }
+
+namespace {
 
 h5::Handle dtype_h5_type(KvDtype d) {
   switch (d) {
     case KvDtype::F16: return h5::ieee_f16_type();
     case KvDtype::BF16: return h5::bfloat16_type();
-    case KvDtype::Int8: break;
+    case KvDtype::Int8: return h5::Handle(H5Tcopy(H5T_STD_I8LE), H5Tclose);
+    case KvDtype::Int4:
+    case KvDtype::Int2: break;
   }
-  return h5::Handle(H5Tcopy(H5T_STD_I8LE), H5Tclose);
+  return h5::Handle(H5Tcopy(H5T_STD_U8LE), H5Tclose);  // low-bit: the blob's bytes
 }
 
 // f16/bf16 elements, copied byte-wise: the stored bytes are the host's uint16 (little-endian, as HDF5 is told).
@@ -78,6 +87,7 @@ void check_layout(const KvShardLayout& l, const std::string& where) {
   for (size_t i = 0; i < l.layer_map.size(); ++i)
     KVF_CHECK(l.layer_map[i] >= 0 && l.layer_map[i] < l.stored_layers, where, ": layer_map[", i, "] is ",
               l.layer_map[i], ", outside [0, ", l.stored_layers, ")");
+  if (l.low_bit()) check_low_bit_spec(l.low_bit_spec(), l.head_dim, where);
 }
 
 int int_attribute(const h5::File& f, const std::string& name) {
@@ -104,9 +114,18 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
   const size_t at = k_.size();
   const size_t groups = (size_t)rows * layout_.stored_layers * layout_.kv_heads;
   const size_t scale_at = k_scale_.size();
-  k_.resize(at + bytes);
-  v_.resize(at + bytes);
-  if (dtype == KvDtype::Int8) {
+  KvChunkEntry e;
+  if (layout_.low_bit()) {
+    e.first_byte = blob_.size();
+    try {
+      encode_low_bit_chunk(layout_.low_bit_spec(), k, v, rows, layout_.row_elems(), blob_);
+    } catch (const Error& err) {
+      blob_.resize(e.first_byte);  // a refused chunk leaves nothing behind
+      fail("kv shard: chunk ", hex64(chunk_id), ": ", err.what());
+    }
+  } else if (dtype == KvDtype::Int8) {
+    k_.resize(at + bytes);
+    v_.resize(at + bytes);
     k_scale_.resize(scale_at + groups);
     v_scale_.resize(scale_at + groups);
     // A refused chunk leaves nothing behind, so the writer stays usable (and its checksums right).
@@ -126,17 +145,20 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
            e.what());
     }
   } else {
+    k_.resize(at + bytes);
+    v_.resize(at + bytes);
     to_stored(dtype, k, elems, k_.data() + at);
     to_stored(dtype, v, elems, v_.data() + at);
   }
   ids_.insert(chunk_id);
-  KvChunkEntry e;
   e.chunk_id = chunk_id;
   e.first_row = positions_.size();
   e.rows = rows;
   positions_.insert(positions_.end(), positions, positions + rows);
   const std::pair<const void*, size_t> pos = {positions_.data() + e.first_row, rows * sizeof(int32_t)};
-  e.checksum = dtype == KvDtype::Int8
+  e.checksum = layout_.low_bit()
+                   ? chunk_checksum({{blob_.data() + e.first_byte, blob_.size() - e.first_byte}, pos})
+               : dtype == KvDtype::Int8
                    ? chunk_checksum({{k_.data() + at, bytes},
                                      {v_.data() + at, bytes},
                                      {k_scale_.data() + scale_at, groups * sizeof(uint16_t)},
@@ -148,7 +170,7 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
 }
 
 uint64_t KvShardWriter::bytes() const {
-  return k_.size() + v_.size() + (k_scale_.size() + v_scale_.size()) * sizeof(uint16_t) +
+  return k_.size() + v_.size() + (k_scale_.size() + v_scale_.size()) * sizeof(uint16_t) + blob_.size() +
          positions_.size() * sizeof(int32_t);
 }
 
@@ -160,7 +182,7 @@ void KvShardWriter::set_deflate_level(int level) {
 void KvShardWriter::write(const std::string& path) const {
   const KvShardLayout& l = layout_;
   const uint64_t n = index_.size();
-  std::vector<uint64_t> ids(n), first(n), checksums(n), contexts(n);
+  std::vector<uint64_t> ids(n), first(n), checksums(n), contexts(n), first_bytes(n);
   std::vector<uint32_t> counts(n);
   for (size_t i = 0; i < n; ++i) {
     ids[i] = index_[i].chunk_id;
@@ -168,6 +190,7 @@ void KvShardWriter::write(const std::string& path) const {
     counts[i] = index_[i].rows;
     checksums[i] = index_[i].checksum;
     contexts[i] = index_[i].context;
+    first_bytes[i] = index_[i].first_byte;
   }
   PendingFile out(path);
   {
@@ -179,12 +202,18 @@ void KvShardWriter::write(const std::string& path) const {
     f.write_int_attribute("stored_layers", l.stored_layers);
     f.write_int_attribute("kv_heads", l.kv_heads);
     f.write_int_attribute("head_dim", l.head_dim);
-    f.write_string_attribute("dtype", dtype_name(l.dtype));
+    f.write_string_attribute("dtype", kv_dtype_name(l.dtype));
     const h5::Handle type = dtype_h5_type(l.dtype);
     const std::vector<uint64_t> dims = {rows(), (uint64_t)l.stored_layers, (uint64_t)l.kv_heads,
                                         (uint64_t)l.head_dim};
-    f.write_raw("k", type.get(), dims, k_.data(), kRowsPerH5Chunk, deflate_level_);
-    f.write_raw("v", type.get(), dims, v_.data(), kRowsPerH5Chunk, deflate_level_);
+    if (l.low_bit()) {
+      f.write_int_attribute("quant_group", l.quant_group);
+      f.write_int_attribute("keep_first", l.keep_first);
+      f.write_raw("blob", type.get(), {blob_.size()}, blob_.data(), kBlobBytesPerH5Chunk, deflate_level_);
+    } else {
+      f.write_raw("k", type.get(), dims, k_.data(), kRowsPerH5Chunk, deflate_level_);
+      f.write_raw("v", type.get(), dims, v_.data(), kRowsPerH5Chunk, deflate_level_);
+    }
     if (l.dtype == KvDtype::Int8) {
       const h5::Handle f16 = h5::ieee_f16_type();
       const std::vector<uint64_t> scale_dims = {rows(), (uint64_t)l.stored_layers, (uint64_t)l.kv_heads};
@@ -199,6 +228,7 @@ void KvShardWriter::write(const std::string& path) const {
     f.write<uint32_t>("index/row_count", {n}, counts.data());
     f.write<uint64_t>("index/checksum", {n}, checksums.data());
     f.write<uint64_t>("index/context", {n}, contexts.data());
+    if (l.low_bit()) f.write<uint64_t>("index/first_byte", {n}, first_bytes.data());
     f.close();
   }
   out.commit();
@@ -229,18 +259,29 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
   l.kv_heads = int_attribute(f, "kv_heads");
   l.head_dim = int_attribute(f, "head_dim");
   const std::string dtype = f.read_string_attribute("dtype");
-  KVF_CHECK(dtype == "f16" || dtype == "bf16" || dtype == "int8", path, ": attribute 'dtype' is '", dtype,
-            "', expected f16, bf16 or int8");
-  l.dtype = dtype == "f16" ? KvDtype::F16 : dtype == "bf16" ? KvDtype::BF16 : KvDtype::Int8;
+  bool known = false;
+  for (KvDtype d : {KvDtype::F16, KvDtype::BF16, KvDtype::Int8, KvDtype::Int4, KvDtype::Int2})
+    if (dtype == kv_dtype_name(d)) l.dtype = d, known = true;
+  KVF_CHECK(known, path, ": attribute 'dtype' is '", dtype, "', expected f16, bf16, int8, int4 or int2");
+  if (l.low_bit()) {
+    l.quant_group = int_attribute(f, "quant_group");
+    const int64_t keep = f.read_int_attribute("keep_first");
+    KVF_CHECK(keep >= 0 && keep <= kMaxDim, path, ": attribute 'keep_first' is ", keep, ", expected 0..", kMaxDim);
+    l.keep_first = (int)keep;
+  }
   l.layer_map = f.read<int32_t>("layer_map", {l.n_layers});
   check_layout(l, path);
 
   const h5::Handle type = dtype_h5_type(l.dtype);
-  const std::vector<uint64_t> k_shape = f.raw_shape("k", type.get());
+  const std::vector<uint64_t> k_shape =
+      l.low_bit() ? f.raw_shape("positions", H5T_STD_I32LE) : f.raw_shape("k", type.get());
   const uint64_t total = k_shape.empty() ? 0 : k_shape[0];
   const std::vector<uint64_t> expected = {total, (uint64_t)l.stored_layers, (uint64_t)l.kv_heads,
                                           (uint64_t)l.head_dim};
+  const std::vector<uint64_t> blob_shape = l.low_bit() ? f.raw_shape("blob", type.get()) : std::vector<uint64_t>{};
+  KVF_CHECK(!l.low_bit() || blob_shape.size() == 1, path, ": dataset 'blob' is not one-dimensional bytes");
   for (const char* name : {"k", "v"}) {
+    if (l.low_bit()) break;
     const std::vector<uint64_t> shape = f.raw_shape(name, type.get());
     KVF_CHECK(shape == expected, path, ": dataset '", name,
               "' is not shaped [rows, stored_layers, kv_heads, head_dim] = [", total, ", ", l.stored_layers, ", ",
@@ -265,14 +306,22 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
   // index/context came after the first shards were written: absent means "no context recorded".
   const std::vector<uint64_t> contexts =
       f.has("index/context") ? f.read<uint64_t>("index/context", {n}) : std::vector<uint64_t>(n, 0);
+  const std::vector<uint64_t> first_bytes =
+      l.low_bit() ? f.read<uint64_t>("index/first_byte", {n}) : std::vector<uint64_t>(n, 0);
   r.index_.resize(n);
   std::unordered_set<uint64_t> seen;
   for (int64_t i = 0; i < n; ++i) {
     KvChunkEntry& e = r.index_[i];
-    e = {ids[i], first[i], counts[i], checksums[i], contexts[i]};
+    e = {ids[i], first[i], counts[i], checksums[i], contexts[i], first_bytes[i]};
     KVF_CHECK(e.rows > 0 && e.first_row < total && e.rows <= total - e.first_row, path, ": index entry ", i,
               " (chunk ", hex64(e.chunk_id), ") holds rows ", e.first_row, "+", e.rows, ", outside [0, ",
               total, ")");
+    if (l.low_bit()) {
+      const uint64_t bytes = low_bit_chunk_bytes(l.low_bit_spec(), e.rows, l.row_elems());
+      KVF_CHECK(e.first_byte <= blob_shape[0] && bytes <= blob_shape[0] - e.first_byte, path, ": index entry ", i,
+                " (chunk ", hex64(e.chunk_id), ") holds bytes ", e.first_byte, "+", bytes, " of 'blob', outside [0, ",
+                blob_shape[0], ")");
+    }
     KVF_CHECK(seen.insert(e.chunk_id).second, path, ": index entry ", i, " repeats chunk ",
               hex64(e.chunk_id));
   }
@@ -282,7 +331,10 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
             [&](size_t a, size_t b) { return r.index_[a].first_row < r.index_[b].first_row; });
   for (size_t i = 1; i < order.size(); ++i) {
     const KvChunkEntry& a = r.index_[order[i - 1]];
-    KVF_CHECK(a.first_row + a.rows <= r.index_[order[i]].first_row, path, ": index entries ", order[i - 1], " and ",
+    const KvChunkEntry& b = r.index_[order[i]];
+    const bool bytes_apart =
+        !l.low_bit() || a.first_byte + low_bit_chunk_bytes(l.low_bit_spec(), a.rows, l.row_elems()) <= b.first_byte;
+    KVF_CHECK(a.first_row + a.rows <= b.first_row && bytes_apart, path, ": index entries ", order[i - 1], " and ",
               order[i], " overlap");
   }
   return r;
@@ -292,6 +344,7 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
                                std::vector<int32_t>& positions, bool verify_checksum) const {
   KVF_CHECK(entry < index_.size(), path(), ": no index entry ", entry, " (", index_.size(), " entries)");
   const KvChunkEntry& e = index_[entry];
+  if (layout_.low_bit()) return read_low_bit_chunk(entry, k, v, positions, verify_checksum);
   const KvDtype dtype = layout_.dtype;
   const size_t elems = (size_t)e.rows * layout_.row_elems();
   const size_t bytes = elems * layout_.element_bytes();
@@ -343,6 +396,28 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
                          layout_.head_dim, k.data());
   dequantize_int8_groups(reinterpret_cast<const int8_t*>(v_raw.data()), v_scale.data(), (int64_t)groups,
                          layout_.head_dim, v.data());
+  if (verify_checksum) require_finite(e, entry, k, v);
+}
+
+void KvShardReader::read_low_bit_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v,
+                                       std::vector<int32_t>& positions, bool verify_checksum) const {
+  const KvChunkEntry& e = index_[entry];
+  const int64_t width = layout_.row_elems();
+  const LowBitSpec spec = layout_.low_bit_spec();
+  std::vector<uint8_t> bytes(low_bit_chunk_bytes(spec, e.rows, width));
+  positions.resize(e.rows);
+  file_->read_raw_rows("blob", H5T_STD_U8LE, e.first_byte, bytes.size(), bytes.data());
+  file_->read_raw_rows("positions", H5T_NATIVE_INT32, e.first_row, e.rows, positions.data());
+  if (verify_checksum) {
+    const uint64_t found = chunk_checksum({{bytes.data(), bytes.size()}, {positions.data(), e.rows * sizeof(int32_t)}});
+    KVF_CHECK(found == e.checksum, path(), ": chunk ", hex64(e.chunk_id), " (index entry ", entry,
+              ") has checksum ", hex64(found), ", the index records ", hex64(e.checksum));
+  }
+  k.resize((size_t)(e.rows * width));
+  v.resize(k.size());
+  // The writer only makes finite scales and minimums; anything else is damage that unchecked reads must not pass on.
+  KVF_CHECK(decode_low_bit_chunk(spec, bytes.data(), e.rows, width, k.data(), v.data()), path(), ": chunk ",
+            hex64(e.chunk_id), " (index entry ", entry, ") has a scale or minimum that is not finite");
   if (verify_checksum) require_finite(e, entry, k, v);
 }
 

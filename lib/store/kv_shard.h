@@ -7,6 +7,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/low_bit_kv.h"
+
 namespace kvf {
 
 namespace h5 {
@@ -14,8 +16,11 @@ class File;
 }
 
 // F16, BF16: 2 bytes per value. Int8: 1 byte per value plus one f16 scale per row, stored layer and kv head
-// (core/int8_rows.h).
-enum class KvDtype : uint8_t { F16, BF16, Int8 };
+// (core/int8_rows.h). Int4, Int2: per chunk one byte string of codes, f16 scales and minimums, and the leading
+// rows kept in f16 (core/low_bit_kv.h; K per channel over groups of rows, V per row over groups of values).
+enum class KvDtype : uint8_t { F16, BF16, Int8, Int4, Int2 };
+
+const char* kv_dtype_name(KvDtype dtype);  // "f16", "bf16", "int8", "int4", "int2"
 
 struct KvShardLayout {
   std::string mode;                  // "independent", "similarity", ...
@@ -25,10 +30,18 @@ struct KvShardLayout {
   int stored_layers = 0;             // distinct stored layers
   int kv_heads = 0, head_dim = 0;
   KvDtype dtype = KvDtype::F16;
+  int quant_group = 0, keep_first = 0;  // Int4 and Int2 only (core/low_bit_kv.h)
   int64_t row_elems() const { return (int64_t)stored_layers * kv_heads * head_dim; }
-  int64_t element_bytes() const { return dtype == KvDtype::Int8 ? 1 : 2; }
-  // Stored bytes of one row (one token): k and v, the int8 scales of k and v, and the position.
+  int64_t element_bytes() const { return dtype == KvDtype::Int8 ? 1 : 2; }  // f16, bf16, int8
+  bool low_bit() const { return dtype == KvDtype::Int4 || dtype == KvDtype::Int2; }
+  LowBitSpec low_bit_spec() const { return {dtype == KvDtype::Int2 ? 2 : 4, quant_group, keep_first}; }
+  // Stored bytes of one row (one token): k and v, their scales (and minimums), and the position. Low-bit: K's
+  // group parameters spread over the group's rows, leaving out the rows kept in f16.
   double bytes_per_row() const {
+    if (low_bit()) {
+      const LowBitSpec s = low_bit_spec();
+      return (double)row_elems() * (2.0 * s.bits / 8 + 4.0 / s.group + 4.0 / s.group) + 4;
+    }
     const double scales = dtype == KvDtype::Int8 ? 2.0 * stored_layers * kv_heads * 2 : 0;
     return (double)row_elems() * element_bytes() * 2 + scales + 4;
   }
@@ -40,6 +53,7 @@ struct KvChunkEntry {
   uint32_t rows = 0;
   uint64_t checksum = 0;  // XXH3-64 over the chunk's stored k, v, (int8 only: k_scale, v_scale,) positions bytes
   uint64_t context = 0;   // what the KV was computed after (similarity: a hash of the neighbour ids); 0: nothing
+  uint64_t first_byte = 0;  // low-bit only: where the chunk's bytes start in `blob` (their count follows from rows)
 };
 
 class KvShardWriter {
@@ -62,6 +76,7 @@ class KvShardWriter {
   KvShardLayout layout_;
   std::vector<uint8_t> k_, v_;               // stored elements, element_bytes() each (f16/bf16 host order = LE)
   std::vector<uint16_t> k_scale_, v_scale_;  // int8 only: f16 bits, [rows, stored_layers, kv_heads]
+  std::vector<uint8_t> blob_;                // low-bit only: the chunks' byte strings, one after another
   std::vector<int32_t> positions_;
   std::vector<KvChunkEntry> index_;
   std::unordered_set<uint64_t> ids_;
@@ -81,7 +96,7 @@ class KvShardReader {
   const std::string& path() const;
   const KvShardLayout& layout() const { return layout_; }
   const std::vector<KvChunkEntry>& index() const { return index_; }
-  // Reads one chunk's rows (a row-range read) converted to f32 [rows, stored_layers, kv_heads, head_dim];
+  // Reads one chunk's rows (a row-range read; low-bit: its byte range) converted to f32 [rows, stored_layers, kv_heads, head_dim];
   // checks its checksum and that every value is finite when verify_checksum (kvf::Error naming the file, the
   // chunk and the mismatch or value). Int8: dequantized with the scales of the same rows; a negative, NaN or
   // infinite scale is a kvf::Error naming the chunk and the value.
@@ -91,6 +106,8 @@ class KvShardReader {
  private:
   void require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,
                       const std::vector<float>& v) const;
+  void read_low_bit_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v, std::vector<int32_t>& positions,
+                          bool verify_checksum) const;
   explicit KvShardReader(const std::string& path);
   std::unique_ptr<h5::File> file_;  // kept open for row-range reads; one thread at a time (HDF5 1.10)
   KvShardLayout layout_;

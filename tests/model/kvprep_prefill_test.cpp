@@ -16,6 +16,7 @@
 #include "store/neighbor_table.h"
 #include "support/model_files.h"
 #include "support/temp_dir.h"
+#include "support/test_store.h"
 #include "support/test_values.h"
 #include "support/tiny_corpus.h"
 #include "text/chat_template.h"
@@ -48,27 +49,10 @@ class KvprepPrefill : public ::testing::Test {
   void build(size_t n_docs) {
     const std::string corpus = (dir / "corpus.jsonl").string();
     test::write_tiny_corpus(corpus, n_docs);
-    ChunkStageOptions c;
-    c.corpus = corpus;
-    c.store_dir = store;
-    c.model_path = test::smollm2_gguf();
-    c.progress.out = nullptr;
-    run_chunk_stage(c);
+    test::chunk_test_store(corpus, store, test::smollm2_gguf());
   }
   // embed, index and neighbors over the current chunks
-  void retrieval(int top_n) {
-    EmbedStageOptions e;
-    e.store_dir = store;
-    e.embedder_dir = resolve_model("minilm");
-    e.progress.out = nullptr;
-    run_embed_stage(e);
-    run_index_stage({store, IndexSpec{}});
-    NeighborStageOptions n;
-    n.store_dir = store;
-    n.top_n = top_n;
-    n.progress.out = nullptr;
-    run_neighbor_stage(n);
-  }
+  void retrieval(int top_n) { test::index_test_store(store, top_n); }
   PrefillStageResult prefill(const std::string& mode, int top_n = 3) {
     PrefillStageOptions o;
     o.store_dir = store;

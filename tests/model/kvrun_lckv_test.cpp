@@ -9,11 +9,9 @@
 #include "fusion/query_engine.h"
 #include "fusion/token_selection.h"
 #include "io/model_paths.h"
-#include "prep/chunk_stage.h"
-#include "prep/prefill_stage.h"
-#include "prep/retrieval_stages.h"
 #include "prep/store_report.h"
 #include "support/model_files.h"
+#include "support/test_store.h"
 #include "support/test_values.h"
 #include "support/tiny_corpus.h"
 #include "support/tiny_model.h"
@@ -40,32 +38,7 @@ class KvrunLckv : public ::testing::Test {
     store = new std::string((dir / "store").string());
     const std::string corpus = (dir / "corpus.jsonl").string();
     test::write_tiny_corpus(corpus, 8);
-    ChunkStageOptions c;
-    c.corpus = corpus;
-    c.store_dir = *store;
-    c.model_path = *model;
-    c.progress.out = nullptr;
-    run_chunk_stage(c);
-    EmbedStageOptions e;
-    e.store_dir = *store;
-    e.embedder_dir = resolve_model("minilm");
-    e.progress.out = nullptr;
-    run_embed_stage(e);
-    run_index_stage({*store, IndexSpec{}});
-    NeighborStageOptions n;
-    n.store_dir = *store;
-    n.top_n = 2;
-    n.progress.out = nullptr;
-    run_neighbor_stage(n);
-    for (const char* mode : {"independent", "similarity"}) {
-      PrefillStageOptions p;
-      p.store_dir = *store;
-      p.model_path = *model;
-      p.mode = mode;
-      p.top_n = 2;
-      p.progress.out = nullptr;
-      run_prefill_stage(p);
-    }
+    test::build_test_store(corpus, *store, *model, 2);
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(std::filesystem::path(*store).parent_path());

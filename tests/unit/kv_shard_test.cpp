@@ -20,6 +20,7 @@
 #include "core/half.h"
 #include "core/hex.h"
 #include "core/int8_rows.h"
+#include "core/low_bit_kv.h"
 #include "model/fingerprint.h"
 #include "store/chunk_kv.h"
 #include "store/hdf5_file.h"
@@ -558,6 +559,59 @@ TEST(KvShard, Int8WriterRefusesNonFiniteValuesAndStaysUsable) {
   const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
   w.write(path);
   expect_int8_round_trip(path, l, chunks);
+}
+
+TEST(KvShard, LowBitRoundTripsMatchTheCodec) {
+  for (const KvDtype dtype : {KvDtype::Int4, KvDtype::Int2}) {
+    KvShardLayout l = small_layout(dtype);
+    l.quant_group = 4;
+    l.keep_first = 1;
+    const auto chunks = random_chunks(l, {3, 9, 1, 6}, 23);
+    const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
+    write_shard(path, l, chunks, 1);
+    const KvShardReader r = KvShardReader::open(path, kFingerprint);
+    EXPECT_EQ(r.layout().dtype, dtype);
+    EXPECT_EQ(r.layout().quant_group, 4);
+    EXPECT_EQ(r.layout().keep_first, 1);
+    std::vector<float> k, v;
+    std::vector<int32_t> positions;
+    for (size_t c = chunks.size(); c-- > 0;) {
+      r.read_chunk(c, k, v, positions, true);
+      EXPECT_EQ(positions, chunks[c].positions);
+      // The reader gives exactly what the codec gives for the chunk alone.
+      const int64_t rows = (int64_t)chunks[c].positions.size();
+      std::vector<uint8_t> bytes;
+      encode_low_bit_chunk(l.low_bit_spec(), chunks[c].k.data(), chunks[c].v.data(), rows, l.row_elems(), bytes);
+      std::vector<float> k_want(k.size()), v_want(v.size());
+      ASSERT_TRUE(decode_low_bit_chunk(l.low_bit_spec(), bytes.data(), rows, l.row_elems(), k_want.data(),
+                                       v_want.data()));
+      EXPECT_EQ(k, k_want) << kv_dtype_name(dtype) << " chunk " << c;
+      EXPECT_EQ(v, v_want) << kv_dtype_name(dtype) << " chunk " << c;
+    }
+    EXPECT_TRUE(verify_kv_shard(path, kFingerprint).empty());
+  }
+}
+
+TEST(KvShard, LowBitDamageIsCaught) {
+  KvShardLayout l = small_layout(KvDtype::Int4);
+  l.quant_group = 8;
+  const auto chunks = random_chunks(l, {5, 5}, 29);
+  const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
+  write_shard(path, l, chunks);
+  edit_dataset(path, "blob", [&](hid_t dset) {  // one code byte of the second chunk flipped
+    const hid_t space = H5Dget_space(dset);
+    std::vector<uint8_t> blob((size_t)H5Sget_simple_extent_npoints(space));
+    H5Sclose(space);
+    EXPECT_GE(H5Dread(dset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, blob.data()), 0);
+    blob[blob.size() - 3] ^= 0x10;
+    EXPECT_GE(H5Dwrite(dset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, blob.data()), 0);
+  });
+  const std::vector<std::string> problems = verify_kv_shard(path, kFingerprint);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], HasSubstr("chunk " + hex64(chunks[1].id) + " (index entry 1) has checksum"));
+  KvShardLayout bad = l;
+  bad.quant_group = 5;
+  EXPECT_THAT(error_of([&] { KvShardWriter w(bad); }), HasSubstr("group size 5 must be 4..4096 and divide the head dimension 8"));
 }
 
 }  // namespace

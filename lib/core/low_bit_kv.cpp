@@ -1,0 +1,163 @@
+#include "core/low_bit_kv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/half.h"
+
+namespace kvf {
+namespace {
+
+// The f16 value nearest x on the given side (x finite and within f16's range).
+uint16_t f16_at_most(float x) {
+  uint16_t h = f32_to_f16(x);
+  if (f16_to_f32(h) <= x) return h;
+  // One step toward -inf: for a positive value the bits go down, for a negative one (or -0) they go up.
+  return (h & 0x8000) ? (uint16_t)(h + 1) : (h == 0 ? (uint16_t)0x8001 : (uint16_t)(h - 1));
+}
+uint16_t f16_at_least(float x) {
+  uint16_t h = f32_to_f16(x);
+  if (f16_to_f32(h) >= x) return h;
+  return (h & 0x8000) ? (h == 0x8000 ? (uint16_t)0x0001 : (uint16_t)(h - 1)) : (uint16_t)(h + 1);
+}
+
+struct Parts {  // byte offsets of one chunk's parts
+  int64_t kept, k_groups, v_groups, codes_bytes;
+  uint64_t kept_k, kept_v, k_params, v_params, k_codes, v_codes, end;
+};
+
+Parts parts_of(const LowBitSpec& s, int64_t rows, int64_t width) {
+  Parts p;
+  p.kept = std::min<int64_t>(s.keep_first, rows);
+  p.k_groups = (rows - p.kept + s.group - 1) / s.group;
+  p.v_groups = width / s.group;
+  p.codes_bytes = width * s.bits / 8;
+  p.kept_k = 0;
+  p.kept_v = p.kept_k + (uint64_t)(p.kept * width * 2);
+  p.k_params = p.kept_v + (uint64_t)(p.kept * width * 2);
+  p.v_params = p.k_params + (uint64_t)(p.k_groups * width * 4);
+  p.k_codes = p.v_params + (uint64_t)(rows * p.v_groups * 4);
+  p.v_codes = p.k_codes + (uint64_t)(rows * p.codes_bytes);
+  p.end = p.v_codes + (uint64_t)(rows * p.codes_bytes);
+  return p;
+}
+
+void put16(std::vector<uint8_t>& out, uint64_t at, uint16_t h) { std::memcpy(out.data() + at, &h, 2); }
+uint16_t get16(const uint8_t* in, uint64_t at) {
+  uint16_t h;
+  std::memcpy(&h, in + at, 2);
+  return h;
+}
+
+// (scale, min) of the values x[0], x[stride], ... (n of them) as f16 bits.
+std::pair<uint16_t, uint16_t> group_params(const float* x, int64_t n, int64_t stride, int bits) {
+  float lo = x[0], hi = x[0];
+  for (int64_t i = 1; i < n; ++i) lo = std::min(lo, x[i * stride]), hi = std::max(hi, x[i * stride]);
+  const uint16_t mn = f16_at_most(lo);
+  const float span = hi - f16_to_f32(mn);
+  const uint16_t scale = span > 0 ? f16_at_least(span / (float)((1 << bits) - 1)) : 0;
+  return {scale, mn};
+}
+
+uint8_t code_of(float x, float scale, float mn, int bits) {
+  if (scale == 0) return 0;
+  const float q = std::nearbyint((x - mn) / scale);
+  return (uint8_t)std::clamp(q, 0.0f, (float)((1 << bits) - 1));
+}
+
+void pack(uint8_t* row, int64_t i, uint8_t code, int bits) {
+  const int per = 8 / bits;
+  row[i / per] |= (uint8_t)(code << (bits * (i % per)));
+}
+uint8_t unpack(const uint8_t* row, int64_t i, int bits) {
+  const int per = 8 / bits;
+  return (uint8_t)((row[i / per] >> (bits * (i % per))) & ((1 << bits) - 1));
+}
+
+void require_encodable(const float* x, int64_t rows, int64_t width, const char* name) {
+  for (int64_t i = 0; i < rows * width; ++i)
+    KVF_CHECK(std::isfinite(x[i]) && std::abs(x[i]) <= 65504.0f, "low-bit KV: ", name, " of row ", i / width,
+              ", value ", i % width, " is ", x[i], "; it must be finite and within f16's range");
+}
+
+}  // namespace
+
+void check_low_bit_spec(const LowBitSpec& s, int64_t head_dim, const std::string& where) {
+  KVF_CHECK(s.bits == 4 || s.bits == 2, where, ": ", s.bits, " bits; low-bit KV has 4 or 2");
+  KVF_CHECK(s.group >= 4 && s.group <= 4096 && head_dim % s.group == 0, where, ": group size ", s.group,
+            " must be 4..4096 and divide the head dimension ", head_dim);
+  KVF_CHECK(s.keep_first >= 0 && s.keep_first <= 1 << 20, where, ": keep-first ", s.keep_first,
+            " is outside 0..", 1 << 20);
+}
+
+uint64_t low_bit_chunk_bytes(const LowBitSpec& s, int64_t rows, int64_t width) { return parts_of(s, rows, width).end; }
+
+void encode_low_bit_chunk(const LowBitSpec& s, const float* k, const float* v, int64_t rows, int64_t width,
+                          std::vector<uint8_t>& out) {
+  require_encodable(k, rows, width, "k");
+  require_encodable(v, rows, width, "v");
+  const Parts p = parts_of(s, rows, width);
+  const uint64_t base = out.size();
+  out.resize(base + p.end, 0);
+  std::vector<uint8_t> chunk(p.end, 0);
+  for (int64_t i = 0; i < p.kept * width; ++i) {
+    put16(chunk, p.kept_k + 2 * i, f32_to_f16(k[i]));
+    put16(chunk, p.kept_v + 2 * i, f32_to_f16(v[i]));
+  }
+  // K: each value (column) of each group of rows after the kept ones.
+  for (int64_t g = 0; g < p.k_groups; ++g) {
+    const int64_t first = p.kept + g * s.group, n = std::min<int64_t>(s.group, rows - first);
+    for (int64_t c = 0; c < width; ++c) {
+      const auto [scale, mn] = group_params(k + first * width + c, n, width, s.bits);
+      put16(chunk, p.k_params + 4 * (g * width + c), scale);
+      put16(chunk, p.k_params + 4 * (g * width + c) + 2, mn);
+      for (int64_t r = first; r < first + n; ++r)
+        pack(chunk.data() + p.k_codes + r * p.codes_bytes, c,
+             code_of(k[r * width + c], f16_to_f32(scale), f16_to_f32(mn), s.bits), s.bits);
+    }
+  }
+  // V: each group of values within each row (the kept rows too: their codes are unused but cheap).
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < p.v_groups; ++g) {
+      const float* x = v + r * width + g * s.group;
+      const auto [scale, mn] = group_params(x, s.group, 1, s.bits);
+      put16(chunk, p.v_params + 4 * (r * p.v_groups + g), scale);
+      put16(chunk, p.v_params + 4 * (r * p.v_groups + g) + 2, mn);
+      for (int64_t i = 0; i < s.group; ++i)
+        pack(chunk.data() + p.v_codes + r * p.codes_bytes, g * s.group + i,
+             code_of(x[i], f16_to_f32(scale), f16_to_f32(mn), s.bits), s.bits);
+    }
+  std::copy(chunk.begin(), chunk.end(), out.begin() + (long)base);
+}
+
+bool decode_low_bit_chunk(const LowBitSpec& s, const uint8_t* in, int64_t rows, int64_t width, float* k, float* v) {
+  const Parts p = parts_of(s, rows, width);
+  for (int64_t i = 0; i < p.kept * width; ++i) {
+    k[i] = f16_to_f32(get16(in, p.kept_k + 2 * i));
+    v[i] = f16_to_f32(get16(in, p.kept_v + 2 * i));
+  }
+  for (int64_t g = 0; g < p.k_groups; ++g) {
+    const int64_t first = p.kept + g * s.group, n = std::min<int64_t>(s.group, rows - first);
+    for (int64_t c = 0; c < width; ++c) {
+      const float scale = f16_to_f32(get16(in, p.k_params + 4 * (g * width + c)));
+      const float mn = f16_to_f32(get16(in, p.k_params + 4 * (g * width + c) + 2));
+      if (!std::isfinite(scale) || !std::isfinite(mn)) return false;
+      for (int64_t r = first; r < first + n; ++r)
+        k[r * width + c] = mn + (float)unpack(in + p.k_codes + r * p.codes_bytes, c, s.bits) * scale;
+    }
+  }
+  for (int64_t r = p.kept; r < rows; ++r)
+    for (int64_t g = 0; g < p.v_groups; ++g) {
+      const float scale = f16_to_f32(get16(in, p.v_params + 4 * (r * p.v_groups + g)));
+      const float mn = f16_to_f32(get16(in, p.v_params + 4 * (r * p.v_groups + g) + 2));
+      if (!std::isfinite(scale) || !std::isfinite(mn)) return false;
+      for (int64_t i = 0; i < s.group; ++i)
+        v[r * width + g * s.group + i] =
+            mn + (float)unpack(in + p.v_codes + r * p.codes_bytes, g * s.group + i, s.bits) * scale;
+    }
+  return true;
+}
+
+}  // namespace kvf

@@ -1,0 +1,44 @@
+// Low-bit KV (KIVI's grouping): 4 or 2 bits per value, K quantized per channel over groups of `group` consecutive
+// rows (tokens) and V per row over groups of `group` consecutive values of a head, each group with an f16 scale
+// and minimum; a chunk's first `keep_first` rows (attention sinks) stay f16 and are left out of K's groups.
+//
+// For a group with minimum lo and maximum hi:
+//   min   = the largest f16 value <= lo
+//   scale = the smallest f16 value >= (hi - min) / (2^bits - 1)   (0 when hi == min)
+//   q     = clamp(round-to-nearest-even((x - min) / scale), 0, 2^bits - 1)
+//   x'    = min + q * scale
+// Guarantee: |x - x'| <= scale / 2 plus f32 rounding, i.e. about (hi - lo) / (2 * (2^bits - 1)).
+//
+// One chunk's encoding is one byte string (the shards' `blob`, docs/store.md), in this order: the kept rows' K
+// then V (f16), K's (scale, min) per group and value, V's (scale, min) per row and group, then K's and V's codes
+// packed row by row, lowest bits first.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvf {
+
+struct LowBitSpec {
+  int bits = 4;        // 4 or 2
+  int group = 32;      // rows per K group, values per V group (must divide the head dimension)
+  int keep_first = 0;  // leading rows kept in f16
+};
+
+// Throws kvf::Error naming `where` when the spec does not fit rows of heads of head_dim values.
+void check_low_bit_spec(const LowBitSpec& spec, int64_t head_dim, const std::string& where);
+
+// Bytes of one chunk of `rows` rows of `width` values (K and V together).
+uint64_t low_bit_chunk_bytes(const LowBitSpec& spec, int64_t rows, int64_t width);
+
+// k, v: [rows, width] f32, width a multiple of spec.group. Appends the chunk's bytes to `out`. Throws kvf::Error
+// naming the tensor, row and value for a non-finite value or one beyond f16's range.
+void encode_low_bit_chunk(const LowBitSpec& spec, const float* k, const float* v, int64_t rows, int64_t width,
+                          std::vector<uint8_t>& out);
+
+// The inverse; `bytes` holds low_bit_chunk_bytes(spec, rows, width) bytes. Returns false when a stored scale or
+// minimum is not finite (damage: the caller names the chunk), leaving k and v unspecified.
+bool decode_low_bit_chunk(const LowBitSpec& spec, const uint8_t* bytes, int64_t rows, int64_t width, float* k,
+                          float* v);
+
+}  // namespace kvf
