@@ -148,8 +148,9 @@ class Config {
 
   // compress: a list of new KV modes, each a mapping of kvprep compress's options.
   void check_compress_list(const YAML::Node& list) const {
-    static const std::set<std::string> keys = {"to", "from", "anchors", "anchor_mode", "anchor_score", "segment", "share_layers",
-                                               "share_threshold", "quant"};
+    static const std::set<std::string> keys = {"to",           "from",          "anchors",         "anchor_mode",
+                                               "anchor_score", "segment",       "share_layers",    "share_threshold",
+                                               "quant",        "quant_group",   "keep_first"};
     KVF_CHECK(list.IsSequence(), file_, ": 'compress' must be a list of modes ({to: NAME, from: MODE, ...})");
     for (size_t i = 0; i < list.size(); ++i) {
       KVF_CHECK(list[i].IsMap(), file_, ": compress[", i, "] must be a mapping");
@@ -297,6 +298,8 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     o.share_layers = item<int>(path, c, i, "share_layers", 0);
     o.share_threshold = item<double>(path, c, i, "share_threshold", o.share_threshold);
     o.quant = item<std::string>(path, c, i, "quant", "");
+    o.quant_group = item<int>(path, c, i, "quant_group", o.quant_group);
+    o.keep_first = item<int>(path, c, i, "keep_first", o.keep_first);
     const CompressStageResult r = run_compress_stage(o);
     on_step({"compress " + o.to, r.unchanged ? "up to date"
                                              : std::to_string(r.computed) + " chunks, " +

@@ -1,5 +1,5 @@
-// KV shards (store/kv_shard.h): a valid f16, bf16 or int8 shard (the input's first byte picks), edited by the rest
-// of the input (hdf5_edits.h), opened and every chunk read with its checksum and finiteness checked.
+// KV shards (store/kv_shard.h): a valid f16, bf16, int8 or int4 shard (the input's first byte picks), edited by the
+// rest of the input (hdf5_edits.h), opened and every chunk read with its checksum and finiteness checked.
 #include <cstdint>
 #include <vector>
 
@@ -23,6 +23,8 @@ std::string valid_shard(kvf::KvDtype dtype, const char* name) {
   layout.kv_heads = 2;
   layout.head_dim = 4;
   layout.dtype = dtype;
+  layout.quant_group = 4;  // int4: K groups of 4 rows after the first (kept in f16), V groups of a head's 4 values
+  layout.keep_first = 1;
   kvf::KvShardWriter writer(layout);
   for (uint32_t chunk = 0; chunk < 2; ++chunk) {
     const uint32_t rows = 3 - chunk;
@@ -45,9 +47,10 @@ std::string valid_shard(kvf::KvDtype dtype, const char* name) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string valid[] = {valid_shard(kvf::KvDtype::F16, "valid-f16.h5"),
                                       valid_shard(kvf::KvDtype::BF16, "valid-bf16.h5"),
-                                      valid_shard(kvf::KvDtype::Int8, "valid-int8.h5")};
+                                      valid_shard(kvf::KvDtype::Int8, "valid-int8.h5"),
+                                      valid_shard(kvf::KvDtype::Int4, "valid-int4.h5")};
   const std::string path = kvf::fuzz::scratch_path("shard.h5");
-  kvf::fuzz::write_edited_hdf5(valid[size > 0 ? data[0] % 3 : 0], size > 0 ? data + 1 : data, size > 0 ? size - 1 : 0,
+  kvf::fuzz::write_edited_hdf5(valid[size > 0 ? data[0] % 4 : 0], size > 0 ? data + 1 : data, size > 0 ? size - 1 : 0,
                                path);
   try {
     const kvf::KvShardReader reader = kvf::KvShardReader::open(path, kFingerprint);
