@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # KV compression trade-off (DESIGN.md §7): from a store's similarity KV, every compression alone and combined
-# (int8; 8 of 30 layers shared; select anchors 0.5 and 0.25 ranked by summed attention, 0.25 and 0.2 ranked by
-# mean attention; append anchors 0.25; and combinations), then kvrun eval sweeps of fusion at 15% over each
+# (int8; int4 and int2 with groups of 32 or 64, with and without the first 4 rows in f16; 8 of 30 layers shared;
+# select anchors 0.5 and 0.25 ranked by summed attention, 0.25 and 0.2 ranked by mean attention; append anchors
+# 0.25; and combinations), then kvrun eval sweeps of fusion at 15% over each
 # mode, side by side in one run with the uncompressed similarity KV and Full Reuse of independent KV (the
 # normalisation's 0). scripts/compress_report.py turns the store's bytes per token and each sweep's metrics into
 # tradeoff.md and tradeoff.png. Resumable: compressions and answered questions are kept.
 # Usage: bench/compress_tradeoff.sh [PIPELINE] [LIMIT] [OUT_PREFIX]
 #   defaults: pipelines/paper-hotpotqa.yaml (its store must be built), 40 questions, docs/results/compress-hotpotqa
-#   sweeps: OUT_PREFIX (summed-attention anchors, sharing, int8) and OUT_PREFIX-mean (mean-attention anchors)
+#   sweeps: OUT_PREFIX (summed-attention anchors, sharing, int8), OUT_PREFIX-mean (mean-attention anchors) and
+#   OUT_PREFIX-lowbit (int4 and int2)
 #   env BUILD_DIR, THREADS
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +23,7 @@ case $store in /*) ;; *) store=$here/$store ;; esac
 [ -f "$store/manifest.json" ] || { echo "error: $store: no store; run kvrun eval --pipeline $pipeline --build-store" >&2; exit 1; }
 kvprep=$build/bin/kvprep
 kvrun=$build/bin/kvrun
-mkdir -p "$out" "$out-mean"
+mkdir -p "$out" "$out-mean" "$out-lowbit"
 
 compress() { echo "== kvprep compress $*" >&2; "$kvprep" compress --store "$store" --threads "$threads" "$@"; }
 {
@@ -39,6 +41,12 @@ compress() { echo "== kvprep compress $*" >&2; "$kvprep" compress --store "$stor
   compress --from similarity --to sim-a20m --anchors 0.2 --anchor-score mean
   compress --from sim-a25m --to sim-a25m-q8 --quant int8
   compress --from sim-a20m --to sim-a20m-q8 --quant int8
+  compress --from similarity --to sim-q4 --quant int4 --quant-group 32
+  compress --from similarity --to sim-q4k4 --quant int4 --quant-group 32 --keep-first 4
+  compress --from similarity --to sim-q2 --quant int2 --quant-group 32
+  compress --from similarity --to sim-q2k4 --quant int2 --quant-group 32 --keep-first 4
+  compress --from similarity --to sim-q2g64k4 --quant int2 --quant-group 64 --keep-first 4
+  compress --from sim-a50 --to sim-a50-q4 --quant int4 --quant-group 32
 } 2>&1 | tee "$out/compress.log"
 "$kvprep" inspect --store "$store" --json >"$out/inspect.json"
 
@@ -49,3 +57,4 @@ sweep() {  # sweep OUT MODES: fusion at 15% over each mode, full and reuse along
 }
 sweep "$out" independent,similarity,sim-q8,sim-s8,sim-a50,sim-a25,sim-app25,sim-a50-q8,sim-a25-q8,sim-a50-s8-q8,sim-a25-s8-q8
 sweep "$out-mean" independent,similarity,sim-q8,sim-a25m,sim-a20m,sim-a25m-q8,sim-a20m-q8
+sweep "$out-lowbit" independent,similarity,sim-q8,sim-q4,sim-q4k4,sim-q2,sim-q2k4,sim-q2g64k4,sim-a50-q4

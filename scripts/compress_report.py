@@ -113,7 +113,9 @@ def main():
         if shared:
             parts.append(f"{shared} layers shared")
         if c.get("quant"):
-            parts.append(c["quant"])
+            low_bit = c["quant"] in ("int4", "int2")
+            kept = f", first {c['keep_first']} rows f16" if low_bit and c.get("keep_first") else ""
+            parts.append(f"{c['quant']} (groups of {c['quant_group']}{kept})" if low_bit else c["quant"])
         return ", ".join(parts) or "none (f16)"
 
     gap_ll = mean([runs[i][reference["full"]]["gold_ll"] - runs[i][reference["reuse"]]["gold_ll"] for i in ids])
