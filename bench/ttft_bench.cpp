@@ -1,18 +1,24 @@
 // Time to first token of every kvrun method against full, side by side in one run (DESIGN.md §9): for each
 // question, its first --chunks chunks (from the passages the store was built from), every method at every ratio,
 // in rotating order, --runs times; medians per phase. Chunk KV is read from the store on every query (cache off),
-// so load is the real cost of fetching it. Prints a markdown table; bench/ttft_bench.sh builds the store.
+// so load is the real cost of fetching it; with --cold the page cache drops the mode's shard files before every
+// query (posix_fadvise DONTNEED), so load reads them from the disk. Prints a markdown table; bench/ttft_bench.sh
+// and bench/cold_load_bench.sh build the store.
+#include <fcntl.h>
 #include <tbb/global_control.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include "fusion/query_engine.h"
 #include "fusion/query_file.h"
 #include "core/error.h"
 #include "fusion/token_selection.h"
+#include "store/chunk_kv.h"
 
 namespace {
 
@@ -48,11 +54,25 @@ double ideal_ratio(const Setting& s, double n, double q, double L) {
   return (n + q) * L / (answer + probe_cost);
 }
 
+// Asks the kernel to forget the cached pages of every shard of `mode`: the next read goes to the disk.
+void drop_cached_shards(const std::string& store, const std::string& mode) {
+  for (const auto& entry : std::filesystem::directory_iterator(store + "/kv")) {
+    if (kvf::kv_mode_of_shard("kv/" + entry.path().filename().string()) != mode) continue;
+    const int fd = ::open(entry.path().c_str(), O_RDONLY);
+    KVF_CHECK(fd >= 0, entry.path().string(), ": cannot open to drop its cached pages");
+    ::fdatasync(fd);
+    const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+    KVF_CHECK(rc == 0, entry.path().string(), ": posix_fadvise(DONTNEED) failed");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kvf_ttft_bench: TTFT of kvrun's methods against full, side by side"};
-  std::string store, queries, model = "smollm2", compute = "fast";
+  std::string store, queries, model = "smollm2", compute = "fast", kv_mode = "independent";
+  bool cold = false;
   int questions = 5, chunks = 10, runs = 5, threads = 2;
   std::vector<double> ratios{0.0, 0.05, 0.15, 0.3, 1.0};
   app.add_option("--store", store, "store built from the questions' passages")->required();
@@ -66,6 +86,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"fast", "f32"}));
   app.add_option("--ratios", ratios, "recompute ratios of cacheblend, a3 and fusion")->delimiter(',');
+  std::vector<std::string> methods{"full", "reuse", "cacheblend", "a3", "fusion"};
+  app.add_option("--methods", methods, "methods to time")->delimiter(',')->capture_default_str();
+  app.add_option("--kv", kv_mode, "stored KV mode read (any mode kvprep prefill or compress wrote)")->capture_default_str();
+  app.add_flag("--cold", cold, "drop the mode's shard files from the page cache before every query");
   CLI11_PARSE(app, argc, argv);
   try {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
@@ -74,6 +98,7 @@ int main(int argc, char** argv) {
     eo.model = model;
     eo.cache_bytes = 0;  // every query reads its chunks from the store
     eo.compute = kvf::compute_mode_from_name(compute);
+    eo.kv_mode = kv_mode;
     kvf::QueryEngine engine(eo);
     std::vector<kvf::ResolvedQuery> picked;
     for (const kvf::QueryRecord& r : kvf::read_query_file(queries)) {
@@ -85,9 +110,14 @@ int main(int argc, char** argv) {
     }
     KVF_CHECK((int)picked.size() == questions, queries, ": only ", picked.size(), " questions have ", chunks,
               " chunks");
-    std::vector<Setting> settings{{FusionMethod::Full, 1.0}, {FusionMethod::Reuse, 0.0}};
-    for (FusionMethod m : {FusionMethod::CacheBlend, FusionMethod::A3, FusionMethod::Fusion})
-      for (double r : ratios) settings.push_back({m, r});
+    std::vector<Setting> settings;
+    for (const std::string& name : methods) {
+      const FusionMethod m = kvf::parse_method(name);
+      if (m == FusionMethod::Full || m == FusionMethod::Reuse)
+        settings.push_back({m, m == FusionMethod::Full ? 1.0 : 0.0});
+      else
+        for (double r : ratios) settings.push_back({m, r});
+    }
 
     kvf::AnswerOptions ao;
     ao.max_tokens = 1;  // the first token is all TTFT needs
@@ -100,6 +130,7 @@ int main(int argc, char** argv) {
           const Setting& s = settings[(i + (size_t)run) % settings.size()];
           ao.method = s.method;
           ao.recompute = s.ratio;
+          if (cold) drop_cached_shards(store, kv_mode);
           kvf::QueryAnswer a = engine.answer(q, ao);
           if (run == 0) continue;  // warm-up
           if (s.method == FusionMethod::Full) {
@@ -114,11 +145,12 @@ int main(int argc, char** argv) {
     const double full_ttft = [&] {
       std::vector<double> v;
       for (const auto& a : timed["full"]) v.push_back(a.ms.ttft);
-      return median(v);
+      return v.empty() ? 0.0 : median(v);
     }();
     const double n = median(n_context), q = median(n_question);
-    std::printf("%d questions x %d chunks: median %.0f context tokens, %.0f question tokens; %d runs each, %d threads\n\n",
-                questions, chunks, n, q, runs, threads);
+    std::printf("%d questions x %d chunks: median %.0f context tokens, %.0f question tokens; %d runs each, %d "
+                "threads; KV mode %s, %s page cache\n\n",
+                questions, chunks, n, q, runs, threads, kv_mode.c_str(), cold ? "cold (dropped before every query)" : "warm");
     std::printf("| method | recompute | ttft ms | load | select | prefill | speedup vs full | ideal |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const Setting& s : settings) {

@@ -19,23 +19,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The questions (with their passages) and a corpus of exactly those passages.
-python3 - "$dataset" "$questions" "$work" <<'PY'
-import gzip, json, sys
-path, n, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-opener = gzip.open if path.endswith(".gz") else open
-with opener(path, "rt") as f:
-    rows = [json.loads(l) for l in f if l.strip()][:n]
-seen = {}
-for r in rows:
-    for c in r["contexts"]:
-        seen.setdefault((c.get("title") or "", c["text"]), len(seen))
-with open(f"{work}/corpus.jsonl", "w") as f:
-    for (title, text), i in seen.items():
-        f.write(json.dumps({"id": i, "title": title, "text": text}) + "\n")
-with open(f"{work}/questions.jsonl", "w") as f:
-    for r in rows:
-        f.write(json.dumps({"id": r["id"], "question": r["question"], "contexts": r["contexts"]}) + "\n")
-PY
+"$here/bench/questions_of.py" "$dataset" "$questions" "$work"
 "$build/bin/kvprep" chunk --corpus "$work/corpus.jsonl" --store "$work/store" --chunk-tokens 200 >/dev/null
 "$build/bin/kvprep" prefill --store "$work/store" --mode independent --threads "$threads" --compute "$compute" \
   >/dev/null 2>&1

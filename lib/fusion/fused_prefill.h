@@ -9,6 +9,7 @@
 //               (FusionRAG eq. 8); final: the top r*N with links and Q over S and the placed chunks (eq. 9).
 //   a3          probe: context, links and Q over S for layers 0-1; score = layer-1 attention of Q's rows on each
 //               context token, summed over Q's tokens and heads (A3 eq. 3); final as cacheblend (A3 eq. 4-5).
+//               In a condensed-KV (LCKV) model both look at its lowest layer above 0 that computes its own KV.
 //   fusion      probe: links and Q over S and the placed chunks, all layers; score = last-layer attention of
 //               Q's rows on each stored context row, summed over Q's tokens and heads (FusionRAG §3.2); final
 //               as above. With nothing to recompute the probe is the answer pass (it equals reuse).

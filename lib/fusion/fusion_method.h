@@ -8,8 +8,8 @@ namespace kvf {
 enum class FusionMethod {
   Full,        // plain prefill of the whole prompt: the quality reference
   Reuse,       // stored chunk KV at the prompt's positions, only the question computed (Full Reuse)
-  CacheBlend,  // recompute the tokens whose layer-1 V deviates most from the stored V
-  A3,          // recompute the tokens the question attends to most at layer 1
+  CacheBlend,  // recompute the tokens whose layer-1 V deviates most from the stored V (LCKV: its lowest own-KV layer)
+  A3,          // recompute the tokens the question attends to most at layer 1 (LCKV: as cacheblend)
   Fusion,      // recompute the tokens the question attends to most at the last layer over the stored KV
 };
 
