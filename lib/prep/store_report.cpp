@@ -129,8 +129,8 @@ nlohmann::json inspect_store(const std::string& dir) {
     std::map<uint64_t, uint64_t> checksums;  // chunk id -> KV checksum: content, whatever the shard boundaries
     std::string dtype;
     int stored_layers = 0, model_layers = 0;
-    double row_bytes = 0;  // K, V, scales and position of one row, without the file's own overhead
-    double every_layer_row_bytes = 0;  // the same with every model layer stored (no sharing, no condensed KV)
+    double kv_bytes = 0;  // K, V, scales and positions of the mode's stored chunks, without the files' overhead
+    double every_layer_row_bytes = 0;  // one row's K, V and position with every model layer stored in f16/bf16
   };
   std::map<std::string, ModeTotals> modes;
   uint64_t total_bytes = 0;
@@ -141,7 +141,6 @@ nlohmann::json inspect_store(const std::string& dir) {
     ModeTotals& t = modes[kv_mode_of_shard(f.path)];
     t.dtype = kv_dtype_name(shard.layout().dtype);
     t.stored_layers = shard.layout().stored_layers;
-    t.row_bytes = shard.layout().bytes_per_row();
     KvShardLayout every_layer = shard.layout();
     every_layer.stored_layers = every_layer.n_layers;
     t.model_layers = every_layer.n_layers;
@@ -151,6 +150,11 @@ nlohmann::json inspect_store(const std::string& dir) {
     for (const KvChunkEntry& e : shard.index()) {
       t.rows += e.rows;
       t.checksums[e.chunk_id] = e.checksum;
+      // Low-bit chunks' bytes depend on their length (groups, kept f16 rows): counted exactly.
+      t.kv_bytes += shard.layout().low_bit()
+                        ? (double)low_bit_chunk_bytes(shard.layout().low_bit_spec(), e.rows, shard.layout().row_elems()) +
+                              4.0 * e.rows
+                        : shard.layout().bytes_per_row() * e.rows;
     }
   }
   for (const auto& [mode, t] : modes) {
@@ -170,7 +174,7 @@ nlohmann::json inspect_store(const std::string& dir) {
                        {"bytes", t.bytes},
                        {"bytes_per_token", tokens ? (double)t.bytes / (double)tokens : 0.0},
                        {"model_layers", t.model_layers},
-                       {"kv_bytes_per_token", tokens ? t.row_bytes * (double)t.rows / (double)tokens : 0.0},
+                       {"kv_bytes_per_token", tokens ? t.kv_bytes / (double)tokens : 0.0},
                        {"kv_bytes_per_token_every_layer", t.every_layer_row_bytes},
                        {"content_hash", hex64(content_hash(t.checksums))}};
   }
