@@ -71,9 +71,13 @@ void pack(uint8_t* row, int64_t i, uint8_t code, int bits) {
   const int per = 8 / bits;
   row[i / per] |= (uint8_t)(code << (bits * (i % per)));
 }
-uint8_t unpack(const uint8_t* row, int64_t i, int bits) {
-  const int per = 8 / bits;
-  return (uint8_t)((row[i / per] >> (bits * (i % per))) & ((1 << bits) - 1));
+
+// One row's codes as floats, lowest bits first (the shift and mask known at compile time, so the loop vectorises).
+template <int kBits>
+void unpack_codes(const uint8_t* row, int64_t width, float* codes) {
+  constexpr int kPer = 8 / kBits, kMask = (1 << kBits) - 1;
+  for (int64_t b = 0; b < width / kPer; ++b)
+    for (int j = 0; j < kPer; ++j) codes[b * kPer + j] = (float)((row[b] >> (kBits * j)) & kMask);
 }
 
 void require_encodable(const float* x, int64_t rows, int64_t width, const char* name) {
@@ -138,25 +142,35 @@ bool decode_low_bit_chunk(const LowBitSpec& s, const uint8_t* in, int64_t rows, 
     k[i] = f16_to_f32(get16(in, p.kept_k + 2 * i));
     v[i] = f16_to_f32(get16(in, p.kept_v + 2 * i));
   }
+  // Row by row, so that each row's codes, parameters and outputs are read and written in order: each value is
+  // min + q * scale as before, in the same f32 arithmetic.
+  std::vector<float> scale((size_t)width), mn((size_t)width), codes((size_t)width);
+  const auto unpack_row = [&](const uint8_t* row) {
+    s.bits == 4 ? unpack_codes<4>(row, width, codes.data()) : unpack_codes<2>(row, width, codes.data());
+  };
   for (int64_t g = 0; g < p.k_groups; ++g) {
-    const int64_t first = p.kept + g * s.group, n = std::min<int64_t>(s.group, rows - first);
     for (int64_t c = 0; c < width; ++c) {
-      const float scale = f16_to_f32(get16(in, p.k_params + 4 * (g * width + c)));
-      const float mn = f16_to_f32(get16(in, p.k_params + 4 * (g * width + c) + 2));
-      if (!std::isfinite(scale) || !std::isfinite(mn)) return false;
-      for (int64_t r = first; r < first + n; ++r)
-        k[r * width + c] = mn + (float)unpack(in + p.k_codes + r * p.codes_bytes, c, s.bits) * scale;
+      scale[(size_t)c] = f16_to_f32(get16(in, p.k_params + 4 * (g * width + c)));
+      mn[(size_t)c] = f16_to_f32(get16(in, p.k_params + 4 * (g * width + c) + 2));
+      if (!std::isfinite(scale[(size_t)c]) || !std::isfinite(mn[(size_t)c])) return false;
+    }
+    const int64_t first = p.kept + g * s.group, end = std::min<int64_t>(first + s.group, rows);
+    for (int64_t r = first; r < end; ++r) {
+      unpack_row(in + p.k_codes + r * p.codes_bytes);
+      float* out = k + r * width;
+      for (int64_t c = 0; c < width; ++c) out[c] = mn[(size_t)c] + codes[(size_t)c] * scale[(size_t)c];
     }
   }
-  for (int64_t r = p.kept; r < rows; ++r)
+  for (int64_t r = p.kept; r < rows; ++r) {
+    unpack_row(in + p.v_codes + r * p.codes_bytes);
+    float* out = v + r * width;
     for (int64_t g = 0; g < p.v_groups; ++g) {
-      const float scale = f16_to_f32(get16(in, p.v_params + 4 * (r * p.v_groups + g)));
-      const float mn = f16_to_f32(get16(in, p.v_params + 4 * (r * p.v_groups + g) + 2));
-      if (!std::isfinite(scale) || !std::isfinite(mn)) return false;
-      for (int64_t i = 0; i < s.group; ++i)
-        v[r * width + g * s.group + i] =
-            mn + (float)unpack(in + p.v_codes + r * p.codes_bytes, g * s.group + i, s.bits) * scale;
+      const float sc = f16_to_f32(get16(in, p.v_params + 4 * (r * p.v_groups + g)));
+      const float m = f16_to_f32(get16(in, p.v_params + 4 * (r * p.v_groups + g) + 2));
+      if (!std::isfinite(sc) || !std::isfinite(m)) return false;
+      for (int64_t i = g * s.group; i < (g + 1) * s.group; ++i) out[i] = m + codes[(size_t)i] * sc;
     }
+  }
   return true;
 }
 
