@@ -123,7 +123,7 @@ def main():
     out = []
     out.append(f"# KV compression: storage against quality ({os.path.basename(sweep['dataset'])}, {len(ids)} questions)\n")
     out.append(f"{a.method} at {a.ratio:g} over each KV mode (made from the `{a.baseline}` KV by `kvprep compress`), "
-               f"SmolLM2-135M-Instruct; machine: {machine}. Normalized values: 0 = "
+               f"model `{sweep.get('model', '?')}`; machine: {machine}. Normalized values: 0 = "
                "Full Reuse of independent KV, 1 = full attention (FusionRAG eq. 11); gold LL = mean log-likelihood "
                f"of the gold answer under teacher forcing (full-minus-reuse gap {gap_ll:.3f} nats/token; F1 gap "
                f"{gap_f1:.3f}). Bytes per token: stored K, V, scales and positions per chunk token "
