@@ -127,12 +127,13 @@ class ForwardPass {
     shared_v_.resize(layers_);
     for (int l = 0; l < layers_; ++l) {
       const int src = source_of(l);
-      if (src != l && src < layers_ && !shared_k_[src].defined()) {
+      if (src == l || src >= layers_ || shared_k_[src].defined()) continue;
+      shared_k_[src] = b_.empty(DType::F32, {N, KV, D});
+      shared_v_[src] = b_.empty(DType::F32, {N, KV, D});
+      if (src > l) {  // read before its source runs: only condensed-KV spans
         const std::vector<float> zeros((size_t)(N * KV * D), 0.0f);
-        for (Tensor* t : {&shared_k_[src], &shared_v_[src]}) {
-          *t = b_.empty(DType::F32, {N, KV, D});
-          b_.copy_from_host(*t, zeros.data(), zeros.size() * sizeof(float));
-        }
+        b_.copy_from_host(shared_k_[src], zeros.data(), zeros.size() * sizeof(float));
+        b_.copy_from_host(shared_v_[src], zeros.data(), zeros.size() * sizeof(float));
       }
     }
   }
