@@ -13,32 +13,12 @@
 #include <random>
 
 #include "retrieval/vector_index.h"
+#include "synthetic_vectors.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// n unit vectors: cluster centre plus noise (or pure noise when uniform), normalised.
-std::vector<float> make_vectors(int64_t n, int dim, bool uniform, const std::vector<float>& centres, uint32_t seed) {
-  std::mt19937 rng(seed);
-  // Noise of about the centre's length: clusters overlap, as topics in real corpora do.
-  std::normal_distribution<float> noise(0.0f, uniform ? 1.0f : 1.0f / std::sqrt((float)dim));
-  const int64_t n_centres = (int64_t)centres.size() / dim;
-  std::uniform_int_distribution<int64_t> pick(0, std::max<int64_t>(0, n_centres - 1));
-  std::vector<float> v((size_t)(n * dim));
-  for (int64_t i = 0; i < n; ++i) {
-    const float* c = uniform ? nullptr : centres.data() + pick(rng) * dim;
-    double norm = 0;
-    for (int j = 0; j < dim; ++j) {
-      float& x = v[i * dim + j];
-      x = (c ? c[j] : 0.0f) + noise(rng);
-      norm += (double)x * x;
-    }
-    for (int j = 0; j < dim; ++j) v[i * dim + j] /= (float)std::sqrt(norm);
-  }
-  return v;
-}
 
 }  // namespace
 
@@ -59,9 +39,9 @@ int main(int argc, char** argv) {
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
   omp_set_num_threads(threads);
 
-  const std::vector<float> centres = make_vectors(std::max<int64_t>(1, n / 100), dim, true, {}, 1);
-  const std::vector<float> data = make_vectors(n, dim, uniform, centres, 2);
-  const std::vector<float> queries = make_vectors(n_queries, dim, uniform, centres, 3);
+  const std::vector<float> centres = kvf::bench::make_vectors(std::max<int64_t>(1, n / 100), dim, true, {}, 1);
+  const std::vector<float> data = kvf::bench::make_vectors(n, dim, uniform, centres, 2);
+  const std::vector<float> queries = kvf::bench::make_vectors(n_queries, dim, uniform, centres, 3);
   std::vector<int64_t> truth;
   for (const std::string kind : {"flat", "ivf", "hnsw"}) {
     kvf::IndexSpec spec = base;

@@ -19,10 +19,11 @@ LAYERS = {
     "io": ["core"],
     "text": ["core"],
     "backend": ["core"],
+    "cluster": ["core"],
     "model": ["backend", "text", "io"],
     "store": ["backend", "io"],  # not model, not text: a store knows shapes and fingerprints, not models
     "retrieval": ["backend", "io"],
-    "prep": ["model", "store", "retrieval"],
+    "prep": ["model", "store", "retrieval", "cluster"],
     "compress": ["prep"],
     "fusion": ["prep"],
     "pipeline": ["compress", "prep"],

@@ -36,6 +36,8 @@ packages=(
   libhdf5-dev          # the KV store (chunks.h5, kv shards)
   zlib1g-dev           # gzip-compressed question files (kvrun batch/eval read .jsonl.gz)
   libfaiss-dev         # retrieval indexes (flat, IVF, HNSW)
+  libopenmpi-dev       # kvprep run across ranks (mpirun / srun; docs/scale.md) ...
+  openmpi-bin          # ... and mpirun, which the 2-rank test in make test launches
   libcli11-dev         # command-line parsing for kvprep / kvrun
   libyaml-cpp-dev      # pipelines and model presets
   gnuplot-nox          # kvrun eval plots (PNG)

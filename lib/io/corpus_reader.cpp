@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -151,33 +152,63 @@ bool parse_record(std::string_view line, const std::string& where, Problems& pro
   return ok;
 }
 
-void read_jsonl(const std::string& path, Corpus& corpus, Problems& problems) {
-  const std::string bytes = read_file(path);
-  corpus.content_hash = XXH3_64bits(bytes.data(), bytes.size());
+// Hashes what is read as it streams past (the same value as XXH3 over the whole input at once).
+class StreamHash {
+ public:
+  StreamHash() : state_(XXH3_createState()) { XXH3_64bits_reset(state_); }
+  ~StreamHash() { XXH3_freeState(state_); }
+  StreamHash(const StreamHash&) = delete;
+  StreamHash& operator=(const StreamHash&) = delete;
+  void add(const void* data, size_t n) { XXH3_64bits_update(state_, data, n); }
+  uint64_t digest() const { return XXH3_64bits_digest(state_); }
 
+ private:
+  XXH3_state_t* state_;
+};
+
+// Each line of a JSONL file, numbered from 1, read a line at a time; feeds `hash` every byte.
+template <typename Visit>
+void for_each_line(const std::string& path, StreamHash& hash, const Visit& visit) {
+  std::ifstream in(path, std::ios::binary);
+  KVF_CHECK(in, "corpus: cannot open ", path);
+  std::string line;
+  for (size_t line_no = 1; std::getline(in, line); ++line_no) {
+    hash.add(line.data(), line.size());
+    if (!in.eof()) hash.add("\n", 1);
+    visit(line_no == 1 ? without_bom(line) : std::string_view(line), line_no);
+  }
+  KVF_CHECK(!in.bad(), "corpus: error reading ", path);
+}
+
+// Pass 1 over a JSONL file: every record checked, ids unique, documents counted. Holds only the ids.
+void scan_jsonl(const std::string& path, CorpusSummary& summary, Problems& problems) {
   std::unordered_map<std::string, size_t> first_line;  // id -> line it first appeared on
-  const std::string_view all = without_bom(bytes);
-  size_t line_no = 0;
-  for (size_t begin = 0; begin < all.size();) {
-    const size_t end = std::min(all.find('\n', begin), all.size());
-    const std::string_view line = all.substr(begin, end - begin);
-    begin = end + 1;
-    ++line_no;
-    if (is_blank(line)) continue;
+  StreamHash hash;
+  for_each_line(path, hash, [&](std::string_view line, size_t line_no) {
+    if (is_blank(line)) return;
     const std::string where = path + ":" + std::to_string(line_no);
     Document doc;
-    if (!parse_record(line, where, problems, doc)) continue;
+    if (!parse_record(line, where, problems, doc)) return;
     const auto [it, inserted] = first_line.emplace(doc.id, line_no);
     if (!inserted) {
       problems.add(where, "duplicate id '", doc.id, "' (first at line ", it->second, ")");
-      continue;
+      return;
     }
-    if (is_blank(doc.text)) {
-      ++corpus.skipped_empty;
-      continue;
-    }
-    corpus.documents.push_back(std::move(doc));
-  }
+    ++(is_blank(doc.text) ? summary.skipped_empty : summary.documents);
+  });
+  summary.content_hash = hash.digest();
+}
+
+// Pass 2 over a file pass 1 found sound: its documents with text, in order.
+void stream_jsonl(const std::string& path, const std::function<void(Document&&)>& emit) {
+  StreamHash unused;
+  Problems none;
+  for_each_line(path, unused, [&](std::string_view line, size_t line_no) {
+    Document doc;
+    if (is_blank(line) || !parse_record(line, path + ":" + std::to_string(line_no), none, doc) || is_blank(doc.text))
+      return;
+    emit(std::move(doc));
+  });
 }
 
 // 1-based line of a byte offset, for messages about a text file.
@@ -185,25 +216,32 @@ size_t line_of(std::string_view text, size_t offset) {
   return 1 + (size_t)std::count(text.begin(), text.begin() + (std::ptrdiff_t)offset, '\n');
 }
 
-void read_text_directory(const std::string& path, Corpus& corpus, Problems& problems) {
+// The .txt files of a directory, sorted by their names relative to it (so the order does not depend on the file
+// system).
+std::vector<fs::path> text_files(const std::string& path) {
   std::vector<fs::path> files;
   for (const fs::directory_entry& entry : fs::recursive_directory_iterator(path)) {
     if (entry.is_regular_file() && entry.path().extension() == ".txt") files.push_back(entry.path());
   }
-  // Sorted by their names relative to the directory, so the order does not depend on the file system.
   std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) {
     return a.lexically_relative(path).generic_string() < b.lexically_relative(path).generic_string();
   });
   KVF_CHECK(!files.empty(), "corpus ", path, ": directory holds no .txt files");
+  return files;
+}
 
-  // The hash covers each file's name and the hash of its bytes, so renaming a file or moving text changes it.
-  std::string listing;
-  for (const fs::path& file : files) {
+// Each file of a directory as a document (empty text when it has a problem, which goes to `problems`), one file
+// in memory at a time. The hash covers each file's name and the hash of its bytes, so renaming a file or moving
+// text changes it.
+template <typename Visit>
+uint64_t for_each_text_file(const std::string& path, Problems& problems, const Visit& visit) {
+  StreamHash listing;
+  for (const fs::path& file : text_files(path)) {
     const std::string bytes = read_file(file);
     const std::string id = file.lexically_relative(path).generic_string();
     const uint64_t file_hash = XXH3_64bits(bytes.data(), bytes.size());
-    listing.append(id).push_back('\0');
-    listing.append(reinterpret_cast<const char*>(&file_hash), sizeof file_hash);
+    listing.add(id.c_str(), id.size() + 1);
+    listing.add(&file_hash, sizeof file_hash);
 
     const std::string_view text = without_bom(bytes);
     if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
@@ -215,31 +253,60 @@ void read_text_directory(const std::string& path, Corpus& corpus, Problems& prob
       problems.add(file.string() + ":" + std::to_string(line_of(text, nul)), "NUL character at byte ", nul);
       continue;
     }
-    if (is_blank(text)) {
-      ++corpus.skipped_empty;
-      continue;
-    }
-    corpus.documents.push_back({id, file.stem().string(), std::string(text)});
+    visit(Document{id, file.stem().string(), std::string(text)});
   }
-  corpus.content_hash = XXH3_64bits(listing.data(), listing.size());
+  return listing.digest();
 }
 
 }  // namespace
 
-Corpus read_corpus(const std::string& path) {
+CorpusSummary scan_corpus(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   KVF_CHECK(fs::exists(status), "corpus ", path, ": no such file or directory");
-  Corpus corpus;
+  CorpusSummary summary;
   Problems problems;
   if (fs::is_directory(status)) {
-    read_text_directory(path, corpus, problems);
+    summary.content_hash = for_each_text_file(path, problems, [&](const Document& doc) {
+      ++(is_blank(doc.text) ? summary.skipped_empty : summary.documents);
+    });
   } else {
-    read_jsonl(path, corpus, problems);
+    scan_jsonl(path, summary, problems);
   }
   problems.throw_if_any(path);
-  KVF_CHECK(!corpus.documents.empty(), "corpus ", path, ": no document has any text (", corpus.skipped_empty,
+  KVF_CHECK(summary.documents > 0, "corpus ", path, ": no document has any text (", summary.skipped_empty,
             " empty)");
+  return summary;
+}
+
+void stream_corpus(const std::string& path, size_t batch_documents,
+                   const std::function<void(std::vector<Document>&)>& on_batch) {
+  std::vector<Document> batch;
+  const auto emit = [&](Document&& doc) {
+    if (is_blank(doc.text)) return;
+    batch.push_back(std::move(doc));
+    if (batch.size() >= std::max<size_t>(1, batch_documents)) {
+      on_batch(batch);
+      batch.clear();
+    }
+  };
+  if (fs::is_directory(path)) {
+    Problems ignored;  // scan_corpus reported them
+    for_each_text_file(path, ignored, [&](Document&& doc) { emit(std::move(doc)); });
+  } else {
+    stream_jsonl(path, emit);
+  }
+  if (!batch.empty()) on_batch(batch);
+}
+
+Corpus read_corpus(const std::string& path) {
+  const CorpusSummary summary = scan_corpus(path);
+  Corpus corpus;
+  corpus.skipped_empty = summary.skipped_empty;
+  corpus.content_hash = summary.content_hash;
+  stream_corpus(path, 1024, [&](std::vector<Document>& batch) {
+    for (Document& d : batch) corpus.documents.push_back(std::move(d));
+  });
   return corpus;
 }
 

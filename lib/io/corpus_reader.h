@@ -2,6 +2,7 @@
 // of .txt files.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,22 @@ struct Corpus {
   uint64_t content_hash = 0;
 };
 
-// Reads a whole corpus. JSONL rules: one object per line (blank lines are ignored); "id" a non-empty string or an
+// What scan_corpus learns in its pass over a corpus.
+struct CorpusSummary {
+  size_t documents = 0;      // with text
+  size_t skipped_empty = 0;  // whose text is empty or only whitespace
+  uint64_t content_hash = 0; // as Corpus::content_hash
+};
+
+// A corpus of any size in two passes, never whole in memory: scan_corpus checks every record by the rules of
+// read_corpus (throwing the same kvf::Error) and hashes the input, holding only the ids; stream_corpus then hands
+// the documents with text to `on_batch` in input order, up to `batch_documents` at a time (the vector may be
+// moved from). Call stream_corpus only on a corpus scan_corpus passed.
+CorpusSummary scan_corpus(const std::string& path);
+void stream_corpus(const std::string& path, size_t batch_documents,
+                   const std::function<void(std::vector<Document>&)>& on_batch);
+
+// Reads a whole corpus (scan_corpus, then every batch of stream_corpus). JSONL rules: one object per line (blank lines are ignored); "id" a non-empty string or an
 // integer; "text" a string; "title" a string or null when present; other fields are ignored; ids are unique. Text
 // must be UTF-8 without NUL characters. A directory is searched recursively for *.txt files.
 // Every problem is collected before failing: the kvf::Error lists them as "<file>:<line>: ..." (the first 20,

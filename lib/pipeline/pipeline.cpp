@@ -5,8 +5,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
+#include "cluster/cluster.h"
 #include "compress/compress_stage.h"
 #include "core/error.h"
 #include "io/model_paths.h"
@@ -73,9 +75,11 @@ class Config {
   void check_keys() const {
     const std::map<std::string, std::set<std::string>> known = {
         {"chunk", {"chunk_tokens", "max_chunk_tokens"}},
-        {"index", {"kind", "ivf_nlist", "ivf_nprobe", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search"}},
+        {"index",
+         {"kind", "ivf_nlist", "ivf_nprobe", "pq_m", "pq_refine", "train_sample", "hnsw_m", "hnsw_ef_construction",
+          "hnsw_ef_search"}},
         {"neighbors", {"top_n"}},
-        {"prefill", {"modes", "dtype", "compute", "system", "batch_tokens"}}};
+        {"prefill", {"modes", "dtype", "compute", "system", "batch_tokens", "shard_mb"}}};
     const std::set<std::string> scalars = {"store", "corpus", "model", "embedder", "threads"};
     KVF_CHECK(root_.IsMap(), file_, ": expected a mapping of settings");
     for (const auto& kv : root_) {
@@ -114,13 +118,16 @@ class Config {
     };
     one_of("prefill", "dtype", "f16", {"f16", "bf16"}, "f16 or bf16");
     one_of("prefill", "compute", "fast", {"fast", "f32"}, "fast or f32");
-    one_of("index", "kind", "flat", {"flat", "ivf", "hnsw"}, "flat, ivf or hnsw");
+    one_of("index", "kind", "flat", {"flat", "ivf", "ivfpq", "hnsw"}, "flat, ivf, ivfpq or hnsw");
     in_range("", "threads", 0, 0, 1 << 16, "0 (every core) or a positive thread count");
     in_range("chunk", "chunk_tokens", 256, 1, 1 << 20, "1 to 1048576 tokens");
     in_range("chunk", "max_chunk_tokens", 0, 0, 1 << 20, "0 (1.25 x chunk_tokens) or 1 to 1048576 tokens");
     in_range("neighbors", "top_n", 10, 1, 100, "1 to 100 neighbours (prefill's similarity view reads them all)");
     in_range("prefill", "batch_tokens", 1024, 1, 1 << 24, "a positive number of tokens per forward pass");
-    for (const char* key : {"ivf_nlist"}) in_range("index", key, 0, 0, 1 << 30, "0 (automatic) or a positive count");
+    in_range("prefill", "shard_mb", 256, 1, 1 << 20, "1 to 1048576 MB of KV per shard");
+    for (const char* key : {"ivf_nlist", "pq_m", "train_sample"})
+      in_range("index", key, 0, 0, 1 << 30, "0 (automatic) or a positive count");
+    in_range("index", "pq_refine", 4, 0, 1 << 10, "0 (no exact re-ranking) or a positive factor");
     for (const char* key : {"ivf_nprobe", "hnsw_ef_construction", "hnsw_ef_search"})
       in_range("index", key, 16, 1, 1 << 30, "a positive count");
     in_range("index", "hnsw_m", 32, 2, 1 << 16, "2 or more links per node");
@@ -226,7 +233,15 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
                   void (*on_step)(const PipelineStep&), const KvModeRequest& request, bool wait_lock) {
   const Config cfg = load_config(path, overrides);
   const std::string store = cfg.required("store");
-  const StoreLock lock = StoreLock::acquire(store, wait_lock, true);
+  // With several ranks the leader holds the lock for all (and clears killed writers' temporaries) before any
+  // rank writes; each stage splits its work over the ranks and only the leader commits (docs/scale.md).
+  const Cluster& cluster = Cluster::world();
+  std::optional<StoreLock> lock;
+  if (cluster.leader()) lock.emplace(StoreLock::acquire(store, wait_lock, true));
+  cluster.barrier();
+  const auto step = [&](const PipelineStep& s) {
+    if (cluster.leader()) on_step(s);
+  };
   const int threads = cfg.get<int>("", "threads", 0);
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                             threads > 0 ? threads : tbb::info::default_concurrency());
@@ -241,30 +256,33 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   chunk.chunker.chunk_tokens = cfg.get<size_t>("chunk", "chunk_tokens", 256);
   chunk.chunker.max_tokens = cfg.get<size_t>("chunk", "max_chunk_tokens", 0);
   const ChunkStageResult c = run_chunk_stage(chunk);
-  on_step({"chunk", c.unchanged ? "up to date" : std::to_string(c.new_chunks) + " new chunks"});
+  step({"chunk", c.unchanged ? "up to date" : std::to_string(c.new_chunks) + " new chunks"});
 
   EmbedStageOptions embed;
   embed.store_dir = store;
   embed.embedder_dir = resolve_model(cfg.get<std::string>("", "embedder", "minilm"));
   const EmbedStageResult e = run_embed_stage(embed);
-  on_step({"embed", e.unchanged ? "up to date" : std::to_string(e.embedded) + " chunks embedded"});
+  step({"embed", e.unchanged ? "up to date" : std::to_string(e.embedded) + " chunks embedded"});
 
   IndexStageOptions index;
   index.store_dir = store;
   index.spec.kind = cfg.get<std::string>("index", "kind", index.spec.kind);
   index.spec.ivf_nlist = cfg.get<int>("index", "ivf_nlist", index.spec.ivf_nlist);
   index.spec.ivf_nprobe = cfg.get<int>("index", "ivf_nprobe", index.spec.ivf_nprobe);
+  index.spec.pq_m = cfg.get<int>("index", "pq_m", index.spec.pq_m);
+  index.spec.pq_refine = cfg.get<int>("index", "pq_refine", index.spec.pq_refine);
+  index.spec.train_sample = cfg.get<int64_t>("index", "train_sample", index.spec.train_sample);
   index.spec.hnsw_m = cfg.get<int>("index", "hnsw_m", index.spec.hnsw_m);
   index.spec.hnsw_ef_construction = cfg.get<int>("index", "hnsw_ef_construction", index.spec.hnsw_ef_construction);
   index.spec.hnsw_ef_search = cfg.get<int>("index", "hnsw_ef_search", index.spec.hnsw_ef_search);
   const IndexStageResult i = run_index_stage(index);
-  on_step({"index", i.unchanged ? "up to date" : std::to_string(i.vectors) + " vectors indexed"});
+  step({"index", i.unchanged ? "up to date" : std::to_string(i.vectors) + " vectors indexed"});
 
   NeighborStageOptions neighbors;
   neighbors.store_dir = store;
   neighbors.top_n = cfg.get<int>("neighbors", "top_n", 10);
   const NeighborStageResult n = run_neighbor_stage(neighbors);
-  on_step({"neighbors", n.unchanged ? "up to date" : std::to_string(n.chunks) + " chunks"});
+  step({"neighbors", n.unchanged ? "up to date" : std::to_string(n.chunks) + " chunks"});
 
   const std::string dtype = cfg.get<std::string>("prefill", "dtype", "f16");  // values checked by load_config
   const std::string compute_name = cfg.get<std::string>("prefill", "compute", "fast");
@@ -279,8 +297,9 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     p.compute = compute;
     p.system_message = cfg.get<std::string>("prefill", "system", "");
     p.batch_tokens = cfg.get<int>("prefill", "batch_tokens", p.batch_tokens);
+    p.shard_bytes = cfg.get<uint64_t>("prefill", "shard_mb", p.shard_bytes >> 20) << 20;
     const PrefillStageResult r = run_prefill_stage(p);
-    on_step({"prefill " + mode, r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed"});
+    step({"prefill " + mode, r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed"});
   }
 
   const YAML::Node compress = cfg.root()["compress"];
@@ -300,8 +319,10 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     o.quant = item<std::string>(path, c, i, "quant", "");
     o.quant_group = item<int>(path, c, i, "quant_group", o.quant_group);
     o.keep_first = item<int>(path, c, i, "keep_first", o.keep_first);
-    const CompressStageResult r = run_compress_stage(o);
-    on_step({"compress " + o.to, r.unchanged ? "up to date"
+    CompressStageResult r;
+    if (cluster.leader()) r = run_compress_stage(o);  // the leader alone, while the others wait
+    cluster.barrier();
+    step({"compress " + o.to, r.unchanged ? "up to date"
                                              : std::to_string(r.computed) + " chunks, " +
                                                    std::to_string(r.tokens ? r.stored_bytes / r.tokens : 0) +
                                                    " bytes/token"});

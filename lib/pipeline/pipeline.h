@@ -6,7 +6,7 @@
 //   embedder: minilm                   # embedder: minilm or a folder
 //   threads: 0                         # 0: all cores
 //   chunk:     {chunk_tokens: 256, max_chunk_tokens: 0}
-//   index:     {kind: flat}            # flat | ivf | hnsw, with ivf_nlist, ivf_nprobe, hnsw_m, ...
+//   index:     {kind: flat}            # flat | ivf | ivfpq | hnsw, with ivf_nlist, ivf_nprobe, pq_m, hnsw_m, ...
 //   neighbors: {top_n: 10}
 //   prefill:   {modes: [independent, similarity], dtype: f16, system: ""}
 //   compress:  [{to: sim-a25-q8, from: similarity, anchors: 0.25, quant: int8}, ...]   # kvprep compress, in order

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "cluster/cluster.h"
 #include "core/error.h"
 #include "core/hex.h"
 #include "io/corpus_reader.h"
@@ -24,6 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kStage = "chunk";
+constexpr size_t kDocumentsPerBatch = 4096;  // enough to keep every core busy tokenizing
 
 // The stage's counts as the manifest records them, and back (for an unchanged rerun).
 std::map<std::string, uint64_t> to_counts(const ChunkStageResult& r) {
@@ -81,29 +83,22 @@ Manifest open_store(const std::string& dir, const gguf::File& model, uint64_t fi
   return manifest;
 }
 
-// Tokenizing is the work: documents in parallel, results in corpus order so that the table is deterministic.
-std::vector<std::vector<TextChunk>> chunk_corpus(const Corpus& corpus, const ChunkStageOptions& options,
-                                                 const BpeTokenizer& tokenizer) {
+// Tokenizing is the work: a batch of documents in parallel, then its chunks added to the table in corpus order so
+// that the table is deterministic.
+void add_documents(std::vector<Document>& docs, const ChunkStageOptions& options, const BpeTokenizer& tokenizer,
+                   ChunkTable& table, ChunkStageResult& result, Progress& progress) {
   const Tokenize tokenize = [&](std::string_view text) { return tokenizer.encode(text, false, false); };
-  std::vector<std::vector<TextChunk>> pieces(corpus.documents.size());
-  Progress progress(kStage, "documents", corpus.documents.size(), options.progress);
-  tbb::parallel_for(size_t(0), corpus.documents.size(), [&](size_t d) {
-    const Document& doc = corpus.documents[d];
+  std::vector<std::vector<TextChunk>> pieces(docs.size());
+  tbb::parallel_for(size_t(0), docs.size(), [&](size_t d) {
     try {
-      pieces[d] = chunk_document(doc.title, doc.text, options.chunker, tokenize);
+      pieces[d] = chunk_document(docs[d].title, docs[d].text, options.chunker, tokenize);
     } catch (const Error& e) {
-      fail(options.corpus, ": document '", doc.id, "': ", e.what());
+      fail(options.corpus, ": document '", docs[d].id, "': ", e.what());
     }
     progress.advance();
   });
-  return pieces;
-}
-
-// Adds the documents' chunks to the table in corpus order and counts them.
-void add_chunks(const Corpus& corpus, std::vector<std::vector<TextChunk>>& pieces, ChunkTable& table,
-                ChunkStageResult& result) {
-  for (size_t d = 0; d < corpus.documents.size(); ++d) {
-    const Document& doc = corpus.documents[d];
+  for (size_t d = 0; d < docs.size(); ++d) {
+    const Document& doc = docs[d];
     for (size_t i = 0; i < pieces[d].size(); ++i) {
       TextChunk& piece = pieces[d][i];
       result.tokens += piece.tokens.size();
@@ -113,17 +108,13 @@ void add_chunks(const Corpus& corpus, std::vector<std::vector<TextChunk>>& piece
                                       (uint32_t)i, std::move(piece.tokens)});
     }
   }
-  result.table_chunks = table.size();
-  result.table_tokens = table.n_tokens();
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-}  // namespace
-
-ChunkStageResult run_chunk_stage(const ChunkStageOptions& options) {
+ChunkStageResult chunk_into_store(const ChunkStageOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   options.chunker.check();
   const auto model = open_decoder_file(options.model_path);
@@ -134,7 +125,7 @@ ChunkStageResult run_chunk_stage(const ChunkStageOptions& options) {
   const std::string& dir = options.store_dir;
   Manifest manifest = open_store(dir, *model, result.model_fingerprint, model_name, options.chunker);
 
-  const Corpus corpus = read_corpus(options.corpus);
+  const CorpusSummary corpus = scan_corpus(options.corpus);  // checked whole before any work
   const std::string chunks_path = (fs::path(dir) / kChunksFile).string();
   const StageRecord* previous = manifest.find_stage(kStage);
   if (previous && previous->inputs_hash == corpus.content_hash && chunks_file_as_recorded(manifest, chunks_path)) {
@@ -149,10 +140,16 @@ ChunkStageResult run_chunk_stage(const ChunkStageOptions& options) {
   KVF_CHECK(table.model_fingerprint() == result.model_fingerprint, chunks_path, ": made with model fingerprint ",
             hex64(table.model_fingerprint()), ", but this model (", model_name, ") has ",
             hex64(result.model_fingerprint));
-  std::vector<std::vector<TextChunk>> pieces = chunk_corpus(corpus, options, tokenizer);
-  result.documents = corpus.documents.size() + corpus.skipped_empty;
+  // The corpus streams past in batches: only the chunk table grows with it.
+  Progress progress(kStage, "documents", corpus.documents, options.progress);
+  stream_corpus(options.corpus, kDocumentsPerBatch, [&](std::vector<Document>& docs) {
+    add_documents(docs, options, tokenizer, table, result, progress);
+  });
+  progress.finish();
+  result.documents = corpus.documents + corpus.skipped_empty;
   result.skipped_empty = corpus.skipped_empty;
-  add_chunks(corpus, pieces, table, result);
+  result.table_chunks = table.size();
+  result.table_tokens = table.n_tokens();
 
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -169,6 +166,17 @@ ChunkStageResult run_chunk_stage(const ChunkStageOptions& options) {
   save_manifest(dir, manifest);
   result.table_bytes = fs::file_size(chunks_path);
   result.seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace
+
+ChunkStageResult run_chunk_stage(const ChunkStageOptions& options) {
+  // One chunk table per store: the leader writes it while the other ranks wait, then all read it.
+  const Cluster& cluster = Cluster::world();
+  ChunkStageResult result;
+  if (cluster.leader()) result = chunk_into_store(options);
+  cluster.barrier();
   return result;
 }
 

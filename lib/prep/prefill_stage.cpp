@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "backend/backend.h"
+#include "cluster/cluster.h"
 #include "core/error.h"
 #include "io/gguf.h"
 #include "io/hf_folder.h"
@@ -87,14 +88,19 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
   const int32_t s_len = (int32_t)s_tokens.size();
   const uint64_t s_id = chunk_id(s_tokens, fingerprint);
+  const Cluster& cluster = Cluster::world();
   if (!KvModeReader(o.store_dir, m, kSystemMode, fingerprint).contains(s_id)) {
-    ForwardRequest r;
-    r.tokens = s_tokens;
-    r.positions = iota(s_len, 0);
-    r.return_kv = true;
-    ShardSink sink(o.store_dir, m, layout_for(*decoder, kSystemMode, fingerprint, o.dtype), 0);
-    sink.add(s_id, segment_to_host(source_layers_of(decoder->forward(r).kv, decoder->kv_sources()), *backend));
-    sink.flush();
+    if (cluster.leader()) {  // one S for the store
+      ForwardRequest r;
+      r.tokens = s_tokens;
+      r.positions = iota(s_len, 0);
+      r.return_kv = true;
+      ShardSink sink(o.store_dir, m, layout_for(*decoder, kSystemMode, fingerprint, o.dtype), 0);
+      sink.add(s_id, segment_to_host(source_layers_of(decoder->forward(r).kv, decoder->kv_sources()), *backend));
+      sink.flush();
+    }
+    cluster.barrier();
+    if (!cluster.leader()) m = load_manifest(o.store_dir);  // the leader's commit of S
   }
   const PrecomputeView view(o.store_dir, m, chunks, o.mode, o.top_n, fingerprint, s_tokens, c.context_length,
                             *backend, o.neighbor_cache_bytes);
@@ -120,10 +126,23 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     return res;
   }
 
-  ShardSink sink(o.store_dir, m, layout_for(*decoder, o.mode, fingerprint, o.dtype), o.shard_bytes,
-                 o.deflate_level);
-  Progress progress("prefill " + o.mode, "chunks", missing, o.progress);
-  for (const auto& [begin, end] : groups) {
+  remove_unlisted_shards(cluster, o.store_dir, o.mode);
+  const KvShardLayout layout = layout_for(*decoder, o.mode, fingerprint, o.dtype);
+  ShardSink sink(o.store_dir, m, layout, o.shard_bytes, o.deflate_level, cluster);
+  // Groups go round-robin to the ranks (alone: one round, the sink committing each full shard). With several
+  // ranks a round gives each about one shard's worth of groups, and ends with the leader committing every rank's
+  // shard of it.
+  const uint64_t group_bytes = std::max<uint64_t>(1, (uint64_t)(o.batch_tokens * layout.bytes_per_row()));
+  const size_t per_round = cluster.alone() ? groups.size()
+                                           : (size_t)cluster.size() * std::max<uint64_t>(1, o.shard_bytes / group_bytes);
+  size_t missing_here = 0;  // this rank's share: the leader's progress shows its own
+  for (size_t g = 0; g < groups.size(); ++g)
+    if ((int)(g % (size_t)cluster.size()) == cluster.rank())
+      for (size_t row = groups[g].first; row < groups[g].second; ++row) missing_here += needs(row);
+  Progress progress("prefill " + o.mode + (cluster.alone() ? "" : " (" + cluster.describe() + ")"), "chunks",
+                    missing_here, leader_progress(o.progress));
+  const auto compute_group = [&](size_t g) {
+    const auto [begin, end] = groups[g];
     std::vector<size_t> rows;
     for (size_t row = begin; row < end; ++row) rows.push_back(row);
     std::vector<std::vector<KvSegment>> placed;
@@ -141,11 +160,16 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
       ++res.computed;
       progress.advance(1);
     }
-  }
+  };
+  run_in_rounds(cluster, groups.size(), per_round, compute_group, [&](size_t round, bool) { sink.end_round(round); });
   progress.finish();
-  sink.finish_stage(stage, {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}});
   res.shards_written = sink.written();
   res.stored_bytes = sink.bytes();
+  const std::vector<uint64_t> totals =
+      cluster.sum_at_leader({res.computed, res.tokens, res.context_rows, res.shards_written, res.stored_bytes});
+  res.computed = totals[0], res.tokens = totals[1], res.context_rows = totals[2];
+  res.shards_written = totals[3], res.stored_bytes = totals[4];
+  sink.finish_stage(stage, {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}});
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;
 }

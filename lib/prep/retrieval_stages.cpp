@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "backend/backend.h"
+#include "cluster/cluster.h"
 #include "core/error.h"
 #include "core/hex.h"
 #include "model/bert_encoder.h"
@@ -76,6 +77,14 @@ EmbeddingTable ordered_table(const ChunkTable& chunks, const std::unordered_map<
   return t;
 }
 
+// The end of a distributed stage on every rank: the leader has committed, so the next stage reads its manifest.
+template <typename Result>
+Result finish_on_rank(const Cluster& cluster, Result r, Clock::time_point t0) {
+  cluster.barrier();
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
 }  // namespace
 
 EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
@@ -116,33 +125,50 @@ EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
     return r;
   }
 
-  Progress progress("embed", "chunks", todo.size(), o.progress);
+  // Batches of the todo list go round-robin to the ranks; each round ends with the leader merging every rank's
+  // vectors (the only copy it keeps) and committing them when the checkpoint is due. Alone, a round is one batch,
+  // so --checkpoint-seconds holds on small stores too. The batches are those embed() would make of the whole list.
+  const Cluster& cluster = Cluster::world();
+  Progress progress("embed", "chunks", todo.size(), leader_progress(o.progress));
   auto last_checkpoint = Clock::now();
-  // The checkpoint timer is checked after every batch, so --checkpoint-seconds holds on small stores too; the
-  // batches are those embed() would make of the whole list.
   const size_t group = (size_t)std::max(1, o.batch_size);
-  for (size_t begin = 0; begin < todo.size(); begin += group) {
-    const size_t end = std::min(todo.size(), begin + group);
+  const size_t batches = (todo.size() + group - 1) / group;
+  MessageWriter fresh;  // this rank's vectors of the round: (id, dim floats) each
+  const auto embed_batch = [&](size_t b) {
+    const size_t begin = b * group, end = std::min(todo.size(), begin + group);
     std::vector<std::string> texts;
     for (size_t i = begin; i < end; ++i) texts.push_back(render_chunk(todo[i]->title, todo[i]->text));
     const std::vector<float> vecs = embedder->embed(texts, o.batch_size);
-    for (size_t i = begin; i < end; ++i)
-      done[todo[i]->id].assign(vecs.begin() + (i - begin) * r.dim, vecs.begin() + (i - begin + 1) * r.dim);
-    r.embedded += end - begin;
-    progress.advance(end - begin);
-    if (end < todo.size() && seconds_since(last_checkpoint) >= o.checkpoint_seconds) {
+    for (size_t i = begin; i < end; ++i) {
+      fresh.put(todo[i]->id);
+      fresh.put_vector(std::vector<float>(vecs.begin() + (i - begin) * r.dim, vecs.begin() + (i - begin + 1) * r.dim));
+    }
+  };
+  const auto end_round = [&](size_t, bool last) {
+    for (const std::vector<uint8_t>& message : cluster.gather(fresh.bytes())) {
+      MessageReader in(message);
+      while (!in.done()) {
+        const uint64_t id = in.get<uint64_t>();
+        done[id] = in.get_vector<float>();
+        progress.advance(1);
+      }
+    }
+    fresh = MessageWriter();
+    if (!last && cluster.leader() && seconds_since(last_checkpoint) >= o.checkpoint_seconds) {
       commit_output(m, o.store_dir, kEmbeddingsFile, [&](PendingFile& f) {  // recorded; the stage is not done
         ordered_table(chunks, done, embedder->fingerprint(), r.dim).write(f);
       });
       last_checkpoint = Clock::now();
     }
-  }
+  };
+  run_in_rounds(cluster, batches, cluster.alone() ? 1 : (size_t)cluster.size() * 8, embed_batch, end_round);
   progress.finish();
+  r.embedded = todo.size();
+  if (!cluster.leader()) return finish_on_rank(cluster, r, t0);
   commit_output(m, o.store_dir, kEmbeddingsFile,
                 [&](PendingFile& f) { ordered_table(chunks, done, embedder->fingerprint(), r.dim).write(f); });
   commit_stage(m, o.store_dir, "embed", inputs, {{"chunks", r.chunks}, {"embedded", r.embedded}});
-  r.seconds = seconds_since(t0);
-  return r;
+  return finish_on_rank(cluster, r, t0);
 }
 
 IndexSpec store_index_spec(const std::string& store_dir) {
@@ -155,18 +181,32 @@ IndexSpec store_index_spec(const std::string& store_dir) {
   spec.hnsw_m = s.at("hnsw_m").get<int>();
   spec.hnsw_ef_construction = s.at("hnsw_ef_construction").get<int>();
   spec.hnsw_ef_search = s.at("hnsw_ef_search").get<int>();
+  spec.pq_m = s.value("pq_m", spec.pq_m);  // recorded only where they matter (index_settings)
+  spec.pq_refine = s.value("pq_refine", spec.pq_refine);
+  spec.train_sample = s.value("train_sample", spec.train_sample);
   return spec;
 }
 
-IndexStageResult run_index_stage(const IndexStageOptions& o) {
+namespace {
+
+// The manifest's "index" section: the settings of every kind, and those of IVF-PQ and sampled training only when
+// used (so stores indexed before they existed keep their settings).
+nlohmann::json index_settings(const IndexSpec& spec) {
+  nlohmann::json settings = {{"kind", spec.kind},
+                             {"ivf_nlist", spec.ivf_nlist},
+                             {"ivf_nprobe", spec.ivf_nprobe},
+                             {"hnsw_m", spec.hnsw_m},
+                             {"hnsw_ef_construction", spec.hnsw_ef_construction},
+                             {"hnsw_ef_search", spec.hnsw_ef_search}};
+  if (spec.kind == "ivfpq") settings.update({{"pq_m", spec.pq_m}, {"pq_refine", spec.pq_refine}});
+  if (spec.train_sample > 0) settings["train_sample"] = spec.train_sample;
+  return settings;
+}
+
+IndexStageResult build_index(const IndexStageOptions& o) {
   const auto t0 = Clock::now();
   Manifest m = load_after(o.store_dir, "embed", "embed");
-  const nlohmann::json settings = {{"kind", o.spec.kind},
-                                   {"ivf_nlist", o.spec.ivf_nlist},
-                                   {"ivf_nprobe", o.spec.ivf_nprobe},
-                                   {"hnsw_m", o.spec.hnsw_m},
-                                   {"hnsw_ef_construction", o.spec.hnsw_ef_construction},
-                                   {"hnsw_ef_search", o.spec.hnsw_ef_search}};
+  const nlohmann::json settings = index_settings(o.spec);
   // The index is derived data: new settings rebuild it rather than being refused.
   const bool same_settings = m.settings.contains("index") && m.settings["index"] == settings;
   m.settings["index"] = settings;
@@ -185,6 +225,16 @@ IndexStageResult run_index_stage(const IndexStageOptions& o) {
   commit_stage(m, o.store_dir, "index", inputs, {{"vectors", r.vectors}});
   r.seconds = seconds_since(t0);
   return r;
+}
+
+}  // namespace
+
+IndexStageResult run_index_stage(const IndexStageOptions& o) {
+  const Cluster& cluster = Cluster::world();
+  const auto t0 = Clock::now();
+  IndexStageResult r;
+  if (cluster.leader()) r = build_index(o);  // one index for the store: built by the leader while the others wait
+  return finish_on_rank(cluster, r, t0);
 }
 
 NeighborStageResult run_neighbor_stage(const NeighborStageOptions& o) {
@@ -208,42 +258,68 @@ NeighborStageResult run_neighbor_stage(const NeighborStageOptions& o) {
   KVF_CHECK(index.size() == (int64_t)table.rows(), o.store_dir, ": index.faiss holds ", index.size(),
             " vectors but embeddings.h5 ", table.rows(), "; run `kvprep index`");
   const int64_t n = (int64_t)table.rows();
-  NeighborTable out;
+  const Cluster& cluster = Cluster::world();
+  NeighborTable out;  // filled by the leader
   out.top_n = o.top_n;
-  out.chunk_ids = table.chunk_ids;
-  out.rows.assign((size_t)(n * o.top_n), -1);
-  out.scores.assign((size_t)(n * o.top_n), 0.0f);
+  if (cluster.leader()) {
+    out.chunk_ids = table.chunk_ids;
+    out.rows.assign((size_t)(n * o.top_n), -1);
+    out.scores.assign((size_t)(n * o.top_n), 0.0f);
+  }
   // A few extra hits make room for the chunk itself and for exact duplicates (identical embeddings).
   const int64_t k = std::min<int64_t>(n, o.top_n + 4);
   constexpr int64_t kQueries = 512;
-  Progress progress("neighbors", "chunks", (uint64_t)n, o.progress);
+  Progress progress("neighbors", "chunks", (uint64_t)n, leader_progress(o.progress));
   double score_sum = 0;
   uint64_t score_count = 0;
-  for (int64_t q0 = 0; q0 < n; q0 += kQueries) {
-    const int64_t nq = std::min(kQueries, n - q0);
+  // Blocks of kQueries rows go round-robin to the ranks (the same blocks whatever the rank count, so FAISS takes
+  // the same code path for each query); each round ends with the leader placing every rank's lists.
+  MessageWriter found;  // this rank's blocks of the round: first row, rows kept and their scores
+  const auto search_block = [&](size_t block) {
+    const int64_t q0 = (int64_t)block * kQueries, nq = std::min(kQueries, n - q0);
     const SearchHits hits = index.search(table.row((size_t)q0), nq, k);
+    std::vector<int64_t> rows((size_t)(nq * o.top_n), -1);
+    std::vector<float> scores((size_t)(nq * o.top_n), 0.0f);
     for (int64_t q = 0; q < nq; ++q) {
       int kept = 0;
       for (int64_t j = 0; j < k && kept < o.top_n; ++j) {
         const int64_t row = hits.ids[q * k + j];
         const float score = hits.scores[q * k + j];
         if (row < 0 || row == q0 + q || score >= 1.0f - 1e-6f) continue;
-        out.rows[(q0 + q) * o.top_n + kept] = row;
-        out.scores[(q0 + q) * o.top_n + kept] = score;
-        score_sum += score;
-        ++score_count;
+        rows[q * o.top_n + kept] = row;
+        scores[q * o.top_n + kept] = score;
         ++kept;
       }
     }
-    progress.advance((uint64_t)nq);
-  }
+    found.put(q0);
+    found.put_vector(rows);
+    found.put_vector(scores);
+  };
+  const auto end_round = [&](size_t, bool) {
+    for (const std::vector<uint8_t>& message : cluster.gather(found.bytes())) {
+      MessageReader in(message);
+      while (!in.done()) {
+        const int64_t q0 = in.get<int64_t>();
+        const std::vector<int64_t> rows = in.get_vector<int64_t>();
+        const std::vector<float> scores = in.get_vector<float>();
+        std::copy(rows.begin(), rows.end(), out.rows.begin() + q0 * o.top_n);
+        std::copy(scores.begin(), scores.end(), out.scores.begin() + q0 * o.top_n);
+        for (size_t i = 0; i < rows.size(); ++i)
+          if (rows[i] >= 0) score_sum += scores[i], ++score_count;
+        progress.advance(rows.size() / (size_t)o.top_n);
+      }
+    }
+    found = MessageWriter();
+  };
+  const size_t blocks = (size_t)((n + kQueries - 1) / kQueries);
+  run_in_rounds(cluster, blocks, (size_t)cluster.size() * 4, search_block, end_round);
   progress.finish();
-  commit_output(m, o.store_dir, kNeighborsFile, [&](PendingFile& f) { out.write(f); });
   r.chunks = (uint64_t)n;
+  if (!cluster.leader()) return finish_on_rank(cluster, r, t0);
+  commit_output(m, o.store_dir, kNeighborsFile, [&](PendingFile& f) { out.write(f); });
   r.mean_score = score_count ? score_sum / score_count : 0.0;
   commit_stage(m, o.store_dir, "neighbors", inputs, {{"chunks", r.chunks}, {"top_n", (uint64_t)o.top_n}});
-  r.seconds = seconds_since(t0);
-  return r;
+  return finish_on_rank(cluster, r, t0);
 }
 
 }  // namespace kvf

@@ -2,39 +2,82 @@
 
 #include <filesystem>
 
+#include "prep/store_report.h"
+
 namespace kvf {
 
 namespace fs = std::filesystem;
 
 ShardSink::ShardSink(const std::string& dir, Manifest& m, KvShardLayout layout, uint64_t shard_bytes,
-                     int deflate_level)
-    : dir_(dir), m_(m), layout_(std::move(layout)), shard_bytes_(shard_bytes),
+                     int deflate_level, const Cluster& ranks)
+    : dir_(dir), m_(m), ranks_(ranks), layout_(std::move(layout)), shard_bytes_(shard_bytes),
       next_(next_kv_shard_number(m, layout_.mode)), deflate_level_(deflate_level), writer_(layout_) {
   writer_.set_deflate_level(deflate_level_);
 }
 
 void ShardSink::add(uint64_t chunk_id, const HostKv& kv, uint64_t context) {
   writer_.add_chunk(chunk_id, kv.k.data(), kv.v.data(), kv.positions.data(), (uint32_t)kv.rows, context);
-  if (writer_.bytes() >= shard_bytes_) flush();
+  if (ranks_.alone() && writer_.bytes() >= shard_bytes_) flush();
+}
+
+std::string ShardSink::write_held(size_t number) {
+  const std::string name = kv_shard_name(layout_.mode, number);
+  fs::create_directories(fs::path(dir_) / "kv");
+  writer_.write((fs::path(dir_) / name).string());
+  bytes_ += writer_.bytes();
+  ++written_;
+  writer_ = KvShardWriter(layout_);
+  writer_.set_deflate_level(deflate_level_);
+  return name;
 }
 
 void ShardSink::flush() {
   if (writer_.chunks() == 0) return;
-  const std::string name = kv_shard_name(layout_.mode, next_++);
-  fs::create_directories(fs::path(dir_) / "kv");
-  writer_.write((fs::path(dir_) / name).string());
-  bytes_ += writer_.bytes();
-  m_.record_file(describe_file(dir_, name));
+  m_.record_file(describe_file(dir_, write_held(next_++)));
   save_manifest(dir_, m_);  // the shard is committed: a killed run resumes after it
-  ++written_;
-  writer_ = KvShardWriter(layout_);
-  writer_.set_deflate_level(deflate_level_);
+}
+
+void ShardSink::end_round(size_t round) {
+  const Cluster& cluster = ranks_;
+  if (cluster.alone()) return;
+  MessageWriter mine;  // the committed-file record of this rank's shard, if it wrote one
+  if (writer_.chunks() > 0) {
+    const CommittedFile f = describe_file(dir_, write_held(next_ + round * (size_t)cluster.size() + cluster.rank()));
+    mine.put_string(f.path);
+    mine.put(f.bytes);
+    mine.put(f.xxh3);
+  }
+  bool recorded = false;
+  for (const std::vector<uint8_t>& message : cluster.gather(mine.bytes())) {
+    MessageReader in(message);
+    while (!in.done()) {
+      CommittedFile f;
+      f.path = in.get_string();
+      f.bytes = in.get<uint64_t>();
+      f.xxh3 = in.get<uint64_t>();
+      m_.record_file(f);
+      recorded = true;
+    }
+  }
+  if (recorded) save_manifest(dir_, m_);  // every rank's shard of the round is durable: commit them together
 }
 
 void ShardSink::finish_stage(const std::string& stage, std::map<std::string, uint64_t> counts) {
-  flush();
-  m_.record_stage({stage, utc_timestamp(), m_.find_stage("chunk")->inputs_hash, std::move(counts)});
-  save_manifest(dir_, m_);
+  const Cluster& cluster = ranks_;
+  if (cluster.alone()) flush();
+  if (cluster.leader()) {
+    m_.record_stage({stage, utc_timestamp(), m_.find_stage("chunk")->inputs_hash, std::move(counts)});
+    save_manifest(dir_, m_);
+  }
+  cluster.barrier();
+}
+
+void remove_unlisted_shards(const Cluster& cluster, const std::string& store_dir, const std::string& mode) {
+  if (cluster.alone()) return;  // alone, a rerun writes the same numbers again and replaces them
+  if (cluster.leader())
+    for (const std::string& path : unlisted_store_files(store_dir))
+      if (kv_mode_of_shard(path) == mode) fs::remove(fs::path(store_dir) / path);
+  cluster.barrier();
 }
 
 }  // namespace kvf

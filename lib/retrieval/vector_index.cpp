@@ -3,10 +3,13 @@
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIVFFlat.h>
+#include <faiss/IndexIVFPQ.h>
+#include <faiss/IndexRefine.h>
 #include <faiss/impl/FaissException.h>
 #include <faiss/impl/io.h>
 #include <faiss/index_io.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -20,8 +23,53 @@ namespace {
 
 // Search-time knobs live on the index object; applied after build and after load.
 void apply_search_params(faiss::Index& index, const IndexSpec& spec) {
+  if (auto* refine = dynamic_cast<faiss::IndexRefine*>(&index)) {
+    refine->k_factor = (float)std::max(1, spec.pq_refine);
+    apply_search_params(*refine->base_index, spec);
+  }
   if (auto* ivf = dynamic_cast<faiss::IndexIVF*>(&index)) ivf->nprobe = (size_t)spec.ivf_nprobe;
   if (auto* hnsw = dynamic_cast<faiss::IndexHNSW*>(&index)) hnsw->hnsw.efSearch = spec.hnsw_ef_search;
+}
+
+// The rows k-means trains on: all of them, or `sample` evenly spaced ones (a corpus in file order is often grouped
+// by source; a stride sees every part of it).
+std::vector<float> training_rows(const float* vectors, int64_t n, int dim, int64_t sample) {
+  sample = std::min(n, sample);
+  std::vector<float> rows((size_t)(sample * dim));
+  for (int64_t i = 0; i < sample; ++i) {
+    const int64_t row = (int64_t)((double)i * (double)n / (double)sample);
+    std::copy(vectors + row * dim, vectors + (row + 1) * dim, rows.begin() + i * dim);
+  }
+  return rows;
+}
+
+// An IVF index over `quantizer`'s lists: IVF-Flat, or IVF-PQ (wrapped in an exact re-ranking when refine > 0).
+std::unique_ptr<faiss::Index> build_ivf(const float* vectors, int64_t n, int dim, const IndexSpec& spec) {
+  // Default: about 4 sqrt(n) lists, but at least 39 training points per list, which k-means needs.
+  const int64_t nlist =
+      spec.ivf_nlist > 0 ? spec.ivf_nlist
+                         : std::max<int64_t>(1, std::min<int64_t>((int64_t)(4 * std::sqrt((double)n)), n / 39));
+  KVF_CHECK(n >= nlist, "index: ", spec.kind, " needs at least nlist = ", nlist, " vectors to train, got ", n);
+  auto* quantizer = new faiss::IndexFlatIP(dim);
+  std::unique_ptr<faiss::IndexIVF> ivf;
+  if (spec.kind == "ivf") {
+    ivf = std::make_unique<faiss::IndexIVFFlat>(quantizer, dim, (size_t)nlist, faiss::METRIC_INNER_PRODUCT);
+  } else {
+    const int m = spec.pq_m > 0 ? spec.pq_m : std::max(1, dim / 8);
+    KVF_CHECK(dim % m == 0, "index: pq_m = ", m, " does not divide the embedding dimension ", dim);
+    ivf = std::make_unique<faiss::IndexIVFPQ>(quantizer, dim, (size_t)nlist, (size_t)m, 8,
+                                              faiss::METRIC_INNER_PRODUCT);
+  }
+  ivf->own_fields = true;  // the IVF index deletes its quantizer
+  const int64_t sample = spec.train_sample > 0 ? spec.train_sample : 256 * nlist;
+  const std::vector<float> train = training_rows(vectors, n, dim, std::max<int64_t>(nlist, sample));
+  ivf->train((int64_t)(train.size() / (size_t)dim), train.data());
+  if (spec.kind == "ivfpq" && spec.pq_refine > 0) {
+    auto refine = std::make_unique<faiss::IndexRefineFlat>(ivf.release());
+    refine->own_fields = true;
+    return refine;
+  }
+  return ivf;
 }
 
 }  // namespace
@@ -35,6 +83,8 @@ VectorIndex VectorIndex::build(const float* vectors, int64_t n, int dim, const I
   KVF_CHECK(dim > 0 && n >= 0, "index: bad shape ", n, " x ", dim);
   KVF_CHECK(spec.ivf_nprobe > 0 && spec.hnsw_m > 1 && spec.hnsw_ef_construction > 0 && spec.hnsw_ef_search > 0,
             "index: nprobe, M, efConstruction and efSearch must be positive");
+  KVF_CHECK(spec.pq_m >= 0 && spec.pq_refine >= 0 && spec.train_sample >= 0,
+            "index: pq_m, pq_refine and train_sample must not be negative");
   std::unique_ptr<faiss::Index> index;
   try {
     if (spec.kind == "flat") {
@@ -43,19 +93,10 @@ VectorIndex VectorIndex::build(const float* vectors, int64_t n, int dim, const I
       auto hnsw = std::make_unique<faiss::IndexHNSWFlat>(dim, spec.hnsw_m, faiss::METRIC_INNER_PRODUCT);
       hnsw->hnsw.efConstruction = spec.hnsw_ef_construction;
       index = std::move(hnsw);
-    } else if (spec.kind == "ivf") {
-      // Default: about 4 sqrt(n) lists, but at least 39 training points per list, which k-means needs.
-      const int64_t nlist =
-          spec.ivf_nlist > 0 ? spec.ivf_nlist
-                             : std::max<int64_t>(1, std::min<int64_t>((int64_t)(4 * std::sqrt((double)n)), n / 39));
-      KVF_CHECK(n >= nlist, "index: ivf needs at least nlist = ", nlist, " vectors to train, got ", n);
-      auto quantizer = new faiss::IndexFlatIP(dim);
-      auto ivf = std::make_unique<faiss::IndexIVFFlat>(quantizer, dim, (size_t)nlist, faiss::METRIC_INNER_PRODUCT);
-      ivf->own_fields = true;  // the IVF index deletes its quantizer
-      ivf->train(n, vectors);
-      index = std::move(ivf);
+    } else if (spec.kind == "ivf" || spec.kind == "ivfpq") {
+      index = build_ivf(vectors, n, dim, spec);
     } else {
-      fail("index: unknown kind '", spec.kind, "' (flat, ivf, hnsw)");
+      fail("index: unknown kind '", spec.kind, "' (flat, ivf, ivfpq, hnsw)");
     }
     index->add(n, vectors);
   } catch (const faiss::FaissException& e) {

@@ -1,5 +1,5 @@
-// Inner-product search over unit vectors (cosine similarity) with FAISS: exact Flat (default), IVF-Flat or HNSW
-// for large corpora. Row i of the indexed matrix has id i.
+// Inner-product search over unit vectors (cosine similarity) with FAISS: exact Flat (default), IVF-Flat, IVF-PQ
+// (compressed codes, candidates re-ranked exactly) or HNSW for large corpora. Row i of the indexed matrix has id i.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -15,9 +15,12 @@ namespace kvf {
 class PendingFile;
 
 struct IndexSpec {
-  std::string kind = "flat";     // flat | ivf | hnsw
-  int ivf_nlist = 0;             // ivf: number of lists; 0 picks min(4 sqrt(n), n / 39)
-  int ivf_nprobe = 16;           // ivf: lists visited per query
+  std::string kind = "flat";     // flat | ivf | ivfpq | hnsw
+  int ivf_nlist = 0;             // ivf, ivfpq: number of lists; 0 picks min(4 sqrt(n), n / 39)
+  int ivf_nprobe = 16;           // ivf, ivfpq: lists visited per query
+  int pq_m = 0;                  // ivfpq: bytes per code (8-bit sub-quantizers); 0: dim / 8. Must divide dim
+  int pq_refine = 4;             // ivfpq: re-rank refine x k candidates with the exact vectors; 0: codes only
+  int64_t train_sample = 0;      // ivf, ivfpq: vectors k-means trains on (evenly spaced rows); 0: 256 per list
   int hnsw_m = 32;               // hnsw: links per node
   int hnsw_ef_construction = 80;
   int hnsw_ef_search = 64;

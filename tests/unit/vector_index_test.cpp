@@ -47,10 +47,13 @@ TEST(VectorIndex, ApproximateIndexesRecallTheFlatNeighbours) {
   const int dim = 32, n = 3000, nq = 100, k = 10;
   const auto base = unit_vectors(n, dim, 3), queries = unit_vectors(nq, dim, 4);
   const SearchHits exact = VectorIndex::build(base.data(), n, dim, {}).search(queries.data(), nq, k);
-  for (const std::string kind : {"ivf", "hnsw"}) {
+  for (const std::string kind : {"ivf", "ivfpq", "hnsw"}) {
     IndexSpec spec;
     spec.kind = kind;
     spec.ivf_nprobe = 32;
+    spec.pq_m = 8;        // 4-d sub-vectors: coarse codes, made exact again by re-ranking
+    spec.pq_refine = 10;
+    spec.train_sample = 1500;  // k-means on every other row
     const SearchHits approx = VectorIndex::build(base.data(), n, dim, spec).search(queries.data(), nq, k);
     int found = 0;
     for (int q = 0; q < nq; ++q)
@@ -62,15 +65,19 @@ TEST(VectorIndex, ApproximateIndexesRecallTheFlatNeighbours) {
 
 TEST(VectorIndex, SaveAndLoadGiveTheSameResults) {
   const auto base = unit_vectors(300, 16, 5), queries = unit_vectors(5, 16, 6);
-  IndexSpec spec;
-  spec.kind = "hnsw";
-  const VectorIndex built = VectorIndex::build(base.data(), 300, 16, spec);
-  const auto path = (std::filesystem::temp_directory_path() / "kvf-index-test.faiss").string();
-  built.save(path);
-  const VectorIndex loaded = VectorIndex::load(path, spec);
-  EXPECT_EQ(loaded.size(), 300);
-  EXPECT_EQ(loaded.dim(), 16);
-  EXPECT_EQ(loaded.search(queries.data(), 5, 4).ids, built.search(queries.data(), 5, 4).ids);
+  for (const std::string kind : {"hnsw", "ivfpq"}) {
+    IndexSpec spec;
+    spec.kind = kind;
+    spec.ivf_nlist = 4;
+    spec.pq_m = 4;
+    const VectorIndex built = VectorIndex::build(base.data(), 300, 16, spec);
+    const auto path = (std::filesystem::temp_directory_path() / "kvf-index-test.faiss").string();
+    built.save(path);
+    const VectorIndex loaded = VectorIndex::load(path, spec);
+    EXPECT_EQ(loaded.size(), 300) << kind;
+    EXPECT_EQ(loaded.dim(), 16) << kind;
+    EXPECT_EQ(loaded.search(queries.data(), 5, 4).ids, built.search(queries.data(), 5, 4).ids) << kind;
+  }
 }
 
 TEST(VectorIndex, BadInputIsNamed) {
@@ -81,6 +88,16 @@ TEST(VectorIndex, BadInputIsNamed) {
   spec.kind = "ivf";
   spec.ivf_nlist = 64;
   EXPECT_THROW(VectorIndex::build(base.data(), 10, 8, spec), Error);  // fewer vectors than lists
+  spec.kind = "ivfpq";
+  spec.ivf_nlist = 2;
+  spec.pq_m = 3;
+  try {
+    VectorIndex::build(base.data(), 10, 8, spec);
+    ADD_FAILURE() << "pq_m 3 over 8 dimensions was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pq_m = 3 does not divide the embedding dimension 8"), std::string::npos)
+        << e.what();
+  }
   EXPECT_THROW(VectorIndex::load("/nonexistent/index.faiss", {}), Error);
 }
 

@@ -6,10 +6,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 namespace kvf::cli {
 
-inline int run_app(CLI::App& app, int argc, char** argv) {
+// `where` prefixes error lines ("rank 1 of 4: "), for processes that are one of many.
+inline int run_app(CLI::App& app, int argc, char** argv, const std::string& where = "") {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -17,10 +19,10 @@ inline int run_app(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    std::fprintf(stderr, "error: %s%s (see --help)\n", where.c_str(), e.what());
     return 2;
   } catch (const std::exception& e) {  // kvf::Error and anything else
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s%s\n", where.c_str(), e.what());
     return 1;
   }
   return 0;

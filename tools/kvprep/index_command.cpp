@@ -19,14 +19,26 @@ void add_index_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("index", "Build the FAISS index over a store's embeddings (store: index.faiss)");
   cmd->footer(
       "Examples:\n  kvprep index --store stores/demo\n  kvprep index --store stores/big --index hnsw --hnsw-m 32\n"
-      "Inner product over unit vectors (cosine). flat is exact; ivf and hnsw trade a little recall for speed on\n"
-      "large corpora. The index is rebuilt when the embeddings or these settings change.");
+      "  kvprep index --store stores/huge --index ivfpq --ivf-nlist 4096 --ivf-nprobe 32 --train-sample 200000\n"
+      "Inner product over unit vectors (cosine). flat is exact; ivf, ivfpq and hnsw trade a little recall for\n"
+      "speed on large corpora (docs/scale.md measures them on a million chunks). ivfpq keeps pq-m bytes per\n"
+      "vector in its lists and re-ranks pq-refine x k candidates exactly. The index is rebuilt when the\n"
+      "embeddings or these settings change.");
   cmd->add_option("--store", a->store, "store directory (after `kvprep embed`)")->required();
-  cmd->add_option("--index", a->spec.kind, "flat, ivf or hnsw")
+  cmd->add_option("--index", a->spec.kind, "flat, ivf, ivfpq or hnsw")
       ->capture_default_str()
-      ->check(CLI::IsMember({"flat", "ivf", "hnsw"}));
+      ->check(CLI::IsMember({"flat", "ivf", "ivfpq", "hnsw"}));
   cmd->add_option("--ivf-nlist", a->spec.ivf_nlist, "ivf lists (0: min(4 sqrt(n), n/39))")->capture_default_str();
   cmd->add_option("--ivf-nprobe", a->spec.ivf_nprobe, "ivf lists searched per query")->capture_default_str();
+  cmd->add_option("--pq-m", a->spec.pq_m, "ivfpq bytes per vector (0: dim/8; must divide dim)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--pq-refine", a->spec.pq_refine, "ivfpq: re-rank this many x k candidates exactly (0: no)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--train-sample", a->spec.train_sample, "ivf/ivfpq k-means training rows (0: 256 per list)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--hnsw-m", a->spec.hnsw_m, "hnsw links per node")->capture_default_str();
   cmd->add_option("--hnsw-ef-construction", a->spec.hnsw_ef_construction, "hnsw build breadth")->capture_default_str();
   cmd->add_option("--hnsw-ef-search", a->spec.hnsw_ef_search, "hnsw search breadth")->capture_default_str();

@@ -1,4 +1,9 @@
 // kvprep: the offline pipeline CLI. Each stage registers its subcommand here and lives in its own file.
+// Started by mpirun or srun, each process is one rank of `kvprep run` (docs/scale.md).
+#include <cstdio>
+#include <cstring>
+
+#include "cluster/cluster.h"
 #include "chunk_command.h"
 #include "compress_command.h"
 #include "common/cli.h"
@@ -7,7 +12,26 @@
 #include "run_command.h"
 #include "verify_command.h"
 
+namespace {
+
+// The subcommand named on the command line (the first word that is no option), or "".
+const char* subcommand_of(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '-') return argv[i];
+  return "";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  const kvf::ClusterSession session(&argc, &argv);
+  const kvf::Cluster& cluster = kvf::Cluster::world();
+  if (!cluster.alone() && std::strcmp(subcommand_of(argc, argv), "run") != 0) {
+    if (cluster.leader())
+      std::fprintf(stderr, "error: kvprep %s runs as one process; under mpirun or srun use `kvprep run PIPELINE.yaml`, "
+                   "which splits every stage over the ranks\n", subcommand_of(argc, argv));
+    return 2;
+  }
   CLI::App app{"kvprep: turn a corpus into a store of precomputed KV caches (kvfuse)"};
   app.require_subcommand(1);
   kvf::cli::add_chunk_command(app);
@@ -21,5 +45,7 @@ int main(int argc, char** argv) {
   kvf::cli::add_verify_command(app);
   kvf::cli::add_inspect_command(app);
   kvf::cli::add_run_command(app);
-  return kvf::cli::run_app(app, argc, argv);
+  const int status = kvf::cli::run_app(app, argc, argv, cluster.alone() ? "" : cluster.describe() + ": ");
+  if (status != 0 && !cluster.alone()) cluster.abort(status);  // the other ranks may be waiting for this one
+  return status;
 }

@@ -20,8 +20,13 @@ void add_run_command(CLI::App& app) {
       "Examples:\n"
       "  kvprep run pipelines/demo.yaml\n"
       "  kvprep run pipelines/nightly.yaml --set corpus=/data/today.jsonl --set prefill.modes=[independent]\n"
+      "  mpirun -np 4 kvprep run pipelines/nightly.yaml --set threads=4     # 4 ranks (docs/scale.md)\n"
+      "  srun --mpi=pmix kvprep run pipelines/nightly.yaml\n"
       "Stages: chunk, embed, index, neighbors, prefill (each mode listed). Keys are documented in the shipped\n"
-      "pipelines; an unknown key is an error. Rerunning after a crash or over a grown corpus does only what is new.");
+      "pipelines; an unknown key is an error. Rerunning after a crash or over a grown corpus does only what is new.\n"
+      "Under mpirun or srun the ranks share embed, neighbors and prefill (each rank writes its own KV shards on the\n"
+      "shared store folder) and rank 0 alone chunks, indexes, compresses and commits the manifest; the store is the\n"
+      "one a single process makes. `threads` applies to each rank.");
   cmd->add_option("pipeline", a->pipeline, "pipeline YAML file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a setting: key=value (dotted keys, YAML values); repeatable");
   add_wait_lock_flag(cmd, a->wait_lock);
