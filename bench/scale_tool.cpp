@@ -32,11 +32,10 @@ std::string in_store(const std::string& store, const char* name) { return (fs::p
 void embed_synthetic(const std::string& store, int dim, int64_t per_cluster) {
   kvf::Manifest m = kvf::load_manifest(store);
   KVF_CHECK(m.find_stage("chunk"), store, ": no chunks yet; run `kvprep chunk` first");
-  const kvf::ChunkTable chunks = kvf::ChunkTable::read(in_store(store, kvf::kChunksFile));
   kvf::EmbeddingTable t;
   t.embedder_fingerprint = 0x5e17e71c;  // no model: marks the table as synthetic
   t.dim = dim;
-  for (const kvf::ChunkRecord& c : chunks.chunks()) t.chunk_ids.push_back(c.id);
+  t.chunk_ids = kvf::ChunkTable::read_ids(in_store(store, kvf::kChunksFile));
   const int64_t n = (int64_t)t.rows();
   const std::vector<float> centres =
       kvf::bench::make_vectors(std::max<int64_t>(1, n / per_cluster), dim, true, {}, 1);

@@ -81,6 +81,13 @@ void ChunkTable::write(PendingFile& out) const {
   f.close();
 }
 
+std::vector<uint64_t> ChunkTable::read_ids(const std::string& path) {
+  KVF_CHECK(std::filesystem::exists(path), path, ": no such file");
+  const h5::File f = h5::File::open_read(path);
+  f.require_format(kChunkTableMagic, kChunkTableFormatVersion);
+  return f.read<uint64_t>(kIds, {-1});
+}
+
 ChunkTable ChunkTable::read(const std::string& path) {
   KVF_CHECK(std::filesystem::exists(path), path, ": no such file");
   const h5::File f = h5::File::open_read(path);

@@ -34,6 +34,9 @@ class ChunkTable {
   // Reads a whole chunks.h5, checking magic, version, every dataset's type and length, the token offsets and that
   // each id matches its tokens. Throws kvf::Error naming the file and the dataset or row.
   static ChunkTable read(const std::string& path);
+  // The chunk ids alone, in row order (checked as read() checks them, less the token hashes): for a caller that
+  // needs no text or tokens, without holding the table.
+  static std::vector<uint64_t> read_ids(const std::string& path);
   // Writes a temporary and commits it over <path> (io/durable_file.h): a reader sees the old table or the new one.
   void write(const std::string& path) const;
   void write(PendingFile& out) const;  // into out.temp(), closed; the caller commits (store/manifest.h)

@@ -301,6 +301,9 @@ TEST(ChunkTable, RoundTrip) {
   t.write(path);
   EXPECT_FALSE(fs::exists(path + ".tmp"));
   expect_same_tables(ChunkTable::read(path), t);
+  std::vector<uint64_t> ids;
+  for (const ChunkRecord& c : t.chunks()) ids.push_back(c.id);
+  EXPECT_EQ(ChunkTable::read_ids(path), ids);
 }
 
 TEST(ChunkTable, EmptyRoundTrip) {
