@@ -35,24 +35,6 @@ std::vector<int32_t> select_anchor_positions(const std::vector<double>& scores, 
   return kept;
 }
 
-std::vector<double> received_attention(const std::vector<std::vector<float>>& colsum, int64_t view_rows,
-                                       int64_t n_tokens, AnchorScore kind) {
-  std::vector<double> scores((size_t)n_tokens, 0.0);
-  for (const std::vector<float>& layer : colsum) {
-    KVF_CHECK((int64_t)layer.size() == view_rows + n_tokens, "anchor scores: a probe has ", layer.size(),
-              " columns, expected ", view_rows, " view rows + ", n_tokens, " tokens");
-    for (int64_t t = 0; t < n_tokens; ++t) scores[(size_t)t] += layer[(size_t)(view_rows + t)];
-  }
-  if (kind == AnchorScore::Mean)
-    for (int64_t t = 0; t < n_tokens; ++t) scores[(size_t)t] /= (double)(n_tokens - t);
-  return scores;
-}
-
-AnchorScore anchor_score_from_name(const std::string& name) {
-  KVF_CHECK(name == "mean" || name == "sum", "--anchor-score must be mean or sum, got '", name, "'");
-  return name == "mean" ? AnchorScore::Mean : AnchorScore::Sum;
-}
-
 std::vector<int32_t> appended_anchor_positions(const AnchorSegment& s) {
   std::vector<int32_t> out;
   for (int32_t k = 0; k < s.keep; ++k) out.push_back(s.end - s.keep + k);

@@ -1,7 +1,7 @@
 // Anchor tokens (KVLink §2.4, DESIGN.md §7): a chunk is cut into segments of `segment` tokens and each keeps
 // ceil(fraction * length) rows (a shorter last segment keeps the same fraction).
 //   select (training-free): the segment's tokens that the chunk's tokens gave the most attention during
-//     precompute (received_attention), always with the chunk's first token; rows keep their in-chunk positions.
+//     precompute (prep/received_attention.h), always with the chunk's first token; rows keep their in-chunk positions.
 //   append: that many anchor tokens computed after each segment, attending to S, their own segment's rows and
 //     the earlier segments' anchors; only the anchors are stored, at the last positions of their segment, so a
 //     compressed chunk still spans its own positions.
@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "prep/received_attention.h"
 
 namespace kvf {
 
@@ -24,16 +26,6 @@ std::vector<AnchorSegment> anchor_segments(int32_t n_tokens, int32_t segment, do
 // Within a segment the highest scores win, ties to the earlier position; position 0 is always kept and takes
 // one of its segment's places.
 std::vector<int32_t> select_anchor_positions(const std::vector<double>& scores, int32_t segment, double fraction);
-
-// Per token of a chunk computed after a view: the attention its key received from the chunk's query rows (every
-// row at or after it, its own included), summed over the probed layers and heads. `colsum` is
-// ForwardResult::attn_colsum (one entry per probed layer: the view's rows first, then the computed tokens).
-// sum: the total over those rows. mean: divided by their count (n_tokens - t), so that a token is not favoured
-// for being early in its chunk (more rows can see it) but for how much each row that sees it attends to it.
-enum class AnchorScore { Mean, Sum };
-std::vector<double> received_attention(const std::vector<std::vector<float>>& colsum, int64_t view_rows,
-                                       int64_t n_tokens, AnchorScore kind);
-AnchorScore anchor_score_from_name(const std::string& name);  // "mean" | "sum"; throws naming the value
 
 // append: where a segment's anchors are stored (its last `keep` positions), in order.
 std::vector<int32_t> appended_anchor_positions(const AnchorSegment& segment);

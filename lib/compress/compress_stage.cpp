@@ -349,6 +349,24 @@ class CompressJob {
 
   // select: the in-chunk positions each chunk of the group keeps, from the attention its tokens received.
   std::vector<std::vector<int32_t>> select_anchors(size_t begin, size_t end) {
+    if (!o_.recompute_scores) {  // scores recorded by `prefill --anchor-scores` for every chunk of the group
+      std::vector<std::vector<int32_t>> kept;
+      const AnchorScore kind = anchor_score_from_name(o_.anchor_score);
+      for (size_t row = begin; row < end; ++row) {
+        const uint64_t id = s_.chunks.chunks()[row].id;
+        if (!source_.contains(id)) {  // nothing to compress: no anchors needed
+          kept.emplace_back();
+          continue;
+        }
+        std::vector<double> sums = source_.anchor_scores(id);
+        if (sums.empty()) break;
+        kept.push_back(select_anchor_positions(anchor_scores_as(std::move(sums), kind), o_.segment, o_.anchors));
+      }
+      if (kept.size() == end - begin) {
+        res_.recorded_scores += kept.size();
+        return kept;
+      }
+    }
     std::vector<size_t> rows;
     for (size_t row = begin; row < end; ++row) rows.push_back(row);
     std::vector<std::vector<KvSegment>> placed;

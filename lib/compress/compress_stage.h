@@ -27,6 +27,7 @@ struct CompressStageOptions {
   double anchors = 0;                   // fraction of each segment kept; 0: no anchors
   std::string anchor_mode = "select";   // select | append
   std::string anchor_score = "sum";     // select: sum | mean of the attention received (anchors.h)
+  bool recompute_scores = false;        // select: ignore scores `prefill --anchor-scores` recorded; re-run the view
   int segment = 100;
   int share_layers = 0;                 // layers sharing an earlier layer's KV; 0: none
   double share_threshold = 0.5;
@@ -48,6 +49,7 @@ struct CompressStageResult {
   uint64_t rows = 0;              // rows it stored for them
   uint64_t stored_bytes = 0, source_bytes = 0;  // KV bytes written, and those of the same chunks in `from`
   uint64_t shards_written = 0;
+  uint64_t recorded_scores = 0;   // select: chunks whose anchors came from scores recorded during prefill
   std::vector<int32_t> sources;   // layer sources of the new mode
   double seconds = 0;
 };

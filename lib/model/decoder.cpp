@@ -11,9 +11,6 @@
 namespace kvf {
 namespace {
 
-// Up to this many query rows per sequence, the fast mode's attention reads keys in place (attention_blocks).
-constexpr int64_t kFewQueryRows = 16;
-
 // One Decoder::forward call over a ragged batch: the token rows of every sequence go through each layer's
 // projections and MLP together; attention runs per sequence over its own view. Each step below is one named
 // part of a layer, and the buffers they share live here.

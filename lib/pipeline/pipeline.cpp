@@ -79,7 +79,7 @@ class Config {
          {"kind", "ivf_nlist", "ivf_nprobe", "pq_m", "pq_refine", "train_sample", "hnsw_m", "hnsw_ef_construction",
           "hnsw_ef_search"}},
         {"neighbors", {"top_n"}},
-        {"prefill", {"modes", "dtype", "compute", "system", "batch_tokens", "shard_mb"}}};
+        {"prefill", {"modes", "dtype", "compute", "system", "batch_tokens", "shard_mb", "anchor_scores"}}};
     const std::set<std::string> scalars = {"store", "corpus", "model", "embedder", "threads"};
     KVF_CHECK(root_.IsMap(), file_, ": expected a mapping of settings");
     for (const auto& kv : root_) {
@@ -298,6 +298,7 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     p.system_message = cfg.get<std::string>("prefill", "system", "");
     p.batch_tokens = cfg.get<int>("prefill", "batch_tokens", p.batch_tokens);
     p.shard_bytes = cfg.get<uint64_t>("prefill", "shard_mb", p.shard_bytes >> 20) << 20;
+    p.record_anchor_scores = cfg.get<bool>("prefill", "anchor_scores", false);
     const PrefillStageResult r = run_prefill_stage(p);
     step({"prefill " + mode, r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed"});
   }

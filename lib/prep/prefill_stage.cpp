@@ -13,6 +13,7 @@
 #include "model/fingerprint.h"
 #include "model/gguf_tokenizer.h"
 #include "prep/precompute_view.h"
+#include "prep/received_attention.h"
 #include "prep/retrieval_stages.h"
 #include "prep/shard_sink.h"
 #include "store/chunk_kv.h"
@@ -49,6 +50,12 @@ KvShardLayout layout_for(const Decoder& d, const std::string& mode, uint64_t fin
   l.head_dim = c.head_dim;
   l.dtype = dtype;
   return l;
+}
+
+// Anchor scores: every layer's attention column sums over all of the chunk's own rows (as compress select probes).
+void probe_every_layer(ForwardRequest& r, int n_layers) {
+  for (int l = 0; l < n_layers; ++l) r.probe_layers.push_back(l);
+  for (size_t i = 0; i < r.tokens.size(); ++i) r.probe_rows.push_back((int32_t)i);
 }
 
 }  // namespace
@@ -147,14 +154,24 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     for (size_t row = begin; row < end; ++row) rows.push_back(row);
     std::vector<std::vector<KvSegment>> placed;
     std::vector<ForwardRequest> batch = view.chunk_requests(rows, placed);
-    for (ForwardRequest& r : batch) r.return_kv = true;
+    for (ForwardRequest& r : batch) {
+      r.return_kv = true;
+      if (o.record_anchor_scores && (int64_t)r.tokens.size() > kFewQueryRows) probe_every_layer(r, c.n_layers);
+    }
     const std::vector<ForwardResult> out = decoder->forward(batch);
     for (size_t i = 0; i < out.size(); ++i) {
       const uint64_t id = chunks.chunks()[begin + i].id;
       if (!needs(begin + i)) continue;  // computed only to keep the batch as it always is
       HostKv kv = segment_to_host(source_layers_of(out[i].kv, decoder->kv_sources()), *backend);
       kv.positions = iota(kv.rows, 0);  // stored rows carry in-chunk positions
-      sink.add(id, kv, view.context_hash(begin + i));
+      std::vector<double> scores;
+      if (!batch[i].probe_layers.empty()) {
+        int64_t view_rows = 0;
+        for (const KvSegment* seg : batch[i].view) view_rows += seg->rows();
+        scores = received_attention(out[i].attn_colsum, view_rows, kv.rows, AnchorScore::Sum);
+        ++res.scored;
+      }
+      sink.add(id, kv, view.context_hash(begin + i), scores);
       res.tokens += (uint64_t)kv.rows;
       res.context_rows += (uint64_t)batch[i].positions.front();
       ++res.computed;
@@ -166,9 +183,10 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   res.shards_written = sink.written();
   res.stored_bytes = sink.bytes();
   const std::vector<uint64_t> totals =
-      cluster.sum_at_leader({res.computed, res.tokens, res.context_rows, res.shards_written, res.stored_bytes});
+      cluster.sum_at_leader({res.computed, res.tokens, res.context_rows, res.shards_written, res.stored_bytes,
+                             res.scored});
   res.computed = totals[0], res.tokens = totals[1], res.context_rows = totals[2];
-  res.shards_written = totals[3], res.stored_bytes = totals[4];
+  res.shards_written = totals[3], res.stored_bytes = totals[4], res.scored = totals[5];
   sink.finish_stage(stage, {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}});
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;

@@ -28,6 +28,9 @@ struct PrefillStageOptions {
   int batch_tokens = 1024;              // chunks are computed in ragged batches of about this many tokens
   uint64_t neighbor_cache_bytes = 1ull << 30;  // similarity: independent KV kept in memory for reuse
   bool refresh_changed_neighbors = false;      // similarity: also recompute chunks whose neighbour list changed
+  // Also record each token's received attention (every layer, from the chunk's own tokens) in the shards, so that
+  // `kvprep compress --anchors` (select) reads it instead of computing the view again. Stored KV is unchanged.
+  bool record_anchor_scores = false;
   ProgressOptions progress;
 };
 
@@ -39,6 +42,7 @@ struct PrefillStageResult {
   uint64_t context_rows = 0;   // view rows read by this run (S and neighbours)
   uint64_t shards_written = 0;
   uint64_t stored_bytes = 0;   // KV bytes written by this run
+  uint64_t scored = 0;         // chunks whose anchor scores were recorded
   double seconds = 0;
 };
 

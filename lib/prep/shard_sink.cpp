@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "core/error.h"
 #include "prep/store_report.h"
 
 namespace kvf {
@@ -15,8 +16,11 @@ ShardSink::ShardSink(const std::string& dir, Manifest& m, KvShardLayout layout, 
   writer_.set_deflate_level(deflate_level_);
 }
 
-void ShardSink::add(uint64_t chunk_id, const HostKv& kv, uint64_t context) {
-  writer_.add_chunk(chunk_id, kv.k.data(), kv.v.data(), kv.positions.data(), (uint32_t)kv.rows, context);
+void ShardSink::add(uint64_t chunk_id, const HostKv& kv, uint64_t context, const std::vector<double>& anchor_scores) {
+  KVF_CHECK(anchor_scores.empty() || (int64_t)anchor_scores.size() == kv.rows, "chunk ", chunk_id, ": ",
+            anchor_scores.size(), " anchor scores for ", kv.rows, " rows");
+  writer_.add_chunk(chunk_id, kv.k.data(), kv.v.data(), kv.positions.data(), (uint32_t)kv.rows, context,
+                    anchor_scores.empty() ? nullptr : anchor_scores.data());
   if (ranks_.alone() && writer_.bytes() >= shard_bytes_) flush();
 }
 

@@ -22,7 +22,8 @@ class ShardSink {
   ShardSink(const std::string& store_dir, Manifest& manifest, KvShardLayout layout, uint64_t shard_bytes,
             int deflate_level = 0, const Cluster& ranks = Cluster::self());
   // Alone, flushes once shard_bytes are held; with several ranks, holds everything until end_round.
-  void add(uint64_t chunk_id, const HostKv& kv, uint64_t context = 0);
+  // anchor_scores: empty, or one per row (KvShardWriter::add_chunk).
+  void add(uint64_t chunk_id, const HostKv& kv, uint64_t context = 0, const std::vector<double>& anchor_scores = {});
   void flush();  // alone: commits what is held, if anything
   // Collective, with several ranks: each rank writes what it holds as shard next + round * ranks + rank (no two
   // ranks share a name), then the leader records every rank's shards and saves the manifest. Alone: nothing.

@@ -158,6 +158,12 @@ HostKv KvModeReader::read(uint64_t chunk_id) const {
   return kv;
 }
 
+std::vector<double> KvModeReader::anchor_scores(uint64_t chunk_id) const {
+  const auto it = where_.find(chunk_id);
+  KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);
+  return shards_[it->second.first]->read_anchor_scores(it->second.second);
+}
+
 uint64_t KvModeReader::context(uint64_t chunk_id) const {
   const auto it = where_.find(chunk_id);
   KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);

@@ -66,6 +66,8 @@ class KvModeReader {
   std::vector<uint64_t> ids() const;  // every chunk id with KV in this mode
   HostKv read(uint64_t chunk_id) const;  // checksum and finiteness checked (KvShardReader::read_chunk)
   uint64_t context(uint64_t chunk_id) const;  // the stored entry's context hash
+  // The anchor scores `kvprep prefill --anchor-scores` recorded for the chunk (one per row), or empty.
+  std::vector<double> anchor_scores(uint64_t chunk_id) const;
   const KvShardLayout& layout() const;  // of the first shard; throws when the mode has none
 
  private:

@@ -64,6 +64,12 @@ struct TypeOf<uint64_t> {
   static constexpr H5T_class_t cls = H5T_INTEGER;
 };
 template <>
+struct TypeOf<double> {
+  static hid_t mem() { return H5T_NATIVE_DOUBLE; }
+  static hid_t file() { return H5T_IEEE_F64LE; }
+  static constexpr H5T_class_t cls = H5T_FLOAT;
+};
+template <>
 struct TypeOf<float> {
   static hid_t mem() { return H5T_NATIVE_FLOAT; }
   static hid_t file() { return H5T_IEEE_F32LE; }
@@ -385,6 +391,7 @@ KVF_H5_INSTANTIATE(uint32_t)
 KVF_H5_INSTANTIATE(int64_t)
 KVF_H5_INSTANTIATE(uint64_t)
 KVF_H5_INSTANTIATE(float)
+KVF_H5_INSTANTIATE(double)
 #undef KVF_H5_INSTANTIATE
 
 }  // namespace kvf::h5

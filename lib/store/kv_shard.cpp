@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <utility>
 
 #include "core/error.h"
@@ -105,7 +106,7 @@ KvShardWriter::KvShardWriter(KvShardLayout layout) : layout_(std::move(layout)) 
 }
 
 void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions,
-                              uint32_t rows, uint64_t context) {
+                              uint32_t rows, uint64_t context, const double* anchor_scores) {
   KVF_CHECK(rows > 0, "kv shard: chunk ", hex64(chunk_id), " has no rows");
   KVF_CHECK(ids_.count(chunk_id) == 0, "kv shard: chunk ", hex64(chunk_id), " added twice");
   const KvDtype dtype = layout_.dtype;
@@ -155,6 +156,12 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
   e.first_row = positions_.size();
   e.rows = rows;
   positions_.insert(positions_.end(), positions, positions + rows);
+  if (anchor_scores) {
+    anchor_scores_.insert(anchor_scores_.end(), anchor_scores, anchor_scores + rows);
+    any_anchor_scores_ = true;
+  } else {
+    anchor_scores_.insert(anchor_scores_.end(), rows, std::numeric_limits<double>::quiet_NaN());
+  }
   const std::pair<const void*, size_t> pos = {positions_.data() + e.first_row, rows * sizeof(int32_t)};
   e.checksum = layout_.low_bit()
                    ? chunk_checksum({{blob_.data() + e.first_byte, blob_.size() - e.first_byte}, pos})
@@ -221,6 +228,7 @@ void KvShardWriter::write(const std::string& path) const {
       f.write_raw("v_scale", f16.get(), scale_dims, v_scale_.data(), kRowsPerH5Chunk, deflate_level_);
     }
     f.write<int32_t>("positions", {rows()}, positions_.data());
+    if (any_anchor_scores_) f.write<double>("anchor_score", {rows()}, anchor_scores_.data());
     f.write<int32_t>("layer_map", {(uint64_t)l.n_layers}, l.layer_map.data());
     f.create_group("index");
     f.write<uint64_t>("index/chunk_id", {n}, ids.data());
@@ -297,6 +305,10 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
   }
   KVF_CHECK(f.raw_shape("positions", H5T_STD_I32LE) == std::vector<uint64_t>{total}, path,
             ": dataset 'positions' is not int32 [", total, "]");
+  // anchor_score (optional): recorded by `kvprep prefill --anchor-scores`.
+  const bool has_anchor_scores = f.has("anchor_score");
+  KVF_CHECK(!has_anchor_scores || f.raw_shape("anchor_score", H5T_IEEE_F64LE) == std::vector<uint64_t>{total}, path,
+            ": dataset 'anchor_score' is not f64 [", total, "]");
 
   const std::vector<uint64_t> ids = f.read<uint64_t>("index/chunk_id", {-1});
   const auto n = (int64_t)ids.size();
@@ -308,6 +320,7 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
       f.has("index/context") ? f.read<uint64_t>("index/context", {n}) : std::vector<uint64_t>(n, 0);
   const std::vector<uint64_t> first_bytes =
       l.low_bit() ? f.read<uint64_t>("index/first_byte", {n}) : std::vector<uint64_t>(n, 0);
+  r.has_anchor_scores_ = has_anchor_scores;
   r.index_.resize(n);
   std::unordered_set<uint64_t> seen;
   for (int64_t i = 0; i < n; ++i) {
@@ -397,6 +410,20 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
   dequantize_int8_groups(reinterpret_cast<const int8_t*>(v_raw.data()), v_scale.data(), (int64_t)groups,
                          layout_.head_dim, v.data());
   if (verify_checksum) require_finite(e, entry, k, v);
+}
+
+std::vector<double> KvShardReader::read_anchor_scores(size_t entry) const {
+  KVF_CHECK(entry < index_.size(), path(), ": no entry ", entry);
+  if (!has_anchor_scores_) return {};
+  const KvChunkEntry& e = index_[entry];
+  std::vector<double> scores(e.rows);
+  file_->read_raw_rows("anchor_score", H5T_NATIVE_DOUBLE, e.first_row, e.rows, scores.data());
+  for (const double x : scores)  // NaN: a chunk added without scores; anything else not finite: damage
+    if (!std::isfinite(x)) {
+      KVF_CHECK(std::isnan(x), path(), ": chunk ", hex64(e.chunk_id), " has an infinite anchor score");
+      return {};
+    }
+  return scores;
 }
 
 void KvShardReader::read_low_bit_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v,

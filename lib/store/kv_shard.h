@@ -62,8 +62,10 @@ class KvShardWriter {
   // k, v: host f32, row-major [rows, stored_layers, kv_heads, head_dim]; positions: in-chunk position per row.
   // Converts to the layout's dtype now (so memory held is the stored size) and computes the checksum.
   // A chunk id already added, or rows == 0, is refused; so are, for int8, non-finite values (nothing is kept).
+  // anchor_scores: rows values, the attention each row received during prefill (prep/received_attention.h), kept
+  // so that anchor selection needs no second precompute; a shard stores them when any chunk has them.
   void add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions, uint32_t rows,
-                 uint64_t context = 0);
+                 uint64_t context = 0, const double* anchor_scores = nullptr);
   size_t chunks() const { return index_.size(); }
   uint64_t rows() const { return positions_.size(); }
   uint64_t bytes() const;  // stored bytes held so far (k, v, int8 scales, positions): rows() * bytes_per_row()
@@ -78,6 +80,8 @@ class KvShardWriter {
   std::vector<uint16_t> k_scale_, v_scale_;  // int8 only: f16 bits, [rows, stored_layers, kv_heads]
   std::vector<uint8_t> blob_;                // low-bit only: the chunks' byte strings, one after another
   std::vector<int32_t> positions_;
+  std::vector<double> anchor_scores_;  // per row; NaN for chunks added without
+  bool any_anchor_scores_ = false;
   std::vector<KvChunkEntry> index_;
   std::unordered_set<uint64_t> ids_;
   int deflate_level_ = 0;
@@ -102,6 +106,8 @@ class KvShardReader {
   // infinite scale is a kvf::Error naming the chunk and the value.
   void read_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v, std::vector<int32_t>& positions,
                   bool verify_checksum = false) const;
+  // The chunk's anchor scores recorded during prefill (one per row), or empty when the shard or chunk has none.
+  std::vector<double> read_anchor_scores(size_t entry) const;
 
  private:
   void require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,
@@ -112,6 +118,7 @@ class KvShardReader {
   std::unique_ptr<h5::File> file_;  // kept open for row-range reads; one thread at a time (HDF5 1.10)
   KvShardLayout layout_;
   std::vector<KvChunkEntry> index_;
+  bool has_anchor_scores_ = false;
 };
 
 // Re-reads every chunk and recomputes its checksum; returns one line per problem (empty: the shard is sound).

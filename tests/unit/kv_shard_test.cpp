@@ -156,6 +156,26 @@ TEST(KvShard, LayerMapRoundTrip) {
   expect_round_trip(path, l, chunks);
 }
 
+// Anchor scores ride along where given, exactly (f64); a chunk added without them, or a shard without any, has none.
+TEST(KvShard, AnchorScoresRoundTrip) {
+  const fs::path dir = test::fresh_test_dir();
+  const KvShardLayout l = small_layout(KvDtype::F16);
+  const auto chunks = random_chunks(l, {5, 3, 70}, 5);
+  const std::vector<double> first = {0.1, 1e-300, 3.0, 0.25, 7.125}, third(70, 1.0 / 3.0);
+  KvShardWriter w(l);
+  w.add_chunk(chunks[0].id, chunks[0].k.data(), chunks[0].v.data(), chunks[0].positions.data(), 5, 0, first.data());
+  w.add_chunk(chunks[1].id, chunks[1].k.data(), chunks[1].v.data(), chunks[1].positions.data(), 3);
+  w.add_chunk(chunks[2].id, chunks[2].k.data(), chunks[2].v.data(), chunks[2].positions.data(), 70, 0, third.data());
+  w.write((dir / "scored.h5").string());
+  const KvShardReader r = KvShardReader::open((dir / "scored.h5").string(), kFingerprint);
+  EXPECT_EQ(r.read_anchor_scores(0), first);
+  EXPECT_TRUE(r.read_anchor_scores(1).empty());
+  EXPECT_EQ(r.read_anchor_scores(2), third);
+  expect_round_trip((dir / "scored.h5").string(), l, chunks);
+  write_shard((dir / "plain.h5").string(), l, chunks);
+  EXPECT_TRUE(KvShardReader::open((dir / "plain.h5").string(), kFingerprint).read_anchor_scores(0).empty());
+}
+
 TEST(KvShard, DeflatedRoundTripIsSmaller) {
   const fs::path dir = test::fresh_test_dir();
   const KvShardLayout l = small_layout(KvDtype::F16);

@@ -67,6 +67,8 @@ void add_compress_command(CLI::App& app) {
                   "select: rank by the attention a token received summed over the rows after it, or its mean per row")
       ->capture_default_str()
       ->check(CLI::IsMember({"sum", "mean"}));
+  cmd->add_flag("--recompute-scores", a->o.recompute_scores,
+                "select: re-run the view for the scores even where `prefill --anchor-scores` recorded them");
   cmd->add_option("--segment", a->o.segment, "anchor segment length, tokens")->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--share-layers", a->o.share_layers, "layers that read an earlier layer's KV; 0: none")
       ->capture_default_str()
@@ -111,6 +113,9 @@ void add_compress_command(CLI::App& app) {
                 r.tokens ? (double)r.stored_bytes / r.tokens : 0.0, o.from.c_str(),
                 r.tokens ? (double)r.source_bytes / r.tokens : 0.0,
                 r.stored_bytes ? (double)r.source_bytes / r.stored_bytes : 0.0, sources_text(r.sources).c_str());
+    if (a->o.anchors > 0 && a->o.anchor_mode == "select")
+      std::printf("anchor scores: %llu chunks read as prefill recorded them, %llu computed again\n",
+                  (unsigned long long)r.recorded_scores, (unsigned long long)(r.computed - r.recorded_scores));
   });
 }
 

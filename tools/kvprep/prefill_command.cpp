@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "model/decoder.h"
 #include "store/store_lock.h"
 #include "store_lock_option.h"
 #include "io/model_paths.h"
@@ -16,7 +17,7 @@ void add_prefill_command(CLI::App& app) {
   struct Args {
     std::string store, model = "smollm2", mode = "independent", system, dtype = "f16", compute = "fast";
     int top_n = 10, threads = 0, batch_tokens = 1024, deflate = 0;
-    bool refresh = false, wait_lock = false;
+    bool refresh = false, wait_lock = false, anchor_scores = false;
     double shard_mb = 256;
   };
   auto a = std::make_shared<Args>();
@@ -54,6 +55,8 @@ void add_prefill_command(CLI::App& app) {
   cmd->add_option("--batch-tokens", a->batch_tokens, "chunk tokens per forward pass")->capture_default_str();
   cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--anchor-scores", a->anchor_scores,
+                "also record the attention each token receives, so `kvprep compress --anchors` needs no second pass");
   add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
     const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
@@ -68,6 +71,7 @@ void add_prefill_command(CLI::App& app) {
     o.compute = compute_mode_from_name(a->compute);
     o.batch_tokens = a->batch_tokens;
     o.refresh_changed_neighbors = a->refresh;
+    o.record_anchor_scores = a->anchor_scores;
     o.deflate_level = a->deflate;
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
     const PrefillStageResult r = run_prefill_stage(o);
@@ -81,6 +85,9 @@ void add_prefill_command(CLI::App& app) {
                 r.computed / r.seconds, r.tokens / r.seconds, r.computed ? (double)r.context_rows / r.computed : 0.0,
                 (unsigned long long)r.shards_written, r.stored_bytes / 1e6,
                 r.tokens ? (double)r.stored_bytes / r.tokens : 0.0);
+    if (a->anchor_scores)
+      std::printf("anchor scores recorded for %llu chunks (chunks of %lld tokens or fewer are scored by compress)\n",
+                  (unsigned long long)r.scored, (long long)kFewQueryRows);
   });
 }
 
