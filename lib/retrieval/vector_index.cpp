@@ -50,17 +50,18 @@ std::unique_ptr<faiss::Index> build_ivf(const float* vectors, int64_t n, int dim
       spec.ivf_nlist > 0 ? spec.ivf_nlist
                          : std::max<int64_t>(1, std::min<int64_t>((int64_t)(4 * std::sqrt((double)n)), n / 39));
   KVF_CHECK(n >= nlist, "index: ", spec.kind, " needs at least nlist = ", nlist, " vectors to train, got ", n);
-  auto* quantizer = new faiss::IndexFlatIP(dim);
+  const int m = spec.pq_m > 0 ? spec.pq_m : std::max(1, dim / 8);
+  KVF_CHECK(spec.kind == "ivf" || dim % m == 0, "index: pq_m = ", m, " does not divide the embedding dimension ", dim);
+  auto quantizer = std::make_unique<faiss::IndexFlatIP>(dim);
   std::unique_ptr<faiss::IndexIVF> ivf;
   if (spec.kind == "ivf") {
-    ivf = std::make_unique<faiss::IndexIVFFlat>(quantizer, dim, (size_t)nlist, faiss::METRIC_INNER_PRODUCT);
+    ivf = std::make_unique<faiss::IndexIVFFlat>(quantizer.get(), dim, (size_t)nlist, faiss::METRIC_INNER_PRODUCT);
   } else {
-    const int m = spec.pq_m > 0 ? spec.pq_m : std::max(1, dim / 8);
-    KVF_CHECK(dim % m == 0, "index: pq_m = ", m, " does not divide the embedding dimension ", dim);
-    ivf = std::make_unique<faiss::IndexIVFPQ>(quantizer, dim, (size_t)nlist, (size_t)m, 8,
+    ivf = std::make_unique<faiss::IndexIVFPQ>(quantizer.get(), dim, (size_t)nlist, (size_t)m, 8,
                                               faiss::METRIC_INNER_PRODUCT);
   }
-  ivf->own_fields = true;  // the IVF index deletes its quantizer
+  quantizer.release();
+  ivf->own_fields = true;  // the IVF index deletes its quantizer from here on
   const int64_t sample = spec.train_sample > 0 ? spec.train_sample : 256 * nlist;
   const std::vector<float> train = training_rows(vectors, n, dim, std::max<int64_t>(nlist, sample));
   ivf->train((int64_t)(train.size() / (size_t)dim), train.data());
