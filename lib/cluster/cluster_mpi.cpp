@@ -2,7 +2,9 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "cluster/cluster.h"
 #include "core/error.h"
@@ -31,7 +33,16 @@ void check(int rc, const char* what) {
 const Cluster& Cluster::world() { return mutable_world(); }
 
 void Cluster::barrier() const {
-  if (size_ > 1) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  if (size_ == 1) return;
+  // Waiting ranks sleep rather than spin in MPI_Barrier: a leader-only stage (chunk, index, compress) may run
+  // for minutes and wants every core of its node.
+  MPI_Request request;
+  check(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
+  for (int done = 0;;) {
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 std::vector<std::vector<uint8_t>> Cluster::gather(const std::vector<uint8_t>& mine) const {
