@@ -54,13 +54,13 @@ def gguf(metadata, tensors, version=3):
 def gguf_seeds():
     f32 = struct.pack("<8f", *[0.5 * i for i in range(8)])
     q8_0 = struct.pack("<e", 0.25) + bytes(range(32))  # one Q8_0 block: f16 scale, 32 int8
-    yield "tensors.gguf", gguf([("general.architecture", "str", "test"), ("general.alignment", "u32", 32),
+    yield "tensors-gguf.seed", gguf([("general.architecture", "str", "test"), ("general.alignment", "u32", 32),
                                 ("test.values", ("array", "f32"), [1.0, 2.5]),
                                 ("test.nested", ("array", ("array", "i32")), [[1, 2], [3]])],
                                [("a", 0, [4, 2], f32), ("b", 8, [32, 1], q8_0)])
     tokens = ["a", "b", "ab", "<s>", "</s>"]
     arch = "llama"
-    yield "llama.gguf", gguf([
+    yield "llama-gguf.seed", gguf([
         ("general.architecture", "str", arch), (f"{arch}.block_count", "u32", 1),
         (f"{arch}.embedding_length", "u32", 8), (f"{arch}.attention.head_count", "u32", 2),
         (f"{arch}.attention.head_count_kv", "u32", 1), (f"{arch}.feed_forward_length", "u32", 16),
@@ -84,10 +84,10 @@ def safetensors(tensors, metadata):
 
 
 def safetensors_seeds():
-    yield "two.safetensors", safetensors([("w", "F32", [2, 2], struct.pack("<4f", 1, -2, 3.5, 0)),
+    yield "two-safetensors.seed", safetensors([("w", "F32", [2, 2], struct.pack("<4f", 1, -2, 3.5, 0)),
                                           ("h", "F16", [3], struct.pack("<3e", 0.5, 1, -1)),
                                           ("b", "BF16", [1], b"\x80\x3f")], {"format": "pt"})
-    yield "empty.safetensors", safetensors([("z", "I64", [0], b"")], {})
+    yield "empty-safetensors.seed", safetensors([("z", "I64", [0], b"")], {})
 
 
 def manifest_seeds():
