@@ -152,7 +152,8 @@ std::vector<const KvSegment*> FusedPrefill::base_view() const {
   return view;
 }
 
-FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMethod method, double recompute) {
+FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMethod method, double recompute,
+                           SelectionMemo* memo) {
   const RagLayout& l = in.layout;
   KVF_CHECK(in.system && in.system->rows() == l.system_rows, "the system prefix KV has ",
             in.system ? in.system->rows() : 0, " rows, the layout ", l.system_rows);
@@ -167,6 +168,7 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
       res.placed.push_back(d.with_roped_keys(placed_at(*in.chunks[c], l.chunks[c].start)));
   const double place_ms = ms_since(t_place);
   const auto t_select = Clock::now();
+  double scored_ms = -1;  // the scores' computation time, when the selection read scores
   if (method == FusionMethod::Full) {
     res.selected = all_context(l);
   } else {
@@ -174,13 +176,20 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
     if (count == l.n_context()) {
       res.selected = all_context(l);  // the scores cannot change the set
     } else if (count > 0) {
-      const std::vector<float> scores = method == FusionMethod::CacheBlend ? cacheblend_scores(d, in)
-                                        : method == FusionMethod::A3       ? a3_scores(d, in)
-                                                                           : fusion_scores(d, in, res.placed);
-      res.selected = top_scored(scores, count);
+      SelectionMemo local;
+      SelectionMemo& m = memo ? *memo : local;
+      auto known = m.by_method.find(method);
+      if (known == m.by_method.end()) {
+        std::vector<float> scores = method == FusionMethod::CacheBlend ? cacheblend_scores(d, in)
+                                    : method == FusionMethod::A3       ? a3_scores(d, in)
+                                                                       : fusion_scores(d, in, res.placed);
+        known = m.by_method.emplace(method, SelectionMemo::Scores{std::move(scores), ms_since(t_select)}).first;
+      }
+      res.selected = top_scored(known->second.scores, count);
+      scored_ms = known->second.ms;
     }
   }
-  res.select_ms = ms_since(t_select);
+  res.select_ms = scored_ms >= 0 ? scored_ms : ms_since(t_select);
 
   const auto t_prefill = Clock::now();
   ComputedSet pass = computed_set(l, res.selected, true, true);

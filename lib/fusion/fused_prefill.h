@@ -17,6 +17,7 @@
 // exactly full's tokens over exactly full's view.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "fusion/fusion_method.h"
@@ -42,7 +43,19 @@ struct FusedPrefill {
   std::vector<const KvSegment*> base_view() const;
 };
 
+// A selector's scores do not depend on the recompute ratio: answers to one prompt over the same stored KV at
+// several ratios (kvrun eval, answer_all) compute them once. Each entry keeps the time its computation took, which
+// every answer that reads it reports as its select time (what the answer alone would have spent).
+struct SelectionMemo {
+  struct Scores {
+    std::vector<float> scores;  // per context token
+    double ms = 0;
+  };
+  std::map<FusionMethod, Scores> by_method;
+};
+
+// `memo`: scores of earlier calls with the same decoder and inputs, filled by this call (nullptr: none).
 FusedPrefill fused_prefill(const Decoder& decoder, const FusionInputs& inputs, FusionMethod method,
-                           double recompute);
+                           double recompute, SelectionMemo* memo = nullptr);
 
 }  // namespace kvf

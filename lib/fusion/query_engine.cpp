@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 
 #include "backend/backend.h"
 #include "core/error.h"
@@ -174,7 +175,7 @@ struct QueryEngine::Pending {
   bool stopped_by_string = false;
 };
 
-QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOptions& o) {
+QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOptions& o, SelectionMemo* memo) {
   State& s = *s_;
   const LlamaConfig& c = s.decoder->config();
   Pending p;
@@ -213,7 +214,7 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
     }
   a.ms.load = ms_since(t_load);
   p.decoder = reads_stored && s.stored_decoder ? s.stored_decoder.get() : s.decoder.get();
-  p.fused = fused_prefill(*p.decoder, in, reads_stored ? o.method : FusionMethod::Full, a.recompute);
+  p.fused = fused_prefill(*p.decoder, in, reads_stored ? o.method : FusionMethod::Full, a.recompute, memo);
   a.ms.select = p.fused.select_ms;
   a.ms.prefill = p.fused.prefill_ms;
   a.ms.ttft = q.retrieve_ms + ms_since(t0);
@@ -242,9 +243,11 @@ QueryAnswer QueryEngine::answer(const ResolvedQuery& q, const AnswerOptions& o) 
 
 std::vector<QueryAnswer> QueryEngine::answer_all(const ResolvedQuery& q, const std::vector<AnswerOptions>& options) {
   State& s = *s_;
-  // Every prefill runs (and is timed) alone; then the answers are decoded together.
+  // Every prefill runs (and is timed) alone, except that a selector's scores are computed once per prompt (the
+  // link tokens change the prompt) and reported at every ratio; then the answers are decoded together.
   std::vector<Pending> pending;
-  for (const AnswerOptions& o : options) pending.push_back(prefill(q, o));
+  std::map<int, SelectionMemo> memo_by_links;
+  for (const AnswerOptions& o : options) pending.push_back(prefill(q, o, &memo_by_links[o.link_tokens]));
   std::vector<DecodeJob> jobs(pending.size());
   for (size_t i = 0; i < pending.size(); ++i) {
     Pending& p = pending[i];

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fusion/context_kv.h"
+#include "fusion/fused_prefill.h"
 #include "fusion/fusion_method.h"
 
 namespace kvf {
@@ -91,7 +92,8 @@ class QueryEngine {
   void prefetch(const std::vector<uint64_t>& chunk_ids);
   void wait_prefetched();  // until the background loader is idle (tests, benchmarks)
   QueryAnswer answer(const ResolvedQuery& query, const AnswerOptions& options);
-  // Several answers to one query: each prefill runs and is timed alone, then all are decoded together (one
+  // Several answers to one query: each prefill runs and is timed alone (a selector's scores, which no ratio
+  // changes, are computed once and their time reported at every ratio), then all are decoded together (one
   // forward per step for all of them); each answer's decode time is the batch's.
   std::vector<QueryAnswer> answer_all(const ResolvedQuery& query, const std::vector<AnswerOptions>& options);
 
@@ -104,7 +106,7 @@ class QueryEngine {
  private:
   struct State;
   struct Pending;
-  Pending prefill(const ResolvedQuery& query, const AnswerOptions& options);
+  Pending prefill(const ResolvedQuery& query, const AnswerOptions& options, SelectionMemo* memo);
   std::unique_ptr<State> s_;
 };
 

@@ -24,7 +24,7 @@ done
 [ "$(wc -l <"$work/store/corpus.jsonl")" -eq 4 ] || fail "corpus: 4 distinct passages expected"
 
 python3 - "$work/eval" <<'PY' || fail "sweep invariants"
-import csv, json, sys
+import csv, json, math, sys
 out = sys.argv[1]
 questions = [json.loads(l) for l in open(f"{out}/results.jsonl")]
 assert [q["id"] for q in questions] == ["rings", "bow", "ice"], [q["id"] for q in questions]
@@ -46,6 +46,8 @@ by = {(r["method"], r["kv"], float(r["ratio"])): r for r in rows}
 assert float(by[("full", "-", 1.0)]["norm_ll"]) == 1.0
 assert float(by[("reuse", "independent", 0.0)]["norm_ll"]) == 0.0
 assert abs(float(by[("fusion", "similarity", 1.0)]["norm_ll"]) - 1.0) < 1e-9
+full_f1, rel = float(by[("full", "-", 1.0)]["f1"]), float(by[("full", "-", 1.0)]["rel_f1"])
+assert rel == 1.0 if full_f1 > 0 else math.isnan(rel), (full_f1, rel)  # F1 / F1_full of full itself
 for r in rows:
     assert int(r["n"]) == 3 and float(r["ttft_ms"]) > 0, r
 report = open(f"{out}/report.md").read()

@@ -298,6 +298,24 @@ TEST_P(FusionSelection, RatioZeroIsReuseAndRatioOneIsFull) {
   }
 }
 
+// A memo computes each selector's scores once for a prompt; every ratio then selects and answers exactly as it
+// does alone, and reports the time the scores took.
+TEST_P(FusionSelection, ScoresSharedAcrossRatiosChangeNoAnswer) {
+  SelectionMemo memo;
+  for (FusionMethod m : {FusionMethod::CacheBlend, FusionMethod::A3, FusionMethod::Fusion}) {
+    double first_ms = -1;
+    for (double ratio : {kRatio, 0.1, 0.5}) {
+      const FusedPrefill alone = fused_prefill(*rag.decoder, rag.inputs, m, ratio);
+      const FusedPrefill shared = fused_prefill(*rag.decoder, rag.inputs, m, ratio, &memo);
+      EXPECT_EQ(shared.selected, alone.selected) << method_name(m) << " at " << ratio;
+      EXPECT_EQ(shared.logits, alone.logits) << method_name(m) << " at " << ratio;
+      if (first_ms < 0) first_ms = shared.select_ms;
+      EXPECT_EQ(shared.select_ms, first_ms) << method_name(m) << " at " << ratio;
+    }
+  }
+  EXPECT_EQ(memo.by_method.size(), 3u);
+}
+
 // Decoding after a sparse prefill reads [S, placed chunks, the query's own rows]: the later segment's rows hide
 // the stored rows at the recomputed positions (the "later view segment" half of the supersede rule).
 TEST_P(FusionSelection, DecodingOverTheQuerysOwnRowsSupersedesTheStoredOnes) {
