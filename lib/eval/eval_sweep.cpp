@@ -51,6 +51,11 @@ void validate(const EvalOptions& o) {
   KVF_CHECK(o.max_tokens > 0, "eval: --max-tokens must be positive, got ", o.max_tokens);
 }
 
+// An optional number of a results line: null (NAN written) or absent (results of an older sweep) read as NAN.
+double number_or_nan(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
+}
+
 json deviation_json(const LayerDeviation& d) { return {{"k", d.k}, {"v", d.v}}; }
 
 json run_json(const EvalRun& r) {
@@ -65,6 +70,7 @@ json run_json(const EvalRun& r) {
           {"kl_first", r.kl_first},
           {"top1", r.top1},
           {"n_recomputed", r.n_recomputed},
+          {"gold_share", r.gold_share},  // NAN is written as null
           {"ms",
            {{"retrieve", r.ms.retrieve},
             {"load", r.ms.load},
@@ -88,6 +94,7 @@ EvalRun run_from_json(const json& j) {
   r.kl_first = j.at("kl_first");
   r.top1 = j.at("top1");
   r.n_recomputed = j.at("n_recomputed");
+  r.gold_share = number_or_nan(j, "gold_share");
   const json& ms = j.at("ms");
   r.ms = {ms.at("retrieve"), ms.at("load"), ms.at("select"), ms.at("prefill"), ms.at("ttft"), ms.at("decode")};
   r.deviation.k = j.at("kv_deviation").at("k").get<std::vector<double>>();
@@ -105,6 +112,7 @@ json question_json(const EvalQuestion& q) {
           {"n_context_tokens", q.n_context_tokens},
           {"n_question_tokens", q.n_question_tokens},
           {"n_gold_tokens", q.n_gold_tokens},
+          {"gold_context_share", q.gold_context_share},
           {"runs", runs}};
 }
 
@@ -117,6 +125,7 @@ EvalQuestion question_from_json(const json& j) {
   q.n_context_tokens = j.at("n_context_tokens");
   q.n_question_tokens = j.at("n_question_tokens");
   q.n_gold_tokens = j.at("n_gold_tokens");
+  q.gold_context_share = number_or_nan(j, "gold_context_share");
   for (const json& r : j.at("runs")) q.runs.push_back(run_from_json(r));
   return q;
 }
@@ -140,9 +149,28 @@ std::vector<Point> sweep_points(const EvalOptions& o) {
   return points;
 }
 
+// Per chunk of a question: whether it comes from a gold (supporting) passage; empty when the data set names none
+// or the chunks were retrieved rather than given as passages.
+std::vector<bool> gold_chunks(const ResolvedQuery& rq, const QueryRecord& rec) {
+  std::vector<bool> gold;
+  if (rec.gold_passages.empty() || rq.passage_of_chunk.size() != rq.chunk_ids.size()) return gold;
+  for (int32_t passage : rq.passage_of_chunk)
+    gold.push_back(std::count(rec.gold_passages.begin(), rec.gold_passages.end(), passage) > 0);
+  return gold;
+}
+
+// The share of `per_chunk` counts that fall in gold chunks; NAN when unknown or nothing is counted.
+double share_in_gold(const std::vector<int64_t>& per_chunk, const std::vector<bool>& gold) {
+  if (gold.empty() || per_chunk.size() != gold.size()) return NAN;
+  int64_t in = 0, all = 0;
+  for (size_t c = 0; c < gold.size(); ++c) in += gold[c] ? per_chunk[c] : 0, all += per_chunk[c];
+  return all ? (double)in / (double)all : NAN;
+}
+
 // Scores one answer against the gold answers and against full attention's state on the same prompt.
 EvalRun score(const QueryAnswer& a, const QueryAnswer& full, const std::vector<std::string>& golds,
-              const std::vector<int32_t>& gold_tokens, int64_t vocab, const std::string& kv) {
+              const std::vector<int32_t>& gold_tokens, int64_t vocab, const std::string& kv,
+              const std::vector<bool>& gold_chunk) {
   EvalRun r;
   r.method = a.method;
   r.kv = kv;
@@ -155,6 +183,7 @@ EvalRun score(const QueryAnswer& a, const QueryAnswer& full, const std::vector<s
   r.kl_first = kl_divergence(full.first_logits, a.first_logits);
   r.top1 = top1_agreement(full.teacher_logits, a.teacher_logits, vocab);
   r.n_recomputed = a.n_recomputed;
+  r.gold_share = share_in_gold(a.recomputed_per_chunk, gold_chunk);
   r.ms = a.ms;
   r.deviation = kv_deviation(full.context_kv, a.context_kv);
   return r;
@@ -293,11 +322,14 @@ void run_eval_sweep(const EvalOptions& o) {
     q.n_context_tokens = full.n_context_tokens;
     q.n_question_tokens = full.n_question_tokens;
     q.n_gold_tokens = (int64_t)base.teacher_tokens.size();
-    q.runs.push_back(score(full, full, rec.answers, base.teacher_tokens, vocab, "-"));
+    const std::vector<bool> gold = gold_chunks(rq, rec);
+    q.gold_context_share = share_in_gold(full.chunk_tokens, gold);
+    q.runs.push_back(score(full, full, rec.answers, base.teacher_tokens, vocab, "-", gold));
     std::map<std::string, size_t> next;  // per mode, the next answer (after full in the first)
     next[o.kv_modes[0]] = 1;
     for (const Point& p : points)
-      q.runs.push_back(score(answered[p.kv][next[p.kv]++], full, rec.answers, base.teacher_tokens, vocab, p.kv));
+      q.runs.push_back(
+          score(answered[p.kv][next[p.kv]++], full, rec.answers, base.teacher_tokens, vocab, p.kv, gold));
     results << question_json(q).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     results.flush();
     KVF_CHECK(results, o.out_dir, "/", kResultsFile, ": write failed");

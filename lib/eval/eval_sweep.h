@@ -3,6 +3,7 @@
 // full attention on the same prompt (fidelity.h). One JSON line per question goes to OUT/results.jsonl as soon as
 // it is done, so a killed sweep resumes where it stopped; eval_report.h turns the file into tables and plots.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@ struct EvalRun {
   double kl_first = 0;                   // KL(full || this) of the first generated token's distribution
   double top1 = 0;                       // share of gold-answer steps whose argmax equals full's
   int64_t n_recomputed = 0;
+  double gold_share = NAN;               // share of the recomputed tokens in gold passages (NAN: unknown or none)
   QueryTimings ms;
   LayerDeviation deviation;              // context KV against full's, per layer
 };
@@ -48,6 +50,7 @@ struct EvalQuestion {
   std::string id, question;
   std::vector<std::string> answers;
   int64_t n_chunks = 0, n_context_tokens = 0, n_question_tokens = 0, n_gold_tokens = 0;
+  double gold_context_share = NAN;  // share of the context tokens in gold passages (data sets with gold_ctx_idx)
   std::vector<EvalRun> runs;
 };
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "backend/backend.h"
 #include "core/error.h"
@@ -101,13 +102,15 @@ struct QueryEngine::State {
     loader = std::make_unique<BackgroundLoader>(*cache);
   }
 
-  std::vector<uint64_t> chunks_of_passages(const Query& q) const {
+  // The store's chunks of a query's passages in order, and the passage each chunk comes from.
+  std::pair<std::vector<uint64_t>, std::vector<int32_t>> chunks_of_passages(const Query& q) const {
     const nlohmann::json& c = manifest.settings.at("chunking");
     ChunkerOptions chunker;
     chunker.chunk_tokens = c.at("chunk_tokens").get<size_t>();
     chunker.max_tokens = c.at("max_tokens").get<size_t>();
     const Tokenize tokenize = [&](std::string_view text) { return tokenizer.encode(text, false, false); };
     std::vector<uint64_t> ids;
+    std::vector<int32_t> passage;
     for (size_t i = 0; i < q.contexts.size(); ++i) {
       const Passage& p = q.contexts[i];
       for (const TextChunk& piece : chunk_document(p.title, p.text, chunker, tokenize)) {
@@ -116,9 +119,10 @@ struct QueryEngine::State {
                   "') is not in the store ", options.store_dir, " (chunk ", hex64(id),
                   "); build the store from the data set's passages");
         ids.push_back(id);
+        passage.push_back((int32_t)i);
       }
     }
-    return ids;
+    return {ids, passage};
   }
 };
 
@@ -140,7 +144,7 @@ std::vector<int32_t> QueryEngine::encode_answer(const std::string& text) const {
 
 ResolvedQuery QueryEngine::resolve(const Query& q, int top_k) {
   KVF_CHECK(!q.question.empty(), "question '", q.id, "' is empty");
-  ResolvedQuery r{q.id, q.question, {}, {}, 0};
+  ResolvedQuery r{q.id, q.question, {}, {}, {}, 0};
   const auto t0 = Clock::now();
   if (!q.chunk_ids.empty()) {
     for (uint64_t id : q.chunk_ids)
@@ -148,7 +152,7 @@ ResolvedQuery QueryEngine::resolve(const Query& q, int top_k) {
                 s_->options.store_dir);
     r.chunk_ids = q.chunk_ids;
   } else if (!q.contexts.empty()) {
-    r.chunk_ids = s_->chunks_of_passages(q);
+    std::tie(r.chunk_ids, r.passage_of_chunk) = s_->chunks_of_passages(q);
   } else {
     KVF_CHECK(top_k > 0, "--top-k must be positive, got ", top_k);
     if (!s_->searcher) s_->searcher = std::make_unique<StoreSearcher>(s_->options.store_dir, resolve_model(s_->options.embedder));
@@ -220,6 +224,12 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   a.ms.ttft = q.retrieve_ms + ms_since(t0);
   a.n_context_tokens = in.layout.n_context();
   a.n_recomputed = (int64_t)p.fused.selected.size();
+  for (const RagLayout::Chunk& span : in.layout.chunks) {  // selected is ascending, chunks in context order
+    const auto from = std::lower_bound(p.fused.selected.begin(), p.fused.selected.end(), span.first_index);
+    const auto to = std::lower_bound(from, p.fused.selected.end(), span.first_index + span.tokens);
+    a.chunk_tokens.push_back(span.tokens);
+    a.recomputed_per_chunk.push_back(to - from);
+  }
   a.n_link_tokens = (int64_t)in.layout.link_tokens.size();
   a.n_question_tokens = (int64_t)question.size();
   a.n_prompt_tokens = in.layout.end;

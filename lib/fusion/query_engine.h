@@ -40,6 +40,7 @@ struct ResolvedQuery {
   std::string id, question;
   std::vector<uint64_t> chunk_ids;
   std::vector<float> scores;  // retrieval scores; empty for given chunks
+  std::vector<int32_t> passage_of_chunk;  // for passages given: the index of each chunk's passage; else empty
   double retrieve_ms = 0;
 };
 
@@ -67,6 +68,7 @@ struct QueryAnswer {
   std::vector<uint64_t> chunk_ids;
   std::vector<float> scores;
   int64_t n_context_tokens = 0, n_recomputed = 0, n_link_tokens = 0, n_question_tokens = 0, n_prompt_tokens = 0;
+  std::vector<int64_t> chunk_tokens, recomputed_per_chunk;  // per chunk (chunk_ids' order): tokens, recomputed
   std::vector<int32_t> tokens;  // generated ids, the end token excluded
   std::vector<float> first_logits;  // the prefill's logits for the first generated token (vocab entries)
   std::vector<float> teacher_logits;  // [teacher_tokens.size(), vocab]: the logits at each teacher token

@@ -79,6 +79,17 @@ QueryRecord parse_record(const std::string& line_text, size_t line) {
       q.contexts.push_back(std::move(p));
     }
   }
+  if (j.contains("gold_ctx_idx")) {
+    const auto& gold = j["gold_ctx_idx"];
+    KVF_CHECK(gold.is_array(), "\"gold_ctx_idx\" must be an array of passage indices");
+    for (size_t i = 0; i < gold.size(); ++i) {
+      const bool valid = gold[i].is_number_integer() && gold[i].get<int64_t>() >= 0 &&
+                         gold[i].get<int64_t>() < (int64_t)q.contexts.size();
+      KVF_CHECK(valid, "\"gold_ctx_idx\"[", i, "] must index \"contexts\" (", q.contexts.size(),
+                " passages), got ", gold[i].dump().substr(0, 60));
+      r.gold_passages.push_back((int32_t)gold[i].get<int64_t>());
+    }
+  }
   return r;
 }
 

@@ -3,6 +3,7 @@
 // Only "question" is required. "chunk_ids" (16-hex-digit chunk ids) or "contexts" (passages the store was built
 // from: the fixed-context setting) give the question's chunks in prompt order; with neither, kvrun retrieves.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ namespace kvf {
 struct QueryRecord {
   Query query;
   std::vector<std::string> answers;  // gold answers, when the file has them
+  std::vector<int32_t> gold_passages;  // "gold_ctx_idx": indices of the supporting passages in "contexts"
   size_t line = 0;                   // 1-based line in the file
 };
 

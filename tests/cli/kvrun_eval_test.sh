@@ -11,8 +11,8 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 cat >"$work/qa.jsonl" <<'JSON'
-{"id": "rings", "question": "Which planet is known for its rings?", "answers": ["Saturn"], "contexts": [{"title": "Volcano", "text": "A volcano is a rupture in the crust where lava, ash and gases escape."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}]}
-{"id": "bow", "question": "What is the violin played with?", "answers": ["a bow", "bow"], "contexts": [{"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}, {"title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}]}
+{"id": "rings", "question": "Which planet is known for its rings?", "answers": ["Saturn"], "contexts": [{"title": "Volcano", "text": "A volcano is a rupture in the crust where lava, ash and gases escape."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}], "gold_ctx_idx": [1]}
+{"id": "bow", "question": "What is the violin played with?", "answers": ["a bow", "bow"], "contexts": [{"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}, {"title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}], "gold_ctx_idx": [0]}
 {"id": "ice", "question": "What is a glacier made of?", "answers": ["ice"], "contexts": [{"title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}, {"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}]}
 JSON
 args=(--dataset "$work/qa.jsonl" --methods full,reuse,cacheblend,a3,fusion --ratios 0,0.5,1 --max-tokens 6
@@ -40,6 +40,20 @@ for q in questions:
             assert r["kl_first"] == 0 and max(r["kv_deviation"]["k"] + r["kv_deviation"]["v"]) == 0, r
         if r["method"] == "reuse":
             assert r["n_recomputed"] == 0 and max(r["kv_deviation"]["v"]) > 0, r
+# Shares of tokens in gold passages: known where the data set names them; full recomputes the whole context.
+for q in questions:
+    share = q["gold_context_share"]
+    if q["id"] == "ice":
+        assert share is None and all(r["gold_share"] is None for r in q["runs"]), q
+        continue
+    assert 0 < share < 1, q
+    for r in q["runs"]:
+        if r["n_recomputed"] == 0:
+            assert r["gold_share"] is None, r
+        else:
+            assert 0 <= r["gold_share"] <= 1, r
+        if r["ratio"] == 1.0:
+            assert abs(r["gold_share"] - share) < 1e-12, (r, share)
 rows = list(csv.DictReader(open(f"{out}/metrics.csv")))
 assert len(rows) == 15, len(rows)
 by = {(r["method"], r["kv"], float(r["ratio"])): r for r in rows}

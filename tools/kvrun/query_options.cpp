@@ -70,6 +70,8 @@ nlohmann::json answer_json(const QueryAnswer& a) {
           {"retrieval_scores", a.scores},
           {"n_context_tokens", a.n_context_tokens},
           {"n_recomputed", a.n_recomputed},
+          {"chunk_tokens", a.chunk_tokens},
+          {"recomputed_per_chunk", a.recomputed_per_chunk},
           {"n_link_tokens", a.n_link_tokens},
           {"n_question_tokens", a.n_question_tokens},
           {"n_prompt_tokens", a.n_prompt_tokens},
