@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One markdown table across kvrun eval sweeps: per data set, full, reuse and every method at one ratio, with
 F1, F1 relative to full attention, normalized F1 and gold log-likelihood recovery (95% intervals), first-token KL,
-top-1 agreement and TTFT; then each sweep's full-minus-reuse gaps, which say whether normalized scores mean much.
+top-1 agreement, the share of recomputed tokens in gold passages and TTFT; then each sweep's full-minus-reuse gaps, which say whether normalized scores mean much.
 
   scripts/eval_summary.py --ratio 0.15 docs/results/eval-hotpotqa docs/results/eval-musique
 """
@@ -37,8 +37,8 @@ def main():
     args = parser.parse_args()
     sweeps = [(folder, *read_sweep(folder)) for folder in args.sweeps]
     print("| data set | model | method | kv | ratio | F1 | F1 / full | normalized F1 | normalized gold LL | KL first "
-          "| top-1 | TTFT ms | vs full |")
-    print("|---|---|---|---|---:|---|---|---|---|---:|---:|---:|---:|")
+          "| top-1 | in gold | TTFT ms | vs full |")
+    print("|---|---|---|---|---:|---|---|---|---|---:|---:|---:|---:|---:|")
     for _, sweep, rows, _ in sweeps:
         name = os.path.basename(sweep["dataset"])
         n = rows[0]["n"]
@@ -47,9 +47,11 @@ def main():
                 continue
             interval = lambda m: f"{float(r[m]):.2f} [{float(r[m + '_low']):.2f}, {float(r[m + '_high']):.2f}]"
             relative = interval("rel_f1") if "rel_f1" in r else "-"
+            gold = r.get("gold_share", "nan")
+            gold = "-" if gold in ("", "nan") else f"{100 * float(gold):.0f}%"
             print(f"| {name} ({n} q) | {sweep.get('model', '?')} | {r['method']} | {r['kv']} | "
                   f"{float(r['ratio']):.2f} | {interval('f1')} | {relative} | {interval('norm_f1')} | "
-                  f"{interval('norm_ll')} | {float(r['kl_first']):.3f} | {float(r['top1']):.3f} | "
+                  f"{interval('norm_ll')} | {float(r['kl_first']):.3f} | {float(r['top1']):.3f} | {gold} | "
                   f"{float(r['ttft_ms']):.0f} | {float(r['speedup_vs_full']):.2f}x |")
     print("\n| data set | model | full - reuse F1 | full - reuse gold LL |")
     print("|---|---|---|---|")
