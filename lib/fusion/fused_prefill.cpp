@@ -179,7 +179,8 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
       SelectionMemo local;
       SelectionMemo& m = memo ? *memo : local;
       auto known = m.by_method.find(method);
-      if (known == m.by_method.end()) {
+      res.scores_shared = known != m.by_method.end();
+      if (!res.scores_shared) {
         std::vector<float> scores = method == FusionMethod::CacheBlend ? cacheblend_scores(d, in)
                                     : method == FusionMethod::A3       ? a3_scores(d, in)
                                                                        : fusion_scores(d, in, res.placed);

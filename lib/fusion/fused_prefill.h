@@ -39,6 +39,7 @@ struct FusedPrefill {
   KvSegment computed;                  // K, V of every token the answer pass computed, in position order
   std::vector<int64_t> selected;       // recomputed context tokens (indices into layout.context_tokens), ascending
   double select_ms = 0, prefill_ms = 0;  // prefill includes placing the chunks (rotating their keys)
+  bool scores_shared = false;  // the scores came from a SelectionMemo: select_ms was spent by an earlier call
   // What decoding attends to before the query's own rows: S, then the placed chunks (none for full).
   std::vector<const KvSegment*> base_view() const;
 };

@@ -15,7 +15,7 @@ cat >"$work/qa.jsonl" <<'JSON'
 {"id": "bow", "question": "What is the violin played with?", "answers": ["a bow", "bow"], "contexts": [{"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}, {"title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}], "gold_ctx_idx": [0]}
 {"id": "ice", "question": "What is a glacier made of?", "answers": ["ice"], "contexts": [{"title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}, {"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}]}
 JSON
-args=(--dataset "$work/qa.jsonl" --methods full,reuse,cacheblend,a3,fusion --ratios 0,0.5,1 --max-tokens 6
+args=(--dataset "$work/qa.jsonl" --methods full,reuse,cacheblend,a3,fusion --ratios 0,0.3,0.5,1 --max-tokens 6
       --out "$work/eval")
 "$kvrun" eval "${args[@]}" --build-store "$work/store" 2>"$work/log" || { cat "$work/log"; fail "eval"; }
 for f in results.jsonl metrics.csv kv_deviation.csv report.md norm_f1.png norm_ll.png ttft.png kv_deviation.png; do
@@ -30,14 +30,16 @@ questions = [json.loads(l) for l in open(f"{out}/results.jsonl")]
 assert [q["id"] for q in questions] == ["rings", "bow", "ice"], [q["id"] for q in questions]
 for q in questions:
     runs = q["runs"]
-    # full, then per KV mode: reuse and each selector at 0.5 and 1.0
-    assert len(runs) == 1 + 2 * (1 + 3 * 2), len(runs)
+    # full, then per KV mode: reuse and each selector at 0.3, 0.5 and 1.0
+    assert len(runs) == 1 + 2 * (1 + 3 * 3), len(runs)
     full = runs[0]
     assert full["method"] == "full" and full["kl_first"] == 0 and full["top1"] == 1
     for r in runs:
         if r["ratio"] == 1.0:  # every selector at 1.0 computes exactly full attention's tokens over its view
             assert r["answer"] == full["answer"] and r["gold_ll"] == full["gold_ll"], (r, full)
             assert r["kl_first"] == 0 and max(r["kv_deviation"]["k"] + r["kv_deviation"]["v"]) == 0, r
+        # TTFT holds every phase, also where a selector's scores were shared with another ratio.
+        assert r["ms"]["ttft"] >= r["ms"]["select"] + r["ms"]["prefill"], r
         if r["method"] == "reuse":
             assert r["n_recomputed"] == 0 and max(r["kv_deviation"]["v"]) > 0, r
 # Shares of tokens in gold passages: known where the data set names them; full recomputes the whole context.
@@ -55,7 +57,7 @@ for q in questions:
         if r["ratio"] == 1.0:
             assert abs(r["gold_share"] - share) < 1e-12, (r, share)
 rows = list(csv.DictReader(open(f"{out}/metrics.csv")))
-assert len(rows) == 15, len(rows)
+assert len(rows) == 21, len(rows)
 by = {(r["method"], r["kv"], float(r["ratio"])): r for r in rows}
 assert float(by[("full", "-", 1.0)]["norm_ll"]) == 1.0
 assert float(by[("reuse", "independent", 0.0)]["norm_ll"]) == 0.0

@@ -309,6 +309,7 @@ TEST_P(FusionSelection, ScoresSharedAcrossRatiosChangeNoAnswer) {
       const FusedPrefill shared = fused_prefill(*rag.decoder, rag.inputs, m, ratio, &memo);
       EXPECT_EQ(shared.selected, alone.selected) << method_name(m) << " at " << ratio;
       EXPECT_EQ(shared.logits, alone.logits) << method_name(m) << " at " << ratio;
+      EXPECT_EQ(shared.scores_shared, first_ms >= 0) << method_name(m) << " at " << ratio;
       if (first_ms < 0) first_ms = shared.select_ms;
       EXPECT_EQ(shared.select_ms, first_ms) << method_name(m) << " at " << ratio;
     }
