@@ -9,6 +9,7 @@ import argparse
 import csv
 import json
 import os
+import random
 import re
 import sys
 
@@ -30,10 +31,38 @@ def read_sweep(folder):
     return sweep, rows, gaps
 
 
+def paired_differences(folder, ratio, resamples=1000, seed=20261124):
+    """Per KV mode: fusion minus cacheblend and minus a3 at `ratio`, F1 and gold LL, paired over questions, with
+    95% percentile bootstrap intervals. Needs OUT/results.jsonl (not committed: it quotes the data set)."""
+    path = os.path.join(folder, "results.jsonl")
+    if not os.path.exists(path):
+        return []
+    questions = [json.loads(line) for line in open(path) if line.strip()]
+    value = lambda run, metric: run[metric] if run[metric] is not None else float("nan")
+    rows = []
+    for kv in sorted({r["kv"] for r in questions[0]["runs"] if r["kv"] != "-"}):
+        for other in ("cacheblend", "a3"):
+            for metric in ("f1", "gold_ll"):
+                diffs = []
+                for q in questions:
+                    at = {(r["method"], r["kv"]): r for r in q["runs"] if abs(r["ratio"] - ratio) < 1e-9}
+                    if ("fusion", kv) in at and (other, kv) in at:
+                        diffs.append(value(at[("fusion", kv)], metric) - value(at[(other, kv)], metric))
+                if not diffs:
+                    continue
+                rng = random.Random(seed)
+                means = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(resamples))
+                rows.append((kv, other, metric, sum(diffs) / len(diffs), means[int(0.025 * resamples)],
+                             means[int(0.975 * resamples) - 1]))
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sweeps", nargs="+", help="kvrun eval output folders (each with metrics.csv, sweep.json)")
     parser.add_argument("--ratio", type=float, default=0.15, help="the selectors' recompute ratio to show")
+    parser.add_argument("--paired", action="store_true",
+                        help="also fusion minus cacheblend and a3 per KV mode, paired over questions (reads results.jsonl)")
     args = parser.parse_args()
     sweeps = [(folder, *read_sweep(folder)) for folder in args.sweeps]
     print("| data set | model | method | kv | ratio | F1 | F1 / full | normalized F1 | normalized gold LL | KL first "
@@ -58,6 +87,13 @@ def main():
     for _, sweep, rows, gaps in sweeps:
         print(f"| {os.path.basename(sweep['dataset'])} ({rows[0]['n']} q) | {sweep.get('model', '?')} | "
               f"{gaps.get('F1', '-')} | {gaps.get('gold LL', '-')} |")
+    if args.paired:
+        print(f"\n| data set | model | kv | fusion minus | metric | mean difference at {args.ratio} [95%] |")
+        print("|---|---|---|---|---|---|")
+        for folder, sweep, rows, _ in sweeps:
+            for kv, other, metric, mean, low, high in paired_differences(folder, args.ratio):
+                print(f"| {os.path.basename(sweep['dataset'])} | {sweep.get('model', '?')} | {kv} | {other} | "
+                      f"{metric} | {mean:.3f} [{low:.3f}, {high:.3f}] |")
 
 
 if __name__ == "__main__":
