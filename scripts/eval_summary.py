@@ -57,12 +57,39 @@ def paired_differences(folder, ratio, resamples=1000, seed=20261124):
     return rows
 
 
+def recovered_answers(folder, ratio):
+    """Of the questions where Full Reuse (independent KV) scores a lower F1 than full attention, how many each
+    point at `ratio` (and reuse per KV mode) brings back to full's F1, and on how many questions in all it scores
+    below full. Needs OUT/results.jsonl."""
+    path = os.path.join(folder, "results.jsonl")
+    if not os.path.exists(path):
+        return None, []
+    questions = [json.loads(line) for line in open(path) if line.strip()]
+    def run(q, method, kv):
+        for r in q["runs"]:
+            if r["method"] == method and r["kv"] == kv and (method in ("full", "reuse") or abs(r["ratio"] - ratio) < 1e-9):
+                return r
+        return None
+    full_f1 = lambda q: run(q, "full", "-")["f1"]
+    lost = [q for q in questions if full_f1(q) > run(q, "reuse", "independent")["f1"]]
+    rows = []
+    for kv in sorted({r["kv"] for r in questions[0]["runs"] if r["kv"] != "-"}):
+        for method in ("reuse", "cacheblend", "a3", "fusion"):
+            if run(questions[0], method, kv) is None:
+                continue
+            back = sum(1 for q in lost if run(q, method, kv)["f1"] >= full_f1(q))
+            below = sum(1 for q in questions if run(q, method, kv)["f1"] < full_f1(q))
+            rows.append((kv, method, back, below, len(questions)))
+    return len(lost), rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sweeps", nargs="+", help="kvrun eval output folders (each with metrics.csv, sweep.json)")
     parser.add_argument("--ratio", type=float, default=0.15, help="the selectors' recompute ratio to show")
     parser.add_argument("--paired", action="store_true",
-                        help="also fusion minus cacheblend and a3 per KV mode, paired over questions (reads results.jsonl)")
+                        help="also fusion minus cacheblend and a3 per KV mode, paired over questions, and the answers each "
+                             "method brings back where Full Reuse lost them (reads results.jsonl)")
     args = parser.parse_args()
     sweeps = [(folder, *read_sweep(folder)) for folder in args.sweeps]
     print("| data set | model | method | kv | ratio | F1 | F1 / full | normalized F1 | normalized gold LL | KL first "
@@ -94,6 +121,14 @@ def main():
             for kv, other, metric, mean, low, high in paired_differences(folder, args.ratio):
                 print(f"| {os.path.basename(sweep['dataset'])} | {sweep.get('model', '?')} | {kv} | {other} | "
                       f"{metric} | {mean:.3f} [{low:.3f}, {high:.3f}] |")
+        print(f"\n| data set | model | kv | method (selectors at {args.ratio}) | questions Full Reuse lost, brought back to full's F1 "
+              "| questions below full's F1 |")
+        print("|---|---|---|---|---:|---:|")
+        for folder, sweep, rows, _ in sweeps:
+            lost, rows = recovered_answers(folder, args.ratio)
+            for kv, method, back, below, n in rows:
+                print(f"| {os.path.basename(sweep['dataset'])} | {sweep.get('model', '?')} | {kv} | {method} | "
+                      f"{back} of {lost} | {below} of {n} |")
 
 
 if __name__ == "__main__":
