@@ -157,8 +157,8 @@ std::string metrics_csv(const std::vector<PointRuns>& points, const std::vector<
     for (const Interval* v :
          {&a.em, &a.f1, &a.substring, &a.norm_f1, &a.rel_f1, &a.gold_ll, &a.norm_ll, &a.kl_first, &a.top1})
       o << "," << fmt(v->value, 6) << "," << fmt(v->low, 6) << "," << fmt(v->high, 6);
-    o << "," << fmt(a.gold_share, 6) << "," << a.recomputed << "," << fmt(a.ttft, 2) << "," << fmt(a.retrieve, 2) << "," << fmt(a.load, 2) << ","
-      << fmt(a.select, 2) << "," << fmt(a.prefill, 2) << "," << fmt(a.decode, 2) << "," << fmt(a.speedup, 3) << "\n";
+    o << "," << fmt(a.gold_share, 6) << "," << a.recomputed << "," << fmt(a.ttft, 2) << "," << fmt(a.retrieve, 2)
+      << "," << fmt(a.load, 2) << "," << fmt(a.select, 2) << "," << fmt(a.prefill, 2) << "," << fmt(a.decode, 2) << "," << fmt(a.speedup, 3) << "\n";
   }
   return o.str();
 }
@@ -350,7 +350,8 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
     r << "| " << method_name(points[i].method) << " | " << points[i].kv << " | " << fmt(points[i].ratio, 2) << " | "
       << with_interval(a.f1) << " | " << fmt(a.em.value) << " | " << fmt(a.substring.value) << " | "
       << with_interval(a.norm_f1, 2) << " | " << with_interval(a.rel_f1, 2) << " | " << fmt(a.gold_ll.value)
-      << " | " << with_interval(a.norm_ll, 2) << " | " << fmt(a.kl_first.value, 4) << " | " << fmt(a.top1.value) << " |\n";
+      << " | " << with_interval(a.norm_ll, 2) << " | " << fmt(a.kl_first.value, 4) << " | " << fmt(a.top1.value)
+      << " |\n";
   }
   // Normalized scores divide by full - reuse: say how sure that gap is before anyone reads the ratios.
   for (const auto& [name, member] : {std::pair{"F1", &EvalRun::f1}, std::pair{"gold LL", &EvalRun::gold_ll}}) {

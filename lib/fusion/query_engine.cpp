@@ -122,7 +122,7 @@ struct QueryEngine::State {
         passage.push_back((int32_t)i);
       }
     }
-    return {ids, passage};
+    return {std::move(ids), std::move(passage)};
   }
 };
 
