@@ -113,7 +113,7 @@ def main():
         if shared:
             parts.append(f"{shared} layers shared")
         if c.get("quant"):
-            low_bit = c["quant"] in ("int4", "int2")
+            low_bit = c["quant"] in ("int4", "int3", "int2")
             kept = f", first {c['keep_first']} rows f16" if low_bit and c.get("keep_first") else ""
             parts.append(f"{c['quant']} (groups of {c['quant_group']}{kept})" if low_bit else c["quant"])
         return ", ".join(parts) or "none (f16)"

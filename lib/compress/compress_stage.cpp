@@ -179,8 +179,8 @@ void check_compress_options(const CompressStageOptions& o) {
   KVF_CHECK(o.anchor_mode == "select" || o.anchor_mode == "append", "--anchor-mode must be select or append, got '",
             o.anchor_mode, "'");
   anchor_score_from_name(o.anchor_score);  // throws naming a bad value
-  KVF_CHECK(o.quant.empty() || o.quant == "int8" || o.quant == "int4" || o.quant == "int2",
-            "--quant must be int8, int4 or int2, got '", o.quant, "'");
+  KVF_CHECK(o.quant.empty() || o.quant == "int8" || o.quant == "int4" || o.quant == "int3" || o.quant == "int2",
+            "--quant must be int8, int4, int3 or int2, got '", o.quant, "'");
   KVF_CHECK(o.anchors > 0 || o.share_layers > 0 || !o.quant.empty(), "compress: nothing to do; give --anchors, "
             "--share-layers or --quant");
 }
@@ -288,8 +288,8 @@ class CompressJob {
       layout_.layer_map[l] = (int32_t)(std::find(kept_layers_.begin(), kept_layers_.end(),
                                                  from_layout_.layer_map[sources_[l]]) - kept_layers_.begin());
     if (o_.quant == "int8") layout_.dtype = KvDtype::Int8;
-    if (o_.quant == "int4" || o_.quant == "int2") {
-      layout_.dtype = o_.quant == "int4" ? KvDtype::Int4 : KvDtype::Int2;
+    if (o_.quant == "int4" || o_.quant == "int3" || o_.quant == "int2") {
+      layout_.dtype = o_.quant == "int4" ? KvDtype::Int4 : o_.quant == "int3" ? KvDtype::Int3 : KvDtype::Int2;
       layout_.quant_group = o_.quant_group;
       layout_.keep_first = o_.keep_first;
       check_low_bit_spec(layout_.low_bit_spec(), layout_.head_dim, "--quant " + o_.quant);

@@ -32,9 +32,9 @@ struct CompressStageOptions {
   int share_layers = 0;                 // layers sharing an earlier layer's KV; 0: none
   double share_threshold = 0.5;
   int share_samples = 30, share_sample_tokens = 64;
-  std::string quant;                    // "" (keep the source's type) | "int8" | "int4" | "int2"
-  int quant_group = 32;                 // int4/int2: rows per K group, values per V group (core/low_bit_kv.h)
-  int keep_first = 0;                   // int4/int2: each chunk's first rows kept in f16 (attention sinks)
+  std::string quant;                    // "" (keep the source's type) | "int8" | "int4" | "int3" | "int2"
+  int quant_group = 32;                 // int4/int3/int2: rows per K group, values per V group (core/low_bit_kv.h)
+  int keep_first = 0;                   // int4/int3/int2: each chunk's first rows kept in f16 (attention sinks)
   uint64_t shard_bytes = 256ull << 20;
   int batch_tokens = 1024;              // select: chunks re-run in ragged batches of about this many tokens
   uint64_t neighbor_cache_bytes = 1ull << 30;

@@ -67,17 +67,31 @@ uint8_t code_of(float x, float scale, float mn, int bits) {
   return (uint8_t)std::clamp(q, 0.0f, (float)((1 << bits) - 1));
 }
 
+// Value i of a row takes bits [i * bits, (i + 1) * bits) of the row's bytes read as one little-endian bit string;
+// a 3-bit code may straddle two bytes.
 void pack(uint8_t* row, int64_t i, uint8_t code, int bits) {
-  const int per = 8 / bits;
-  row[i / per] |= (uint8_t)(code << (bits * (i % per)));
+  const int64_t at = i * bits;
+  const int shift = (int)(at % 8);
+  row[at / 8] |= (uint8_t)(code << shift);
+  if (shift + bits > 8) row[at / 8 + 1] |= (uint8_t)(code >> (8 - shift));
 }
 
-// One row's codes as floats, lowest bits first (the shift and mask known at compile time, so the loop vectorises).
+// One row's codes as floats, lowest bits first (the shifts and mask known at compile time, so the loops
+// vectorise): 4 and 2 bits a byte at a time, 3 bits eight codes from each 3 bytes.
 template <int kBits>
 void unpack_codes(const uint8_t* row, int64_t width, float* codes) {
-  constexpr int kPer = 8 / kBits, kMask = (1 << kBits) - 1;
-  for (int64_t b = 0; b < width / kPer; ++b)
-    for (int j = 0; j < kPer; ++j) codes[b * kPer + j] = (float)((row[b] >> (kBits * j)) & kMask);
+  constexpr int kMask = (1 << kBits) - 1;
+  if constexpr (8 % kBits == 0) {
+    constexpr int kPer = 8 / kBits;
+    for (int64_t b = 0; b < width / kPer; ++b)
+      for (int j = 0; j < kPer; ++j) codes[b * kPer + j] = (float)((row[b] >> (kBits * j)) & kMask);
+  } else {
+    for (int64_t b = 0; b < width / 8; ++b) {
+      uint32_t word = 0;
+      for (int j = 0; j < kBits; ++j) word |= (uint32_t)row[b * kBits + j] << (8 * j);
+      for (int j = 0; j < 8; ++j) codes[b * 8 + j] = (float)((word >> (kBits * j)) & kMask);
+    }
+  }
 }
 
 void require_encodable(const float* x, int64_t rows, int64_t width, const char* name) {
@@ -89,9 +103,11 @@ void require_encodable(const float* x, int64_t rows, int64_t width, const char* 
 }  // namespace
 
 void check_low_bit_spec(const LowBitSpec& s, int64_t head_dim, const std::string& where) {
-  KVF_CHECK(s.bits == 4 || s.bits == 2, where, ": ", s.bits, " bits; low-bit KV has 4 or 2");
+  KVF_CHECK(s.bits == 4 || s.bits == 3 || s.bits == 2, where, ": ", s.bits, " bits; low-bit KV has 4, 3 or 2");
   KVF_CHECK(s.group >= 4 && s.group <= 4096 && head_dim % s.group == 0, where, ": group size ", s.group,
             " must be 4..4096 and divide the head dimension ", head_dim);
+  // Eight 3-bit codes fill 3 bytes: a row's codes end on a byte when its groups hold multiples of 8 values.
+  KVF_CHECK(s.bits != 3 || s.group % 8 == 0, where, ": group size ", s.group, " must be a multiple of 8 for 3 bits");
   KVF_CHECK(s.keep_first >= 0 && s.keep_first <= 1 << 20, where, ": keep-first ", s.keep_first,
             " is outside 0..", 1 << 20);
 }
@@ -146,7 +162,11 @@ bool decode_low_bit_chunk(const LowBitSpec& s, const uint8_t* in, int64_t rows, 
   // min + q * scale as before, in the same f32 arithmetic.
   std::vector<float> scale((size_t)width), mn((size_t)width), codes((size_t)width);
   const auto unpack_row = [&](const uint8_t* row) {
-    s.bits == 4 ? unpack_codes<4>(row, width, codes.data()) : unpack_codes<2>(row, width, codes.data());
+    switch (s.bits) {
+      case 4: return unpack_codes<4>(row, width, codes.data());
+      case 3: return unpack_codes<3>(row, width, codes.data());
+      default: return unpack_codes<2>(row, width, codes.data());
+    }
   };
   for (int64_t g = 0; g < p.k_groups; ++g) {
     for (int64_t c = 0; c < width; ++c) {

@@ -1,4 +1,4 @@
-// Low-bit KV (KIVI's grouping): 4 or 2 bits per value, K quantized per channel over groups of `group` consecutive
+// Low-bit KV (KIVI's grouping): 4, 3 or 2 bits per value, K quantized per channel over groups of `group` consecutive
 // rows (tokens) and V per row over groups of `group` consecutive values of a head, each group with an f16 scale
 // and minimum; a chunk's first `keep_first` rows (attention sinks) stay f16 and are left out of K's groups.
 //
@@ -11,7 +11,8 @@
 //
 // One chunk's encoding is one byte string (the shards' `blob`, docs/store.md), in this order: the kept rows' K
 // then V (f16), K's (scale, min) per group and value, V's (scale, min) per row and group, then K's and V's codes
-// packed row by row, lowest bits first.
+// packed row by row as one little-endian bit string per row, lowest bits first (a 3-bit code may straddle
+// two bytes).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,8 +21,8 @@
 namespace kvf {
 
 struct LowBitSpec {
-  int bits = 4;        // 4 or 2
-  int group = 32;      // rows per K group, values per V group (must divide the head dimension)
+  int bits = 4;        // 4, 3 or 2
+  int group = 32;      // rows per K group, values per V group (must divide the head dimension; 3 bits: a multiple of 8)
   int keep_first = 0;  // leading rows kept in f16
 };
 

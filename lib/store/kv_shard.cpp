@@ -35,6 +35,7 @@ const char* kv_dtype_name(KvDtype d) {
     case KvDtype::BF16: return "bf16";
     case KvDtype::Int8: return "int8";
     case KvDtype::Int4: return "int4";
+    case KvDtype::Int3: return "int3";
     case KvDtype::Int2: return "int2";
   }
   return "?";
@@ -48,6 +49,7 @@ h5::Handle dtype_h5_type(KvDtype d) {
     case KvDtype::BF16: return h5::bfloat16_type();
     case KvDtype::Int8: return h5::Handle(H5Tcopy(H5T_STD_I8LE), H5Tclose);
     case KvDtype::Int4:
+    case KvDtype::Int3:
     case KvDtype::Int2: break;
   }
   return h5::Handle(H5Tcopy(H5T_STD_U8LE), H5Tclose);  // low-bit: the blob's bytes
@@ -268,9 +270,9 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
   l.head_dim = int_attribute(f, "head_dim");
   const std::string dtype = f.read_string_attribute("dtype");
   bool known = false;
-  for (KvDtype d : {KvDtype::F16, KvDtype::BF16, KvDtype::Int8, KvDtype::Int4, KvDtype::Int2})
+  for (KvDtype d : {KvDtype::F16, KvDtype::BF16, KvDtype::Int8, KvDtype::Int4, KvDtype::Int3, KvDtype::Int2})
     if (dtype == kv_dtype_name(d)) l.dtype = d, known = true;
-  KVF_CHECK(known, path, ": attribute 'dtype' is '", dtype, "', expected f16, bf16, int8, int4 or int2");
+  KVF_CHECK(known, path, ": attribute 'dtype' is '", dtype, "', expected f16, bf16, int8, int4, int3 or int2");
   if (l.low_bit()) {
     l.quant_group = int_attribute(f, "quant_group");
     const int64_t keep = f.read_int_attribute("keep_first");

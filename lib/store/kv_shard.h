@@ -16,11 +16,11 @@ class File;
 }
 
 // F16, BF16: 2 bytes per value. Int8: 1 byte per value plus one f16 scale per row, stored layer and kv head
-// (core/int8_rows.h). Int4, Int2: per chunk one byte string of codes, f16 scales and minimums, and the leading
+// (core/int8_rows.h). Int4, Int3, Int2: per chunk one byte string of codes, f16 scales and minimums, and the leading
 // rows kept in f16 (core/low_bit_kv.h; K per channel over groups of rows, V per row over groups of values).
-enum class KvDtype : uint8_t { F16, BF16, Int8, Int4, Int2 };
+enum class KvDtype : uint8_t { F16, BF16, Int8, Int4, Int2, Int3 };
 
-const char* kv_dtype_name(KvDtype dtype);  // "f16", "bf16", "int8", "int4", "int2"
+const char* kv_dtype_name(KvDtype dtype);  // "f16", "bf16", "int8", "int4", "int3", "int2"
 
 struct KvShardLayout {
   std::string mode;                  // "independent", "similarity", ...
@@ -30,11 +30,13 @@ struct KvShardLayout {
   int stored_layers = 0;             // distinct stored layers
   int kv_heads = 0, head_dim = 0;
   KvDtype dtype = KvDtype::F16;
-  int quant_group = 0, keep_first = 0;  // Int4 and Int2 only (core/low_bit_kv.h)
+  int quant_group = 0, keep_first = 0;  // Int4, Int3 and Int2 only (core/low_bit_kv.h)
   int64_t row_elems() const { return (int64_t)stored_layers * kv_heads * head_dim; }
   int64_t element_bytes() const { return dtype == KvDtype::Int8 ? 1 : 2; }  // f16, bf16, int8
-  bool low_bit() const { return dtype == KvDtype::Int4 || dtype == KvDtype::Int2; }
-  LowBitSpec low_bit_spec() const { return {dtype == KvDtype::Int2 ? 2 : 4, quant_group, keep_first}; }
+  bool low_bit() const { return dtype == KvDtype::Int4 || dtype == KvDtype::Int3 || dtype == KvDtype::Int2; }
+  LowBitSpec low_bit_spec() const {
+    return {dtype == KvDtype::Int2 ? 2 : dtype == KvDtype::Int3 ? 3 : 4, quant_group, keep_first};
+  }
   // Stored bytes of one row (one token): k and v, their scales (and minimums), and the position. Low-bit: K's
   // group parameters spread over the group's rows, leaving out the rows kept in f16.
   double bytes_per_row() const {

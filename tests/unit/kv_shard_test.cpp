@@ -582,16 +582,16 @@ TEST(KvShard, Int8WriterRefusesNonFiniteValuesAndStaysUsable) {
 }
 
 TEST(KvShard, LowBitRoundTripsMatchTheCodec) {
-  for (const KvDtype dtype : {KvDtype::Int4, KvDtype::Int2}) {
+  for (const KvDtype dtype : {KvDtype::Int4, KvDtype::Int3, KvDtype::Int2}) {
     KvShardLayout l = small_layout(dtype);
-    l.quant_group = 4;
+    l.quant_group = dtype == KvDtype::Int3 ? 8 : 4;  // eight 3-bit codes fill 3 bytes
     l.keep_first = 1;
     const auto chunks = random_chunks(l, {3, 9, 1, 6}, 23);
     const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
     write_shard(path, l, chunks, 1);
     const KvShardReader r = KvShardReader::open(path, kFingerprint);
     EXPECT_EQ(r.layout().dtype, dtype);
-    EXPECT_EQ(r.layout().quant_group, 4);
+    EXPECT_EQ(r.layout().quant_group, l.quant_group);
     EXPECT_EQ(r.layout().keep_first, 1);
     std::vector<float> k, v;
     std::vector<int32_t> positions;

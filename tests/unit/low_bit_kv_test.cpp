@@ -49,7 +49,7 @@ double bound(const std::vector<float>& x, int64_t width, int64_t r0, int64_t row
 
 TEST(LowBitKv, EveryValueWithinHalfItsGroupScale) {
   const int64_t width = 2 * 64;  // two heads of 64
-  for (const int bits : {4, 2})
+  for (const int bits : {4, 3, 2})
     for (const int keep : {0, 4})
       for (const int64_t rows : {1, 31, 70}) {
         const LowBitSpec s{bits, 32, keep};
@@ -84,6 +84,21 @@ TEST(LowBitKv, ConstantGroupsAreExactAndBytesAsDocumented) {
   EXPECT_EQ(bytes.size(), 2u * 8 * 4 + 16 * 1 * 4 + 2 * 16 * 8 * 2 / 8);
 }
 
+// 3-bit codes straddle bytes: eight codes 0..7 of one V row are the bits of 0 | 1 << 3 | 2 << 6 | ... | 7 << 21,
+// least significant byte first (docs/store.md).
+TEST(LowBitKv, ThreeBitCodesArePackedAsDocumented) {
+  const LowBitSpec s{3, 8, 0};
+  std::vector<float> k(8, 1.0f), v{0, 1, 2, 3, 4, 5, 6, 7}, k_out(8), v_out(8);
+  std::vector<uint8_t> bytes;
+  encode_low_bit_chunk(s, k.data(), v.data(), 1, 8, bytes);
+  // K: 8 channels x (scale, min); V: 1 group x (scale, min); then 3 code bytes for K and 3 for V.
+  ASSERT_EQ(bytes.size(), 8u * 4 + 4 + 3 + 3);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.end() - 3, bytes.end()), (std::vector<uint8_t>{0x88, 0xc6, 0xfa}));
+  ASSERT_TRUE(decode_low_bit_chunk(s, bytes.data(), 1, 8, k_out.data(), v_out.data()));
+  EXPECT_EQ(v_out, v);
+  EXPECT_EQ(k_out, k);
+}
+
 TEST(LowBitKv, RefusesWhatItCannotEncode) {
   const LowBitSpec s{4, 4, 0};
   std::vector<float> k(8, 1.0f), v(8, 1.0f);
@@ -95,7 +110,9 @@ TEST(LowBitKv, RefusesWhatItCannotEncode) {
   v[5] = 1e6f;
   EXPECT_NE(error_of([&] { encode_low_bit_chunk(s, k.data(), v.data(), 2, 4, bytes); }).find("within f16's range"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { check_low_bit_spec({3, 32, 0}, 64, "x"); }).find("x: 3 bits; low-bit KV has 4 or 2"),
+  EXPECT_NE(error_of([&] { check_low_bit_spec({5, 32, 0}, 64, "x"); }).find("x: 5 bits; low-bit KV has 4, 3 or 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { check_low_bit_spec({3, 4, 0}, 64, "x"); }).find("group size 4 must be a multiple of 8 for 3 bits"),
             std::string::npos);
   EXPECT_NE(error_of([&] { check_low_bit_spec({4, 48, 0}, 64, "x"); }).find("group size 48 must be 4..4096 and divide the head dimension 64"),
             std::string::npos);

@@ -39,6 +39,7 @@ void add_compress_command(CLI::App& app) {
       "  kvprep compress --store stores/demo --from similarity --to sim-a25 --anchors 0.25\n"
       "  kvprep compress --store stores/demo --from similarity --to sim-int8 --quant int8\n"
       "  kvprep compress --store stores/demo --from similarity --to sim-int4 --quant int4 --quant-group 32\n"
+      "  kvprep compress --store stores/demo --from similarity --to sim-int3 --quant int3 --quant-group 64\n"
       "  kvprep compress --store stores/demo --from sim-a25 --to sim-a25-s8-int8 --share-layers 8 --quant int8\n"
       "  kvrun ask --store stores/demo --kv sim-a25 --method fusion --question \"...\"\n"
       "--anchors A keeps ceil(A*S) rows of every S-token segment. select (training-free): the tokens the chunk's own\n"
@@ -46,8 +47,8 @@ void add_compress_command(CLI::App& app) {
       "append: ceil(A*S) anchor tokens computed after each segment over it and the earlier anchors, stored at the\n"
       "segment's last positions (meant for models trained for them). --share-layers C: C layers read an earlier\n"
       "layer's KV (the store's `kvprep share-search` result for these settings, searched now if there is none); only\n"
-      "source layers are stored. --quant int8: int8 with one f16 scale per row and head; int4 and int2: K per channel\n"
-      "over groups of --quant-group rows, V per row over groups of as many values (KIVI's grouping), optionally\n"
+      "source layers are stored. --quant int8: int8 with one f16 scale per row and head; int4, int3 and int2: K per\n"
+      "channel over groups of --quant-group rows, V per row over groups of as many values (KIVI's grouping), optionally\n"
       "with each chunk's first --keep-first rows in f16. Compressions combine; a\n"
       "rerun computes only chunks the new mode lacks. Bytes per token: `kvprep inspect`.\n"
       "Measured (SmolLM2-135M, HotpotQA, fusion at 15%; docs/results/compress-hotpotqa*): int8 keeps the quality\n"
@@ -82,13 +83,13 @@ void add_compress_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--quant", a->o.quant,
-                  "int8: K and V, one f16 scale per row and head | int4, int2: K per channel over groups of rows, V "
+                  "int8: K and V, one f16 scale per row and head | int4, int3, int2: K per channel over groups of rows, V "
                   "per row over groups of values, f16 scale and minimum per group")
-      ->check(CLI::IsMember({"int8", "int4", "int2"}));
-  cmd->add_option("--quant-group", a->o.quant_group, "int4/int2: rows per K group and values per V group")
+      ->check(CLI::IsMember({"int8", "int4", "int3", "int2"}));
+  cmd->add_option("--quant-group", a->o.quant_group, "int4/int3/int2: rows per K group and values per V group (int3: a multiple of 8)")
       ->capture_default_str()
       ->check(CLI::Range(4, 4096));
-  cmd->add_option("--keep-first", a->o.keep_first, "int4/int2: each chunk's first rows kept in f16 (attention sinks)")
+  cmd->add_option("--keep-first", a->o.keep_first, "int4/int3/int2: each chunk's first rows kept in f16 (attention sinks)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--batch-tokens", a->o.batch_tokens, "select: chunk tokens per forward pass")->capture_default_str();
