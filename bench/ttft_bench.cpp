@@ -90,6 +90,8 @@ int main(int argc, char** argv) {
   app.add_option("--methods", methods, "methods to time")->delimiter(',')->capture_default_str();
   app.add_option("--kv", kv_mode, "stored KV mode read (any mode kvprep prefill or compress wrote)")->capture_default_str();
   app.add_flag("--cold", cold, "drop the mode's shard files from the page cache before every query");
+  bool decode_at_load = false;
+  app.add_flag("--decode-low-bit-at-load", decode_at_load, "int4/int3/int2 KV: decode to f32 when read (kvrun's flag)");
   CLI11_PARSE(app, argc, argv);
   try {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
@@ -99,6 +101,7 @@ int main(int argc, char** argv) {
     eo.cache_bytes = 0;  // every query reads its chunks from the store
     eo.compute = kvf::compute_mode_from_name(compute);
     eo.kv_mode = kv_mode;
+    eo.decode_low_bit_at_load = decode_at_load;
     kvf::QueryEngine engine(eo);
     std::vector<kvf::ResolvedQuery> picked;
     for (const kvf::QueryRecord& r : kvf::read_query_file(queries)) {

@@ -153,44 +153,70 @@ void encode_low_bit_chunk(const LowBitSpec& s, const float* k, const float* v, i
 }
 
 bool decode_low_bit_chunk(const LowBitSpec& s, const uint8_t* in, int64_t rows, int64_t width, float* k, float* v) {
-  const Parts p = parts_of(s, rows, width);
-  for (int64_t i = 0; i < p.kept * width; ++i) {
-    k[i] = f16_to_f32(get16(in, p.kept_k + 2 * i));
-    v[i] = f16_to_f32(get16(in, p.kept_v + 2 * i));
-  }
-  // Row by row, so that each row's codes, parameters and outputs are read and written in order: each value is
-  // min + q * scale as before, in the same f32 arithmetic.
-  std::vector<float> scale((size_t)width), mn((size_t)width), codes((size_t)width);
-  const auto unpack_row = [&](const uint8_t* row) {
+  std::vector<int32_t> all((size_t)rows);
+  for (int64_t r = 0; r < rows; ++r) all[(size_t)r] = (int32_t)r;
+  return decode_low_bit_rows(s, in, rows, width, 0, width, all.data(), rows, k, v);
+}
+
+bool decode_low_bit_rows(const LowBitSpec& s, const uint8_t* in, int64_t chunk_rows, int64_t width, int64_t offset,
+                         int64_t count, const int32_t* rows, int64_t n, float* k, float* v) {
+  KVF_CHECK(offset >= 0 && count >= 0 && offset + count <= width && offset % s.group == 0 && count % s.group == 0,
+            "low-bit KV: values [", offset, ", ", offset + count, ") of rows of ", width, " are not whole groups of ",
+            s.group);
+  const Parts p = parts_of(s, chunk_rows, width);
+  // Codes of the values asked for start on a byte: offset is a multiple of the group, and a group's codes fill
+  // whole bytes (check_low_bit_spec).
+  const int64_t code_from = offset * s.bits / 8;
+  std::vector<float> scale((size_t)count), mn((size_t)count), codes((size_t)count);
+  const auto unpack = [&](const uint8_t* row) {
     switch (s.bits) {
-      case 4: return unpack_codes<4>(row, width, codes.data());
-      case 3: return unpack_codes<3>(row, width, codes.data());
-      default: return unpack_codes<2>(row, width, codes.data());
+      case 4: return unpack_codes<4>(row + code_from, count, codes.data());
+      case 3: return unpack_codes<3>(row + code_from, count, codes.data());
+      default: return unpack_codes<2>(row + code_from, count, codes.data());
     }
   };
-  for (int64_t g = 0; g < p.k_groups; ++g) {
-    for (int64_t c = 0; c < width; ++c) {
-      scale[(size_t)c] = f16_to_f32(get16(in, p.k_params + 4 * (g * width + c)));
-      mn[(size_t)c] = f16_to_f32(get16(in, p.k_params + 4 * (g * width + c) + 2));
-      if (!std::isfinite(scale[(size_t)c]) || !std::isfinite(mn[(size_t)c])) return false;
+  int64_t k_group = -1;  // the K group whose parameters `scale` and `mn` hold
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = rows[i];
+    KVF_CHECK(r >= 0 && r < chunk_rows, "low-bit KV: row ", r, " outside [0, ", chunk_rows, ")");
+    float* k_out = k + i * count;
+    float* v_out = v + i * count;
+    if (r < p.kept) {
+      for (int64_t c = 0; c < count; ++c) {
+        k_out[c] = f16_to_f32(get16(in, p.kept_k + 2 * (r * width + offset + c)));
+        v_out[c] = f16_to_f32(get16(in, p.kept_v + 2 * (r * width + offset + c)));
+      }
+      continue;
     }
-    const int64_t first = p.kept + g * s.group, end = std::min<int64_t>(first + s.group, rows);
-    for (int64_t r = first; r < end; ++r) {
-      unpack_row(in + p.k_codes + r * p.codes_bytes);
-      float* out = k + r * width;
-      for (int64_t c = 0; c < width; ++c) out[c] = mn[(size_t)c] + codes[(size_t)c] * scale[(size_t)c];
+    // K: per channel, the parameters of the row's group of rows (read once while rows stay in one group).
+    const int64_t g = (r - p.kept) / s.group;
+    if (g != k_group) {
+      for (int64_t c = 0; c < count; ++c) {
+        const uint64_t at = p.k_params + 4 * (g * width + offset + c);
+        scale[(size_t)c] = f16_to_f32(get16(in, at));
+        mn[(size_t)c] = f16_to_f32(get16(in, at + 2));
+        if (!std::isfinite(scale[(size_t)c]) || !std::isfinite(mn[(size_t)c])) return false;
+      }
+      k_group = g;
     }
-  }
-  for (int64_t r = p.kept; r < rows; ++r) {
-    unpack_row(in + p.v_codes + r * p.codes_bytes);
-    float* out = v + r * width;
-    for (int64_t g = 0; g < p.v_groups; ++g) {
-      const float sc = f16_to_f32(get16(in, p.v_params + 4 * (r * p.v_groups + g)));
-      const float m = f16_to_f32(get16(in, p.v_params + 4 * (r * p.v_groups + g) + 2));
+    unpack(in + p.k_codes + r * p.codes_bytes);
+    for (int64_t c = 0; c < count; ++c) k_out[c] = mn[(size_t)c] + codes[(size_t)c] * scale[(size_t)c];
+    // V: per row, groups of values.
+    unpack(in + p.v_codes + r * p.codes_bytes);
+    for (int64_t vg = 0; vg < count / s.group; ++vg) {
+      const uint64_t at = p.v_params + 4 * (r * p.v_groups + offset / s.group + vg);
+      const float sc = f16_to_f32(get16(in, at)), m = f16_to_f32(get16(in, at + 2));
       if (!std::isfinite(sc) || !std::isfinite(m)) return false;
-      for (int64_t i = g * s.group; i < (g + 1) * s.group; ++i) out[i] = m + codes[(size_t)i] * sc;
+      for (int64_t c = vg * s.group; c < (vg + 1) * s.group; ++c) v_out[c] = m + codes[(size_t)c] * sc;
     }
   }
+  return true;
+}
+
+bool low_bit_chunk_finite(const LowBitSpec& s, const uint8_t* in, int64_t rows, int64_t width) {
+  const Parts p = parts_of(s, rows, width);
+  for (uint64_t at = p.kept_k; at < p.k_codes; at += 2)  // kept rows, then every (scale, min): all f16
+    if (!std::isfinite(f16_to_f32(get16(in, at)))) return false;
   return true;
 }
 

@@ -42,4 +42,14 @@ void encode_low_bit_chunk(const LowBitSpec& spec, const float* k, const float* v
 bool decode_low_bit_chunk(const LowBitSpec& spec, const uint8_t* bytes, int64_t rows, int64_t width, float* k,
                           float* v);
 
+// Part of the inverse, for a reader that wants a few rows of one stored layer without the rest: rows
+// rows[0..n) of the chunk (each in [0, chunk_rows), ascending for speed) and of each the values
+// [offset, offset + count) (multiples of spec.group), into k and v as [n, count] f32: exactly the values
+// decode_low_bit_chunk gives there. Returns false, as it does, on a scale or minimum that is not finite.
+bool decode_low_bit_rows(const LowBitSpec& spec, const uint8_t* bytes, int64_t chunk_rows, int64_t width,
+                         int64_t offset, int64_t count, const int32_t* rows, int64_t n, float* k, float* v);
+
+// Whether every kept f16 value, scale and minimum of the chunk is finite: then so is every value it decodes to.
+bool low_bit_chunk_finite(const LowBitSpec& spec, const uint8_t* bytes, int64_t rows, int64_t width);
+
 }  // namespace kvf

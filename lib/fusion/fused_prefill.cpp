@@ -93,10 +93,8 @@ std::vector<float> cacheblend_scores(const Decoder& d, const FusionInputs& in) {
   std::vector<float> fresh((size_t)(probe.request.tokens.size() * width));
   d.backend().copy_to_host(out.kv.v[layer], fresh.data(), fresh.size() * sizeof(float));
   std::vector<std::vector<float>> stored(in.chunks.size());
-  for (size_t ch = 0; ch < in.chunks.size(); ++ch) {
-    stored[ch].resize((size_t)(in.chunks[ch]->rows() * width));
-    d.backend().copy_to_host(in.chunks[ch]->v[layer], stored[ch].data(), stored[ch].size() * sizeof(float));
-  }
+  std::vector<float> unused_k;
+  for (size_t ch = 0; ch < in.chunks.size(); ++ch) in.chunks[ch]->layer_to_host(layer, d.backend(), unused_k, stored[ch]);
   const auto where = stored_rows(in);
   std::vector<float> scores((size_t)in.layout.n_context(), 0.0f);
   for (size_t row = 0; row < probe.context_index.size(); ++row) {

@@ -98,7 +98,7 @@ struct QueryEngine::State {
       for (int l = 0; l < (int)sources.size() && !stored_decoder; ++l)
         if (sources[l] != l) stored_decoder = decoder->with_kv_sources(sources);
     }
-    cache = std::make_unique<ChunkKvCache>(*kv, *backend, o.cache_bytes);
+    cache = std::make_unique<ChunkKvCache>(*kv, *backend, o.cache_bytes, o.decode_low_bit_at_load);
     loader = std::make_unique<BackgroundLoader>(*cache);
   }
 

@@ -18,7 +18,10 @@ struct QueryEngineOptions {
   std::string model = "smollm2";        // the store's decoder: a name for resolve_model, a GGUF file or a HF folder
   std::string embedder = "minilm";      // the store's embedder, for retrieval
   std::string kv_mode = "independent";  // which stored KV: independent | similarity
-  uint64_t cache_bytes = 1ull << 30;    // chunk KV kept in memory (f32), least recently used out first
+  uint64_t cache_bytes = 1ull << 30;    // chunk KV kept in memory, least recently used out first
+  // Low-bit KV (int4/int3/int2): false, held as stored and decoded by each forward pass where it gathers the
+  // rows; true, decoded to f32 when read (8-16x the memory, no decoding per query). ChunkKvCache.
+  bool decode_low_bit_at_load = false;
   std::string system_message;           // must match the store's S; empty: the store's own
   std::string backend = "cpu";          // where the decoder runs: cpu | cuda
   ComputeMode compute = ComputeMode::Fast;  // how: compact weights and fast kernels, or the f32 reference

@@ -220,6 +220,9 @@ class ForwardPass {
         if (kept.count > 0)
           blocks->push_back({seg.k_roped[src], seg.v[src], kept.count == seg.rows() ? Tensor() : kept.rows,
                              p.view_pos.rows(at, kept.count)});
+      } else if (seg.encoded) {
+        Tensor kd = p.keys_k.rows(at, kept.count), vd = p.keys_v.rows(at, kept.count);
+        decode_into(*seg.encoded, src, kept.encoded_rows, kd, vd);
       } else {
         Tensor kd = p.keys_k.rows(at, kept.count), vd = p.keys_v.rows(at, kept.count);
         b_.gather_rows(roped ? seg.k_roped[src] : seg.k[src], kept.rows, kd);
@@ -234,6 +237,19 @@ class ForwardPass {
     b_.copy(vs, own_v);
     b_.rope_inplace(own_k, p.pos, rope_);
     staged_block(p.n_view_kept, p.n, p.pos);
+  }
+
+  // Low-bit stored rows decoded where attention reads them: straight into the staged rows on the host, through a
+  // host buffer for a device.
+  void decode_into(const LowBitRows& enc, int layer, const std::vector<int32_t>& rows, Tensor& k, Tensor& v) {
+    const int64_t n = (int64_t)rows.size();
+    if (n == 0) return;
+    if (k.device() == Device::Host) return enc.decode(layer, rows.data(), n, k.data<float>(), v.data<float>());
+    decoded_k_.resize((size_t)(n * enc.layer_width()));
+    decoded_v_.resize(decoded_k_.size());
+    enc.decode(layer, rows.data(), n, decoded_k_.data(), decoded_v_.data());
+    b_.copy_from_host(k, decoded_k_.data(), decoded_k_.size() * sizeof(float));
+    b_.copy_from_host(v, decoded_v_.data(), decoded_v_.size() * sizeof(float));
   }
 
   // The staged keys, gathered into position order first when they are out of order (see SequencePlan).
@@ -326,6 +342,7 @@ class ForwardPass {
   std::vector<ForwardResult> results_;
   Tensor x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_;  // [tokens, ...] activations of the current layer
   std::vector<Tensor> shared_k_, shared_v_;              // per source layer read by later layers
+  std::vector<float> decoded_k_, decoded_v_;             // decode_into's host buffers for a device backend
 };
 
 }  // namespace
@@ -373,9 +390,10 @@ std::unique_ptr<Decoder> Decoder::with_kv_sources(std::vector<int32_t> sources) 
 }
 
 KvSegment Decoder::with_roped_keys(const KvSegment& seg) const {
-  KVF_CHECK(seg.k.size() == (size_t)config_.n_layers, "with_roped_keys: segment has ", seg.k.size(),
-            " layers, the model ", config_.n_layers);
+  KVF_CHECK(seg.layers() == config_.n_layers, "with_roped_keys: segment has ", seg.layers(), " layers, the model ",
+            config_.n_layers);
   KvSegment out = seg;
+  if (seg.encoded) return out;  // decoded into the staged keys and rotated there, layer by layer
   out.k_roped.assign(seg.k.size(), Tensor());
   if (seg.rows() == 0) return out;
   const Tensor pos = upload_i32(backend_, seg.positions);

@@ -62,6 +62,7 @@ class Decoder {
 
   // `seg` with its keys rotated at its positions once (KvSegment::k_roped), for a segment that several forward
   // calls read (a query's placed chunks while it prefills and decodes). Forward results are the same bit for bit.
+  // An encoded segment is returned as it is: its rows are decoded, then rotated, where each layer gathers them.
   KvSegment with_roped_keys(const KvSegment& seg) const;
 
   // A ragged batch of independent sequences, each with its own view.

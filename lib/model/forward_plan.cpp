@@ -38,11 +38,19 @@ void validate(const ForwardRequest& r, size_t index, const LlamaConfig& c) {
     KVF_CHECK(l >= 0 && l < layers, where, ": probe layer ", l, " outside the layers run [0, ", layers, ")");
   for (size_t s = 0; s < r.view.size(); ++s) {
     const KvSegment& seg = *r.view[s];
-    KVF_CHECK((int)seg.k.size() == c.n_layers && (int)seg.v.size() == c.n_layers, where, ": view segment ", s,
-              " has ", seg.k.size(), " layers, the model ", c.n_layers);
+    KVF_CHECK(seg.layers() == c.n_layers && (seg.encoded || seg.v.size() == seg.k.size()), where, ": view segment ",
+              s, " has ", seg.layers(), " layers, the model ", c.n_layers);
+    if (seg.encoded) {
+      const LowBitRows& e = *seg.encoded;
+      KVF_CHECK(e.kv_heads == c.n_kv_heads && e.head_dim == c.head_dim && seg.k_roped.empty(), where,
+                ": view segment ", s, " holds encoded rows of ", e.kv_heads, " x ", e.head_dim, ", expected ",
+                c.n_kv_heads, " x ", c.head_dim, " and no rotated K");
+      KVF_CHECK(seg.encoded_first >= 0 && seg.encoded_first + seg.rows() <= e.rows, where, ": view segment ", s,
+                " reads encoded rows [", seg.encoded_first, ", ", seg.encoded_first + seg.rows(), ") of ", e.rows);
+    }
     KVF_CHECK(seg.k_roped.empty() || (int)seg.k_roped.size() == c.n_layers, where, ": view segment ", s, " has ",
               seg.k_roped.size(), " layers of rotated K, the model ", c.n_layers);
-    for (int l = 0; l < c.n_layers; ++l) {
+    for (int l = 0; l < c.n_layers && !seg.encoded; ++l) {
       const Shape want{seg.rows(), c.n_kv_heads, c.head_dim};
       KVF_CHECK(seg.k[l].shape == want && seg.v[l].shape == want, where, ": view segment ", s, " layer ", l,
                 " has K ", shape_str(seg.k[l].shape), ", expected ", shape_str(want));
@@ -103,7 +111,12 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
       p.key_slot.push_back(slot_base + i);
     }
     slot_base += seg.rows();
-    p.kept.push_back({upload_i32(b, kept_rows[s]), (int64_t)kept_rows[s].size()});
+    SequencePlan::Kept kept{upload_i32(b, kept_rows[s]), (int64_t)kept_rows[s].size(), {}};
+    if (seg.encoded) {  // decoded from the encoding by row index: the chunk's own row numbers
+      kept.encoded_rows = kept_rows[s];
+      for (int32_t& i : kept.encoded_rows) i += (int32_t)seg.encoded_first;
+    }
+    p.kept.push_back(std::move(kept));
     p.n_view_kept += (int64_t)kept_rows[s].size();
   }
   p.view_pos = upload_i32(b, key_pos);

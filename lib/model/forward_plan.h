@@ -24,6 +24,7 @@ struct SequencePlan {
   struct Kept {
     Tensor rows;  // i32: view rows not superseded
     int64_t count = 0;
+    std::vector<int32_t> encoded_rows;  // an encoded segment's (KvSegment::encoded): those rows' numbers in it
   };
   std::vector<Kept> kept;         // per view segment
   int64_t n_view_kept = 0;

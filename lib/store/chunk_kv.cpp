@@ -12,16 +12,16 @@ HostKv segment_to_host(const KvSegment& seg, Backend& backend) {
   HostKv out;
   out.rows = seg.rows();
   out.positions = seg.positions;
-  if (seg.k.empty()) return out;
-  const int64_t layers = (int64_t)seg.k.size(), row = seg.k[0].row_elems();  // kv_heads * head_dim
+  const int64_t layers = seg.layers();
+  if (layers == 0) return out;
+  const int64_t row = seg.encoded ? seg.encoded->layer_width() : seg.k[0].row_elems();  // kv_heads * head_dim
   out.layers = (int)layers;
   out.width = row;
   out.k.resize((size_t)(out.rows * layers * row));
   out.v.resize(out.k.size());
-  std::vector<float> layer_k((size_t)(out.rows * row)), layer_v(layer_k.size());
+  std::vector<float> layer_k, layer_v;
   for (int64_t l = 0; l < layers; ++l) {
-    backend.copy_to_host(seg.k[l], layer_k.data(), layer_k.size() * sizeof(float));
-    backend.copy_to_host(seg.v[l], layer_v.data(), layer_v.size() * sizeof(float));
+    seg.layer_to_host((int)l, backend, layer_k, layer_v);
     for (int64_t r = 0; r < out.rows; ++r) {
       std::copy_n(layer_k.data() + r * row, row, out.k.data() + (r * layers + l) * row);
       std::copy_n(layer_v.data() + r * row, row, out.v.data() + (r * layers + l) * row);
@@ -156,6 +156,24 @@ HostKv KvModeReader::read(uint64_t chunk_id) const {
   kv.layers = l.stored_layers;
   kv.width = (int64_t)l.kv_heads * l.head_dim;
   return kv;
+}
+
+KvSegment KvModeReader::read_encoded(uint64_t chunk_id) const {
+  const auto it = where_.find(chunk_id);
+  KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);
+  const KvShardReader& shard = *shards_[it->second.first];
+  const KvShardLayout& l = shard.layout();
+  auto rows = std::make_shared<LowBitRows>();
+  KvSegment seg;
+  shard.read_low_bit_encoded(it->second.second, rows->bytes, seg.positions);
+  rows->spec = l.low_bit_spec();
+  rows->rows = seg.rows();
+  rows->stored_layers = l.stored_layers;
+  rows->kv_heads = l.kv_heads;
+  rows->head_dim = l.head_dim;
+  rows->layer_map = l.layer_map;
+  seg.encoded = std::move(rows);
+  return seg;
 }
 
 std::vector<double> KvModeReader::anchor_scores(uint64_t chunk_id) const {

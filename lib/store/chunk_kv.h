@@ -65,6 +65,9 @@ class KvModeReader {
   size_t shards() const { return shards_.size(); }
   std::vector<uint64_t> ids() const;  // every chunk id with KV in this mode
   HostKv read(uint64_t chunk_id) const;  // checksum and finiteness checked (KvShardReader::read_chunk)
+  // A low-bit mode's chunk in engine form, not decoded (KvSegment::encoded; in-chunk positions), checked like
+  // read(). Throws kvf::Error for a mode that is not low-bit.
+  KvSegment read_encoded(uint64_t chunk_id) const;
   uint64_t context(uint64_t chunk_id) const;  // the stored entry's context hash
   // The anchor scores `kvprep prefill --anchor-scores` recorded for the chunk (one per row), or empty.
   std::vector<double> anchor_scores(uint64_t chunk_id) const;

@@ -11,8 +11,9 @@ struct ChunkKvCache::Flight {
   std::exception_ptr error;
 };
 
-ChunkKvCache::ChunkKvCache(const KvModeReader& source, Backend& backend, uint64_t budget_bytes)
-    : source_(source), backend_(backend), budget_(budget_bytes) {}
+ChunkKvCache::ChunkKvCache(const KvModeReader& source, Backend& backend, uint64_t budget_bytes,
+                           bool decode_low_bit_at_load)
+    : source_(source), backend_(backend), budget_(budget_bytes), decode_low_bit_at_load_(decode_low_bit_at_load) {}
 
 ChunkKvCache::Lookup ChunkKvCache::get(uint64_t chunk_id) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -64,16 +65,25 @@ std::shared_ptr<const KvSegment> ChunkKvCache::load(uint64_t chunk_id, const std
   try {
     HostKv host;
     KvShardLayout layout;
+    std::shared_ptr<const KvSegment> encoded;
     {
       const std::lock_guard<std::mutex> read(read_mutex_);
       if (!source_.contains(chunk_id))
         fail("chunk KV cache: no stored KV for chunk 0x", hex64(chunk_id),
              source_.shards() ? " in mode '" + source_.layout().mode + "'" : std::string(" (the mode has no shards)"));
-      host = source_.read(chunk_id);
       layout = source_.layout();
+      if (layout.low_bit() && !decode_low_bit_at_load_)
+        encoded = std::make_shared<const KvSegment>(source_.read_encoded(chunk_id));
+      else
+        host = source_.read(chunk_id);
     }
-    bytes = (host.k.size() + host.v.size()) * sizeof(float);
-    kv = std::make_shared<const KvSegment>(host_to_segment(host, layout, backend_, host.positions));
+    if (encoded) {
+      bytes = encoded->encoded->bytes.size() + encoded->positions.size() * sizeof(int32_t);
+      kv = std::move(encoded);
+    } else {
+      bytes = (host.k.size() + host.v.size()) * sizeof(float);
+      kv = std::make_shared<const KvSegment>(host_to_segment(host, layout, backend_, host.positions));
+    }
   } catch (...) {
     error = std::current_exception();
   }

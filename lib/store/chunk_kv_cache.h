@@ -22,7 +22,9 @@ namespace kvf {
 // least recently used out first. Thread-safe: kvrun's background loader fills it while the query thread reads.
 //
 // An entry's bytes are the f32 bytes of its stored K and V (rows * stored_layers * kv_heads * head_dim * 4 * 2;
-// layers that share a stored layer share its tensors, so they are counted once).
+// layers that share a stored layer share its tensors, so they are counted once). A low-bit mode's chunk (int4,
+// int3, int2) is held as stored, encoded, and counted at its stored bytes, unless decode_low_bit_at_load: the
+// forward pass decodes the rows it gathers (KvSegment::encoded), so the cache holds 6-10x more such chunks.
 // Counting: a miss is a load from the store (whichever thread did it, prefetches included); a hit is a get()
 // served without loading, either from memory or by waiting for a load another thread had already started.
 //
@@ -33,7 +35,8 @@ namespace kvf {
 // (ProfilingBackend's op table, a device stream) must make those two calls thread-safe before it is used here.
 class ChunkKvCache {
  public:
-  ChunkKvCache(const KvModeReader& source, Backend& backend, uint64_t budget_bytes);  // budget 0: keep nothing
+  // budget 0: keep nothing
+  ChunkKvCache(const KvModeReader& source, Backend& backend, uint64_t budget_bytes, bool decode_low_bit_at_load = false);
   ChunkKvCache(const ChunkKvCache&) = delete;
   ChunkKvCache& operator=(const ChunkKvCache&) = delete;
 
@@ -69,6 +72,7 @@ class ChunkKvCache {
   const KvModeReader& source_;
   Backend& backend_;
   const uint64_t budget_;
+  const bool decode_low_bit_at_load_;
   std::mutex read_mutex_;  // every call into source_
 
   mutable std::mutex mutex_;  // everything below

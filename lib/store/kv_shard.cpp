@@ -428,12 +428,13 @@ std::vector<double> KvShardReader::read_anchor_scores(size_t entry) const {
   return scores;
 }
 
-void KvShardReader::read_low_bit_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v,
-                                       std::vector<int32_t>& positions, bool verify_checksum) const {
+// The chunk's bytes and positions, its checksum checked when asked.
+void KvShardReader::read_low_bit_bytes(size_t entry, std::vector<uint8_t>& bytes, std::vector<int32_t>& positions,
+                                       bool verify_checksum) const {
+  KVF_CHECK(entry < index_.size(), path(), ": no index entry ", entry, " (", index_.size(), " entries)");
+  KVF_CHECK(layout_.low_bit(), path(), ": a ", kv_dtype_name(layout_.dtype), " shard has no low-bit encoding");
   const KvChunkEntry& e = index_[entry];
-  const int64_t width = layout_.row_elems();
-  const LowBitSpec spec = layout_.low_bit_spec();
-  std::vector<uint8_t> bytes(low_bit_chunk_bytes(spec, e.rows, width));
+  bytes.resize(low_bit_chunk_bytes(layout_.low_bit_spec(), e.rows, layout_.row_elems()));
   positions.resize(e.rows);
   file_->read_raw_rows("blob", H5T_STD_U8LE, e.first_byte, bytes.size(), bytes.data());
   file_->read_raw_rows("positions", H5T_NATIVE_INT32, e.first_row, e.rows, positions.data());
@@ -442,6 +443,24 @@ void KvShardReader::read_low_bit_chunk(size_t entry, std::vector<float>& k, std:
     KVF_CHECK(found == e.checksum, path(), ": chunk ", hex64(e.chunk_id), " (index entry ", entry,
               ") has checksum ", hex64(found), ", the index records ", hex64(e.checksum));
   }
+}
+
+void KvShardReader::read_low_bit_encoded(size_t entry, std::vector<uint8_t>& bytes,
+                                         std::vector<int32_t>& positions) const {
+  read_low_bit_bytes(entry, bytes, positions, true);
+  const KvChunkEntry& e = index_[entry];
+  KVF_CHECK(low_bit_chunk_finite(layout_.low_bit_spec(), bytes.data(), e.rows, layout_.row_elems()), path(),
+            ": chunk ", hex64(e.chunk_id), " (index entry ", entry,
+            ") has a kept value, scale or minimum that is not finite; stored KV must be finite");
+}
+
+void KvShardReader::read_low_bit_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v,
+                                       std::vector<int32_t>& positions, bool verify_checksum) const {
+  const KvChunkEntry& e = index_[entry];
+  const int64_t width = layout_.row_elems();
+  const LowBitSpec spec = layout_.low_bit_spec();
+  std::vector<uint8_t> bytes;
+  read_low_bit_bytes(entry, bytes, positions, verify_checksum);
   k.resize((size_t)(e.rows * width));
   v.resize(k.size());
   // The writer only makes finite scales and minimums; anything else is damage that unchecked reads must not pass on.

@@ -108,6 +108,10 @@ class KvShardReader {
   // infinite scale is a kvf::Error naming the chunk and the value.
   void read_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v, std::vector<int32_t>& positions,
                   bool verify_checksum = false) const;
+  // A low-bit shard's chunk as stored: its encoding (core/low_bit_kv.h) and positions, its checksum checked and
+  // every kept value, scale and minimum finite (so every value it decodes to is), kvf::Error naming the chunk
+  // otherwise. For readers that decode only what they need (KvSegment::encoded).
+  void read_low_bit_encoded(size_t entry, std::vector<uint8_t>& bytes, std::vector<int32_t>& positions) const;
   // The chunk's anchor scores recorded during prefill (one per row), or empty when the shard or chunk has none.
   std::vector<double> read_anchor_scores(size_t entry) const;
 
@@ -115,6 +119,8 @@ class KvShardReader {
   void require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,
                       const std::vector<float>& v) const;
   void read_low_bit_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v, std::vector<int32_t>& positions,
+                          bool verify_checksum) const;
+  void read_low_bit_bytes(size_t entry, std::vector<uint8_t>& bytes, std::vector<int32_t>& positions,
                           bool verify_checksum) const;
   explicit KvShardReader(const std::string& path);
   std::unique_ptr<h5::File> file_;  // kept open for row-range reads; one thread at a time (HDF5 1.10)

@@ -89,6 +89,11 @@ answer() {
 for kv in q4 q3; do
   [ "$(answer --method fusion --recompute 1)" = "$(answer --method full)" ] || fail "$kv: fusion at 1.0 is not full"
   [ "$(answer --method cacheblend --recompute 0)" = "$(answer --method reuse)" ] || fail "$kv: cacheblend at 0 is not reuse"
+  # Rows decoded where each layer gathers them answer as rows decoded to f32 when the chunk is read.
+  for method in reuse cacheblend fusion; do
+    [ "$(answer --method $method --recompute 0.3)" = "$(answer --method $method --recompute 0.3 --decode-low-bit-at-load)" ] \
+      || fail "$kv: $method answers differently with --decode-low-bit-at-load"
+  done
 done
 
 expect_error() {  # expect_error REGEX ARGS...: exit 1 and a message matching REGEX

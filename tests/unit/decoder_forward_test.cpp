@@ -7,7 +7,9 @@
 #include <random>
 
 #include "support/test_values.h"
+#include "core/low_bit_kv.h"
 #include "model/decoder.h"
+#include "store/chunk_kv.h"
 #include "model/generate.h"
 #include "support/reference_decoder.h"
 #include "support/tiny_model.h"
@@ -221,6 +223,69 @@ TEST_P(DecoderForward, SegmentsWithRotatedKeysGiveTheSameResultsBitForBit) {
   // Moving a segment drops its rotated keys, which were valid only at the old positions.
   EXPECT_TRUE(placed_at(ra, 5).k_roped.empty());
   EXPECT_EQ(ra.slice(2, 4).k_roped.size(), ra.k_roped.size());
+}
+
+// Stored low-bit KV read where it lies (KvSegment::encoded: decoded by the key gather, layer by layer) gives exactly
+// what the same rows decoded to f32 when read give: prefill with superseded rows, probes, sliced segments, and a
+// decoding step (the few-rows attention path of the fast mode).
+TEST_P(DecoderForward, EncodedSegmentsReadExactlyAsTheirDecodedRows) {
+  const auto a = random_tokens(21, vocab, 30), b = random_tokens(13, vocab, 31);
+  const ForwardResult ka = prefill(a, iota_positions(21)), kb = prefill(b, iota_positions(13));
+  const Shape row_shape{decoder->config().n_kv_heads, decoder->config().head_dim};
+  const int n_layers = decoder->config().n_layers;
+  for (const int bits : {4, 3, 2}) {
+    const LowBitSpec spec{bits, 8, 2};
+    // Each chunk both ways: encoded as a store keeps it, and decoded to f32 as a load would.
+    const auto both = [&](const KvSegment& computed, int32_t offset) {
+      const HostKv kv = segment_to_host(computed, *backend);
+      auto enc = std::make_shared<LowBitRows>();
+      enc->spec = spec;
+      enc->rows = kv.rows;
+      enc->stored_layers = n_layers;
+      enc->kv_heads = (int)row_shape[0];
+      enc->head_dim = (int)row_shape[1];
+      enc->layer_map = iota_positions(n_layers, 0);
+      encode_low_bit_chunk(spec, kv.k.data(), kv.v.data(), kv.rows, enc->width(), enc->bytes);
+      HostKv decoded = kv;
+      EXPECT_TRUE(decode_low_bit_chunk(spec, enc->bytes.data(), kv.rows, enc->width(), decoded.k.data(),
+                                       decoded.v.data()));
+      KvShardLayout layout;
+      layout.kv_heads = enc->kv_heads;
+      layout.head_dim = enc->head_dim;
+      layout.stored_layers = n_layers;
+      layout.layer_map = enc->layer_map;
+      KvSegment encoded;
+      encoded.positions = kv.positions;
+      encoded.encoded = enc;
+      const KvSegment plain = host_to_segment(decoded, layout, *backend, kv.positions);
+      EXPECT_EQ(segment_to_host(encoded, *backend).k, decoded.k) << bits << " bits";
+      return std::make_pair(placed_at(encoded, offset), decoder->with_roped_keys(placed_at(plain, offset)));
+    };
+    const auto [ea, da] = both(ka.kv, 0);
+    const auto [eb, db] = both(kb.kv, 21);
+    const KvSegment ea_tail = ea.slice(5, 16), da_tail = da.slice(5, 16);  // rows 5.. of chunk a
+    ForwardRequest r;
+    r.tokens = {a[7], b[0], b[11], a[1], a[2]};
+    r.positions = {7, 21, 32, 34, 35};  // three context rows recomputed (one a kept f16 row), then the question
+    r.logit_rows = all_rows(5);
+    r.return_kv = true;
+    r.probe_layers = {0, n_layers - 1};
+    r.probe_rows = {3, 4};
+    r.view = {&ea_tail, &eb};
+    const ForwardResult from_encoded = decoder->forward(r);
+    r.view = {&da_tail, &db};
+    const ForwardResult from_decoded = decoder->forward(r);
+    EXPECT_EQ(from_encoded.logits, from_decoded.logits) << bits << " bits";
+    EXPECT_EQ(from_encoded.attn_colsum, from_decoded.attn_colsum) << bits << " bits";
+    ForwardRequest step;
+    step.tokens = {b[4]};
+    step.positions = {36};
+    step.logit_rows = {0};
+    step.view = {&ea, &eb};
+    const ForwardResult step_encoded = decoder->forward(step);
+    step.view = {&da, &db};
+    EXPECT_EQ(step_encoded.logits, decoder->forward(step).logits) << bits << " bits";
+  }
 }
 
 TEST_P(DecoderForward, RecomputingEveryContextRowEqualsFullPrefill) {

@@ -72,6 +72,38 @@ TEST(LowBitKv, EveryValueWithinHalfItsGroupScale) {
       }
 }
 
+// Any rows of any one stored layer, decoded alone, are exactly those values of the whole chunk's decoding.
+TEST(LowBitKv, RowsOfOneLayerDecodeAsTheWholeChunk) {
+  const int64_t layer_width = 2 * 16, layers = 3, width = layers * layer_width;
+  for (const int bits : {4, 3, 2})
+    for (const int keep : {0, 3}) {
+      const LowBitSpec s{bits, 8, keep};
+      const int64_t rows = 29;
+      const Encoded e = round_trip(s, rows, width, (uint32_t)(bits * 10 + keep));
+      const std::vector<int32_t> picked{0, 2, 3, 9, 16, 17, 28};  // kept rows, several K groups, the short last
+      for (int64_t l = 0; l < layers; ++l) {
+        std::vector<float> k((size_t)(picked.size() * layer_width)), v(k.size());
+        ASSERT_TRUE(decode_low_bit_rows(s, e.bytes.data(), rows, width, l * layer_width, layer_width, picked.data(),
+                                        (int64_t)picked.size(), k.data(), v.data()));
+        for (size_t i = 0; i < picked.size(); ++i)
+          for (int64_t c = 0; c < layer_width; ++c) {
+            const size_t whole = (size_t)(picked[i] * width + l * layer_width + c), part = i * layer_width + c;
+            ASSERT_EQ(k[part], e.k_out[whole]) << bits << " bits, keep " << keep << ", row " << picked[i];
+            ASSERT_EQ(v[part], e.v_out[whole]) << bits << " bits, keep " << keep << ", row " << picked[i];
+          }
+      }
+      EXPECT_TRUE(low_bit_chunk_finite(s, e.bytes.data(), rows, width));
+      std::vector<uint8_t> damaged = e.bytes;
+      damaged[damaged.size() - 1 - (size_t)(2 * rows * width * bits / 8)] = 0x7e;  // the high byte of V's last min
+      EXPECT_FALSE(low_bit_chunk_finite(s, damaged.data(), rows, width));
+    }
+  std::vector<float> out(8);
+  const int32_t row = 0;
+  EXPECT_NE(error_of([&] { decode_low_bit_rows({4, 8, 0}, nullptr, 1, 16, 4, 8, &row, 1, out.data(), out.data()); })
+                .find("values [4, 12) of rows of 16 are not whole groups of 8"),
+            std::string::npos);
+}
+
 TEST(LowBitKv, ConstantGroupsAreExactAndBytesAsDocumented) {
   const LowBitSpec s{2, 8, 0};
   std::vector<float> k(16 * 8, 0.375f), v(16 * 8, -2.5f), k_out(k.size()), v_out(v.size());

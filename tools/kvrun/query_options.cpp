@@ -48,6 +48,9 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--threads", o.threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd.add_flag("--decode-low-bit-at-load", o.engine.decode_low_bit_at_load,
+               "int4/int3/int2 KV: decode each chunk to f32 once when it is read, instead of holding it as stored and "
+               "decoding the rows each forward pass gathers (more memory, less work per question)");
   cmd.add_option("--backend", o.engine.backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
