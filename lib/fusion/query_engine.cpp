@@ -133,6 +133,9 @@ QueryEngine& QueryEngine::operator=(QueryEngine&&) noexcept = default;
 
 const std::string& QueryEngine::kv_mode() const { return s_->options.kv_mode; }
 int QueryEngine::model_layers() const { return s_->decoder->config().n_layers; }
+ChunkKvCache::Stats QueryEngine::cache_stats() const {
+  return s_->cache ? s_->cache->stats() : ChunkKvCache::Stats{};
+}
 
 std::vector<int32_t> QueryEngine::link_token_ids(int count) const {
   return preset_token_ids(*s_->file, kLinkTokensKey, s_->tokenizer, count);

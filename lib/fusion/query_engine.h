@@ -10,6 +10,7 @@
 #include "fusion/context_kv.h"
 #include "fusion/fused_prefill.h"
 #include "fusion/fusion_method.h"
+#include "store/chunk_kv_cache.h"
 
 namespace kvf {
 
@@ -104,6 +105,7 @@ class QueryEngine {
 
   const std::string& kv_mode() const;
   int model_layers() const;
+  ChunkKvCache::Stats cache_stats() const;  // the chunk KV cache's lookups and what it holds
   std::vector<int32_t> link_token_ids(int count) const;  // the model's link tokens, `count` per chunk
   // An answer's tokens as the assistant would write them right after the prompt (no end token).
   std::vector<int32_t> encode_answer(const std::string& text) const;

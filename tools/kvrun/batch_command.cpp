@@ -1,5 +1,6 @@
 #include <tbb/global_control.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -63,6 +64,10 @@ void run_batch(const BatchArgs& a) {
     progress.advance(1);
   }
   progress.finish();
+  const ChunkKvCache::Stats cache = engine.cache_stats();
+  std::fprintf(stderr, "batch: chunk KV cache: %llu hits, %llu misses; holds %llu chunks in %.1f MiB\n",
+               (unsigned long long)cache.hits, (unsigned long long)cache.misses,
+               (unsigned long long)cache.chunks_held, (double)cache.bytes_held / (1024.0 * 1024.0));
   out.close();
   KVF_CHECK(out, partial, ": write failed");
   std::filesystem::rename(partial, a.out);
