@@ -26,17 +26,22 @@ constexpr const char* kSweepFile = "sweep.json";
 json sweep_json(const EvalOptions& o) {
   std::vector<std::string> methods;
   for (FusionMethod m : o.methods) methods.push_back(method_name(m));
-  return {{"dataset", fs::absolute(o.dataset).lexically_normal().string()},
-          {"store", fs::absolute(o.store_dir).lexically_normal().string()},
-          {"model", o.model},
-          {"methods", methods},
-          {"ratios", o.ratios},
-          {"kv", o.kv_modes},
-          {"setting", o.setting},
-          {"top_k", o.top_k},
-          {"max_tokens", o.max_tokens},
-          {"link_tokens", o.link_tokens},
-          {"question_instruction", kRagQuestionInstruction}};  // the prompt's S comes with the store
+  json sweep = {{"dataset", fs::absolute(o.dataset).lexically_normal().string()},
+               {"store", fs::absolute(o.store_dir).lexically_normal().string()},
+               {"model", o.model},
+               {"methods", methods},
+               {"ratios", o.ratios},
+               {"kv", o.kv_modes},
+               {"setting", o.setting},
+               {"top_k", o.top_k},
+               {"max_tokens", o.max_tokens},
+               {"link_tokens", o.link_tokens},
+               {"question_instruction", kRagQuestionInstruction}};  // the prompt's S comes with the store
+  // Recorded only when not the default, so that sweeps made before the option existed continue.
+  const FusionScoring& f = o.fusion_scoring;
+  if (f.rows != FusionScoring::Rows::All || !f.layers.empty())
+    sweep["fusion_scoring"] = {{"rows", fusion_rows_name(f.rows)}, {"layers", f.layers}};
+  return sweep;
 }
 
 void validate(const EvalOptions& o) {
@@ -296,6 +301,7 @@ void run_eval_sweep(const EvalOptions& o) {
     base.top_k = o.top_k;
     base.max_tokens = o.max_tokens;
     base.link_tokens = o.link_tokens;
+    base.fusion_scoring = o.fusion_scoring;
     base.stop = {"\n\n"};  // small models often put the answer on the line after "The answer is:"
     base.teacher_tokens = first.encode_answer(rec.answers[0]);
     base.return_context_kv = true;

@@ -25,6 +25,7 @@ struct EvalOptions {
   size_t limit = 0;                        // the first N questions; 0: all
   int max_tokens = 32;
   int link_tokens = 0;
+  FusionScoring fusion_scoring;            // fusion's selection: which rows of Q, which layers
   uint64_t cache_bytes = 1ull << 30;
   std::string backend = "cpu";             // where the model runs: cpu | cuda
   std::string out_dir;

@@ -125,15 +125,33 @@ std::vector<float> a3_scores(const Decoder& d, const FusionInputs& in) {
   return scores;
 }
 
-// fusion: last-layer attention of Q's rows (computed over the stored KV) on each stored context row.
+// fusion: attention of Q's rows (computed over the stored KV) on each stored context row, summed over heads,
+// the scoring's rows (all of Q by default) and layers (the last by default).
 std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const std::vector<KvSegment>& placed) {
   ComputedSet probe = computed_set(in.layout, {}, true, true);
   probe.request.view = {in.system};
   for (const KvSegment& seg : placed) probe.request.view.push_back(&seg);
-  probe.request.probe_layers = {d.config().n_layers - 1};
-  probe.request.probe_rows = probe.question_rows;
+  const int n_layers = d.config().n_layers;
+  for (int l : in.scoring.layers.empty() ? std::vector<int>{-1} : in.scoring.layers) {
+    const int layer = l < 0 ? n_layers + l : l;
+    KVF_CHECK(layer >= 0 && layer < n_layers, "fusion: scoring layer ", l, " outside the model's ", n_layers,
+              " layers");
+    probe.request.probe_layers.push_back(layer);
+  }
+  const std::vector<int32_t>& q = probe.question_rows;
+  KVF_CHECK(in.question_text_from >= 0 && in.question_text_from < (int64_t)q.size(),
+            "fusion: the question starts at Q's token ", in.question_text_from, " of ", q.size());
+  switch (in.scoring.rows) {
+    case FusionScoring::Rows::All: probe.request.probe_rows = q; break;
+    case FusionScoring::Rows::Question:
+      probe.request.probe_rows.assign(q.begin() + in.question_text_from, q.end());
+      break;
+    case FusionScoring::Rows::Last: probe.request.probe_rows = {q.back()}; break;
+  }
   const ForwardResult out = d.forward(probe.request);
-  const std::vector<float>& colsum = out.attn_colsum[0];  // S's rows, then each chunk's rows, then computed
+  std::vector<float> colsum = out.attn_colsum[0];  // S's rows, then each chunk's rows, then computed
+  for (size_t p = 1; p < out.attn_colsum.size(); ++p)
+    for (size_t j = 0; j < colsum.size(); ++j) colsum[j] += out.attn_colsum[p][j];
   std::vector<float> scores((size_t)in.layout.n_context(), 0.0f);
   int64_t slot = in.system->rows();
   for (size_t ch = 0; ch < in.chunks.size(); ++ch)
@@ -143,6 +161,21 @@ std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const
 }
 
 }  // namespace
+
+const char* fusion_rows_name(FusionScoring::Rows rows) {
+  switch (rows) {
+    case FusionScoring::Rows::All: return "all";
+    case FusionScoring::Rows::Question: return "question";
+    case FusionScoring::Rows::Last: return "last";
+  }
+  return "?";
+}
+
+FusionScoring::Rows fusion_rows_from_name(const std::string& name) {
+  for (FusionScoring::Rows r : {FusionScoring::Rows::All, FusionScoring::Rows::Question, FusionScoring::Rows::Last})
+    if (name == fusion_rows_name(r)) return r;
+  fail("fusion rows must be all, question or last, got '", name, "'");
+}
 
 std::vector<const KvSegment*> FusedPrefill::base_view() const {
   std::vector<const KvSegment*> view{system};

@@ -11,13 +11,14 @@
 //               context token, summed over Q's tokens and heads (A3 eq. 3); final as cacheblend (A3 eq. 4-5).
 //               In a condensed-KV (LCKV) model both look at its lowest layer above 0 that computes its own KV.
 //   fusion      probe: links and Q over S and the placed chunks, all layers; score = last-layer attention of
-//               Q's rows on each stored context row, summed over Q's tokens and heads (FusionRAG §3.2); final
-//               as above. With nothing to recompute the probe is the answer pass (it equals reuse).
+//               Q's rows on each stored context row, summed over Q's tokens and heads (FusionRAG §3.2; which rows
+//               and layers: FusionScoring); final as above. With nothing to recompute the probe is the answer pass (it equals reuse).
 // With nothing to recompute, cacheblend and a3 are reuse (no probe); with everything, every selector computes
 // exactly full's tokens over exactly full's view.
 #pragma once
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "fusion/fusion_method.h"
@@ -26,10 +27,26 @@
 
 namespace kvf {
 
+// Which attention drives fusion's selection (kvrun --fusion-rows, --fusion-layers): by default every row of Q at
+// the last layer, as FusionRAG §3.2 describes it.
+struct FusionScoring {
+  enum class Rows {
+    All,       // every token of Q: the fixed instruction, the question, the assistant turn's opening
+    Question,  // from the question's own first token on (the instruction before it is the same for every question)
+    Last,      // Q's last token only (the one the first answer token is predicted from)
+  };
+  Rows rows = Rows::All;
+  std::vector<int> layers;  // layers whose attention is summed; negative counts from the end; empty: the last
+};
+const char* fusion_rows_name(FusionScoring::Rows rows);
+FusionScoring::Rows fusion_rows_from_name(const std::string& name);  // throws kvf::Error naming the value
+
 struct FusionInputs {
   const KvSegment* system = nullptr;     // S's KV at positions [0, layout.system_rows)
   std::vector<const KvSegment*> chunks;  // each chunk's stored KV, its rows at in-chunk positions (full: unused)
   RagLayout layout;
+  FusionScoring scoring;
+  int64_t question_text_from = 0;  // index in layout.question_tokens of the question's own first token
 };
 
 struct FusedPrefill {

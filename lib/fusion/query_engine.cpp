@@ -204,6 +204,11 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   for (uint64_t id : q.chunk_ids) chunk_tokens.push_back(s.chunks.find(id)->tokens);
   const std::vector<int32_t> question =
       s.tokenizer.encode(rag_question_suffix(s.chat, "", q.question), false, true);
+  // The question's own text starts where Q stops matching the suffix of an empty question (the fixed instruction).
+  const std::vector<int32_t> no_question = s.tokenizer.encode(rag_question_suffix(s.chat, "", ""), false, true);
+  const auto differ = std::mismatch(question.begin(), question.end(), no_question.begin(), no_question.end());
+  in.question_text_from = std::min<int64_t>(differ.first - question.begin(), (int64_t)question.size() - 1);
+  in.scoring = o.fusion_scoring;
   in.layout = make_rag_layout(s.system_kv.rows(), chunk_tokens, link_token_ids(o.link_tokens), question,
                               c.context_length);
   // A method that recomputes every context token computes exactly full attention: it need not load chunk KV

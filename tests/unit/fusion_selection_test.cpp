@@ -1,6 +1,7 @@
 // kvrun's token selectors (DESIGN.md §6) and KVLink link-token visibility, checked by brute force: every score is
 // recomputed from the papers' definitions with the double-precision reference decoder (support/reference_decoder),
 // whose only engine input is the stored chunk KV itself.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -199,16 +200,26 @@ struct RagSetup {
   }
 
   // fusion (FusionRAG §3.2): links and Q over [S, placed stored chunks]; last-layer weights from Q's rows on each
-  // stored context row, summed over rows and heads.
-  std::vector<double> fusion_scores() const {
+  // stored context row, summed over rows and heads. With a scoring: only its rows of Q (the question's text from
+  // Q's token `text_from`), summed over its layers.
+  std::vector<double> fusion_scores(const FusionScoring& scoring = {}, int64_t text_from = 0) const {
     const auto [tokens, positions] = computed({});
     const auto trace = test::reference_forward(path, reference_view(), tokens, positions);
     const auto slot = stored_slots();
+    std::vector<int> layers;
+    for (int l : scoring.layers.empty() ? std::vector<int>{-1} : scoring.layers)
+      layers.push_back(l < 0 ? n_layers() + l : l);
+    const int64_t n_q = (int64_t)layout.question_positions.size();
     std::vector<double> scores((size_t)layout.n_context(), 0.0);
     for (size_t row = 0; row < positions.size(); ++row) {
       if (positions[row] < layout.question_positions[0]) continue;  // a link token
-      for (int h = 0; h < trace.n_heads; ++h)
-        for (size_t i = 0; i < scores.size(); ++i) scores[i] += trace.prob(n_layers() - 1, h, (int64_t)row, slot[i]);
+      const int64_t qi = positions[row] - layout.question_positions[0];  // Q's rows are consecutive
+      if ((scoring.rows == FusionScoring::Rows::Question && qi < text_from) ||
+          (scoring.rows == FusionScoring::Rows::Last && qi != n_q - 1))
+        continue;
+      for (int layer : layers)
+        for (int h = 0; h < trace.n_heads; ++h)
+          for (size_t i = 0; i < scores.size(); ++i) scores[i] += trace.prob(layer, h, (int64_t)row, slot[i]);
     }
     return scores;
   }
@@ -275,6 +286,26 @@ TEST_P(FusionSelection, A3PicksWhatTheQuestionAttendsToAtLayer1) {
 
 TEST_P(FusionSelection, FusionPicksWhatTheQuestionAttendsToAtTheLastLayerOverStoredKv) {
   expect_selection(rag, FusionMethod::Fusion, rag.fusion_scores());
+}
+
+// Which of Q's rows and which layers drive fusion's selection (kvrun --fusion-rows, --fusion-layers).
+TEST_P(FusionSelection, FusionScoringPicksByTheRowsAndLayersItNames) {
+  rag.inputs.question_text_from = 2;
+  for (const auto& [rows, layers] :
+       std::vector<std::pair<FusionScoring::Rows, std::vector<int>>>{{FusionScoring::Rows::Question, {}},
+                                                                     {FusionScoring::Rows::Last, {}},
+                                                                     {FusionScoring::Rows::All, {0, -1}},
+                                                                     {FusionScoring::Rows::Question, {1}}}) {
+    SCOPED_TRACE(std::string(fusion_rows_name(rows)) + " rows, " + std::to_string(layers.size()) + " layers");
+    rag.inputs.scoring = {rows, layers};
+    expect_selection(rag, FusionMethod::Fusion, rag.fusion_scores(rag.inputs.scoring, 2));
+  }
+  rag.inputs.scoring = {FusionScoring::Rows::All, {rag.n_layers()}};
+  EXPECT_THAT(test::error_of([&] { fused_prefill(*rag.decoder, rag.inputs, FusionMethod::Fusion, kRatio); }),
+              ::testing::HasSubstr("scoring layer " + std::to_string(rag.n_layers()) + " outside the model's"));
+  EXPECT_EQ(fusion_rows_from_name("question"), FusionScoring::Rows::Question);
+  EXPECT_THAT(test::error_of([] { fusion_rows_from_name("middle"); }),
+              ::testing::HasSubstr("fusion rows must be all, question or last, got 'middle'"));
 }
 
 TEST_P(FusionSelection, RatioZeroIsReuseAndRatioOneIsFull) {

@@ -57,7 +57,20 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--compute", o.compute, "fast: compact weights, the CPU's fastest kernels; f32: the reference math")
       ->capture_default_str()
       ->check(CLI::IsMember({"fast", "f32"}));
+  add_fusion_scoring_options(cmd, o.answer.fusion_scoring);
   cmd.add_flag("--json", o.json, "print one JSON object per question");
+}
+
+void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
+  cmd.add_option_function<std::string>(
+         "--fusion-rows", [&s](const std::string& name) { s.rows = fusion_rows_from_name(name); },
+         "fusion: the question-side rows whose attention picks the tokens: all (the instruction, the question and "
+         "the turn's end) | question (from the question's own text on) | last (the last one)")
+      ->check(CLI::IsMember({"all", "question", "last"}))
+      ->default_str("all");
+  cmd.add_option("--fusion-layers", s.layers,
+                 "fusion: layers whose attention is summed, negative from the end (e.g. -1 or 0,-1; default -1)")
+      ->delimiter(',');
 }
 
 nlohmann::json answer_json(const QueryAnswer& a) {
