@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Paired comparison of one method across kvrun eval sweeps that differ in a setting (fusion's scoring rows or
+layers, neighbour count, ...): on the questions every sweep answered, each sweep's F1, F1 / full, normalized F1
+and normalized gold-LL recovery (0 = Full Reuse of independent KV, 1 = full attention, FusionRAG eq. 11), and its
+difference from the first sweep, paired over questions, with 95% percentile bootstrap intervals. Reads each
+folder's results.jsonl (kept next to the report, not committed: it quotes the data set).
+
+  scripts/compare_sweeps.py --method fusion --kv similarity --ratio 0.15 \\
+      baseline=docs/results/eval-hotpotqa-qwen0.5b rows-question=docs/results/scoring/question
+"""
+import argparse
+import json
+import os
+import random
+import sys
+
+
+def read_runs(folder, method, kv, ratio):
+    """question id -> {"x": the method's run, "full": full's run, "reuse": reuse over independent KV}."""
+    path = os.path.join(folder, "results.jsonl")
+    if not os.path.exists(path):
+        sys.exit(f"error: {path}: no such file (run kvrun eval with --out {folder} first)")
+    out = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                q = json.loads(line)
+            except json.JSONDecodeError as e:
+                sys.exit(f"error: {path}:{n}: {e}")
+            picked = {}
+            for r in q["runs"]:
+                if r["method"] == method and r["kv"] == kv and abs(r["ratio"] - ratio) < 1e-9:
+                    picked["x"] = r
+                elif r["method"] == "full":
+                    picked["full"] = r
+                elif r["method"] == "reuse" and r["kv"] == "independent":
+                    picked["reuse"] = r
+            if len(picked) == 3:
+                out[q["id"]] = picked
+    if not out:
+        sys.exit(f"error: {path}: no question has {method} over {kv} at {ratio}, full and reuse over independent KV")
+    return out
+
+
+def summary(runs, ids, metric):
+    """Mean of the method, full and reuse over `ids` for `metric`, and the normalized value."""
+    mean = lambda key: sum(runs[i][key][metric] for i in ids) / len(ids)
+    x, full, reuse = mean("x"), mean("full"), mean("reuse")
+    return x, full, reuse, (x - reuse) / (full - reuse) if full != reuse else float("nan")
+
+
+def bootstrap(ids, stat, resamples, seed):
+    rng = random.Random(seed)
+    values = sorted(stat([rng.choice(ids) for _ in ids]) for _ in range(resamples))
+    values = [v for v in values if v == v]  # a resample with no full-minus-reuse gap has no normalized value
+    if not values:
+        return float("nan"), float("nan")
+    return values[int(0.025 * len(values))], values[max(0, int(0.975 * len(values)) - 1)]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sweeps", nargs="+", help="NAME=FOLDER, the first the baseline")
+    p.add_argument("--method", default="fusion")
+    p.add_argument("--kv", default="similarity")
+    p.add_argument("--ratio", type=float, default=0.15)
+    p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=20261124)
+    a = p.parse_args()
+    sweeps = []
+    for s in a.sweeps:
+        name, sep, folder = s.partition("=")
+        if not sep or not name or not folder:
+            sys.exit(f"error: '{s}': expected NAME=FOLDER")
+        sweeps.append((name, read_runs(folder, a.method, a.kv, a.ratio)))
+    ids = sorted(set.intersection(*(set(runs) for _, runs in sweeps)))
+    if not ids:
+        sys.exit("error: the sweeps have no question in common")
+    base = sweeps[0][1]
+    print(f"{a.method} over {a.kv} KV at {a.ratio}; {len(ids)} questions every sweep answered; paired differences "
+          f"against `{sweeps[0][0]}`, 95% bootstrap intervals ({a.resamples} resamples)\n")
+    print("| sweep | F1 | F1 / full | normalized F1 | normalized gold LL | delta F1 | delta normalized LL |")
+    print("|---|---:|---:|---|---|---|---|")
+    for name, runs in sweeps:
+        cells = [name]
+        f1, full_f1, _, norm_f1 = summary(runs, ids, "f1")
+        cells += [f"{f1:.3f}", f"{f1 / full_f1:.2f}" if full_f1 else "-"]
+        for metric in ("f1", "gold_ll"):
+            lo, hi = bootstrap(ids, lambda s: summary(runs, s, metric)[3], a.resamples, a.seed)
+            cells.append(f"{summary(runs, ids, metric)[3]:.2f} [{lo:.2f}, {hi:.2f}]")
+        if runs is base:
+            cells += ["-", "-"]
+        else:
+            delta_f1 = lambda s: summary(runs, s, "f1")[0] - summary(base, s, "f1")[0]
+            delta_ll = lambda s: summary(runs, s, "gold_ll")[3] - summary(base, s, "gold_ll")[3]
+            for stat in (delta_f1, delta_ll):
+                lo, hi = bootstrap(ids, stat, a.resamples, a.seed)
+                cells.append(f"{stat(ids):+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
