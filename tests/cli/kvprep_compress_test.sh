@@ -31,6 +31,7 @@ compress --from similarity --to q8 --quant int8
 compress --from similarity --to q4 --quant int4 --quant-group 32 --keep-first 2
 compress --from similarity --to q2 --quant int2 --quant-group 64
 compress --from similarity --to q3 --quant int3 --quant-group 64
+compress --from s6 --to s6-q4 --quant int4 --quant-group 32   # shared layers read through the encoding's layer map
 compress --from similarity --to a100 --anchors 1 --segment 16   # keeps every row: the same bytes as its source
 compress --from a50 --to a50-s6-q8 --share-layers 6 --share-samples 3 --share-sample-tokens 16 --quant int8
 # A rerun has nothing to do.
@@ -86,7 +87,7 @@ answer() {
   "$kvrun" ask --store "$store" --kv "$kv" --max-tokens 8 --json --question "Which planet is known for its rings?" "$@" \
     2>>"$work/log" | python3 -c 'import json, sys; print(json.load(sys.stdin)["answer"])'
 }
-for kv in q4 q3; do
+for kv in q4 q3 s6-q4; do
   [ "$(answer --method fusion --recompute 1)" = "$(answer --method full)" ] || fail "$kv: fusion at 1.0 is not full"
   [ "$(answer --method cacheblend --recompute 0)" = "$(answer --method reuse)" ] || fail "$kv: cacheblend at 0 is not reuse"
   # Rows decoded where each layer gathers them answer as rows decoded to f32 when the chunk is read.
