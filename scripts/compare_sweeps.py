@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Paired comparison of one method across kvrun eval sweeps that differ in a setting (fusion's scoring rows or
 layers, neighbour count, ...): on the questions every sweep answered, each sweep's F1, F1 / full, normalized F1
-and normalized gold-LL recovery (0 = Full Reuse of independent KV, 1 = full attention, FusionRAG eq. 11), and its
+and normalized gold-LL recovery (0 = Full Reuse of independent KV, 1 = full attention, FusionRAG eq. 11), the
+share of its recomputed tokens that lie in gold passages (where the data set marks them), and its
 difference from the first sweep, paired over questions, with 95% percentile bootstrap intervals. Reads each
 folder's results.jsonl (kept next to the report, not committed: it quotes the data set).
 
@@ -81,8 +82,8 @@ def main():
     base = sweeps[0][1]
     print(f"{a.method} over {a.kv} KV at {a.ratio}; {len(ids)} questions every sweep answered; paired differences "
           f"against `{sweeps[0][0]}`, 95% bootstrap intervals ({a.resamples} resamples)\n")
-    print("| sweep | F1 | F1 / full | normalized F1 | normalized gold LL | delta F1 | delta normalized LL |")
-    print("|---|---:|---:|---|---|---|---|")
+    print("| sweep | F1 | F1 / full | normalized F1 | normalized gold LL | in gold | delta F1 | delta normalized LL |")
+    print("|---|---:|---:|---|---|---:|---|---|")
     for name, runs in sweeps:
         cells = [name]
         f1, full_f1, _, norm_f1 = summary(runs, ids, "f1")
@@ -90,6 +91,9 @@ def main():
         for metric in ("f1", "gold_ll"):
             lo, hi = bootstrap(ids, lambda s: summary(runs, s, metric)[3], a.resamples, a.seed)
             cells.append(f"{summary(runs, ids, metric)[3]:.2f} [{lo:.2f}, {hi:.2f}]")
+        shares = [runs[i]["x"].get("gold_share") for i in ids]
+        shares = [s for s in shares if s is not None]
+        cells.append(f"{100 * sum(shares) / len(shares):.1f}%" if shares else "-")
         if runs is base:
             cells += ["-", "-"]
         else:
