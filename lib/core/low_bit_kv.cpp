@@ -167,7 +167,11 @@ bool decode_low_bit_rows(const LowBitSpec& s, const uint8_t* in, int64_t chunk_r
   // Codes of the values asked for start on a byte: offset is a multiple of the group, and a group's codes fill
   // whole bytes (check_low_bit_spec).
   const int64_t code_from = offset * s.bits / 8;
-  std::vector<float> scale((size_t)count), mn((size_t)count), codes((size_t)count);
+  // Called per layer and segment in every forward pass: the buffers are kept per thread, not allocated each time.
+  thread_local std::vector<float> scale, mn, codes;
+  scale.resize((size_t)count);
+  mn.resize((size_t)count);
+  codes.resize((size_t)count);
   const auto unpack = [&](const uint8_t* row) {
     switch (s.bits) {
       case 4: return unpack_codes<4>(row + code_from, count, codes.data());
