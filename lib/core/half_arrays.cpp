@@ -52,4 +52,14 @@ void bf16_to_f32_array(const void* in, size_t n, float* out) {
   }
 }
 
+bool all_finite(const float* x, size_t n) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, 4);
+    bad |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
 }  // namespace kvf

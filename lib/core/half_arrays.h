@@ -9,4 +9,8 @@ namespace kvf {
 void f16_to_f32_array(const void* in, size_t n, float* out);
 void bf16_to_f32_array(const void* in, size_t n, float* out);
 
+// Whether none of x[0, n) is infinite or NaN: one branch-free pass over the exponent bits, so that checking every
+// loaded value costs a fraction of loading it.
+bool all_finite(const float* x, size_t n);
+
 }  // namespace kvf

@@ -36,16 +36,23 @@ KvSegment host_to_segment(const HostKv& kv, const KvShardLayout& layout, Backend
             " rows");
   const int64_t row = (int64_t)layout.kv_heads * layout.head_dim, stored = layout.stored_layers;
   std::vector<Tensor> k_stored, v_stored;
-  std::vector<float> buf_k((size_t)(kv.rows * row)), buf_v(buf_k.size());
+  // Each stored layer's rows gathered where the backend reads them: in place in host memory, through a buffer
+  // for a device.
+  const bool on_host = backend.device() == Device::Host;
+  std::vector<float> buf_k(on_host ? 0 : (size_t)(kv.rows * row)), buf_v(buf_k.size());
   for (int64_t s = 0; s < stored; ++s) {
-    for (int64_t r = 0; r < kv.rows; ++r) {
-      std::copy_n(kv.k.data() + (r * stored + s) * row, row, buf_k.data() + r * row);
-      std::copy_n(kv.v.data() + (r * stored + s) * row, row, buf_v.data() + r * row);
-    }
     Tensor k = backend.empty(DType::F32, {kv.rows, layout.kv_heads, layout.head_dim});
     Tensor v = backend.empty(DType::F32, k.shape);
-    backend.copy_from_host(k, buf_k.data(), buf_k.size() * sizeof(float));
-    backend.copy_from_host(v, buf_v.data(), buf_v.size() * sizeof(float));
+    float* dk = on_host ? k.data<float>() : buf_k.data();
+    float* dv = on_host ? v.data<float>() : buf_v.data();
+    for (int64_t r = 0; r < kv.rows; ++r) {
+      std::copy_n(kv.k.data() + (r * stored + s) * row, row, dk + r * row);
+      std::copy_n(kv.v.data() + (r * stored + s) * row, row, dv + r * row);
+    }
+    if (!on_host) {
+      backend.copy_from_host(k, buf_k.data(), buf_k.size() * sizeof(float));
+      backend.copy_from_host(v, buf_v.data(), buf_v.size() * sizeof(float));
+    }
     k_stored.push_back(k);
     v_stored.push_back(v);
   }

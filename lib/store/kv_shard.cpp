@@ -471,6 +471,7 @@ void KvShardReader::read_low_bit_chunk(size_t entry, std::vector<float>& k, std:
 
 void KvShardReader::require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,
                                    const std::vector<float>& v) const {
+  if (all_finite(k.data(), k.size()) && all_finite(v.data(), v.size())) return;
   const size_t row = (size_t)layout_.row_elems(), width = (size_t)layout_.kv_heads * layout_.head_dim;
   for (const auto& [name, values] : {std::make_pair("k", &k), std::make_pair("v", &v)})
     for (size_t i = 0; i < values->size(); ++i)

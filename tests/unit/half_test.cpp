@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/half.h"
@@ -45,6 +46,25 @@ TEST(Half, Bf16RoundsToNearestEven) {
 }
 
 }  // namespace
+// all_finite finds one infinity or NaN wherever it lies (vector body or tail) and passes the extremes of the
+// finite range, subnormals included.
+TEST(HalfArrays, AllFiniteFindsOneBadValueAnywhere) {
+  const float bad[] = {INFINITY, -INFINITY, NAN, -NAN};
+  const float good[] = {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                        std::numeric_limits<float>::denorm_min(), -0.0f};
+  for (const size_t n : {1, 7, 16, 33, 100}) {
+    std::vector<float> x(n, 1.5f);
+    for (size_t i = 0; i < n; ++i) x[i] = good[i % 4];
+    EXPECT_TRUE(kvf::all_finite(x.data(), n)) << n;
+    for (size_t at = 0; at < n; ++at)
+      for (const float b : bad) {
+        std::vector<float> y = x;
+        y[at] = b;
+        ASSERT_FALSE(kvf::all_finite(y.data(), n)) << n << " " << at << " " << b;
+      }
+  }
+}
+
 }  // namespace kvf
 
 // The array conversions (vectorised where the CPU allows) give the per-element results for all 2^16 inputs, at

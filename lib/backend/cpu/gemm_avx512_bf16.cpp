@@ -6,6 +6,10 @@
 
 #include "backend/cpu/gemm_isa.h"
 
+// GCC 12 reports the placeholders inside the shuffle intrinsics as maybe-uninitialized (GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace kvf::cpu {
 namespace {
 
@@ -22,21 +26,47 @@ void convert_x(const float* x, int64_t n, void* out) {
   }
 }
 
+// Sixteen rows of sixteen 32-bit words each -> r[j] holds word j of every row (a 16 x 16 transpose in three
+// rounds of shuffles: words within 128-bit lanes, then pairs of words, then the lanes themselves).
+inline void transpose_16x16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  __m512i u[16];  // u[4g + e]: word e of every 128-bit lane of rows 4g..4g+3
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int e = 0; e < 4; ++e) {
+    const __m512i a = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x88), b = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xDD);
+    const __m512i c = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x88), d = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xDD);
+    r[e] = _mm512_shuffle_i32x4(a, c, 0x88);       // lane 0 of every row group: word e
+    r[4 + e] = _mm512_shuffle_i32x4(b, d, 0x88);   // lane 1: word 4 + e
+    r[8 + e] = _mm512_shuffle_i32x4(a, c, 0xDD);   // lane 2: word 8 + e
+    r[12 + e] = _mm512_shuffle_i32x4(b, d, 0xDD);  // lane 3: word 12 + e
+  }
+}
+
+// Sixteen columns at a time: each column's 32 values of a k step become 16 bf16 pairs (one word each), and a
+// transpose puts pair j of the sixteen columns side by side where the panel keeps them.
 void pack_panel(const float* w, int64_t ldw, int cols, int kc, void* panel) {
   auto* p = static_cast<uint32_t*>(panel);  // one k pair of one column per 32-bit word
-  for (int c = 0; c < kCols; ++c) {
-    if (c >= cols) {
-      for (int j = 0; j < kc / 2; ++j) p[j * kCols + c] = 0;
-      continue;
-    }
-    const float* row = w + c * ldw;
-    alignas(64) uint32_t pairs[16];
+  for (int c0 = 0; c0 < kCols; c0 += 16)
     for (int k = 0; k < kc; k += 32) {
-      _mm512_store_si512(pairs, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + k + 16), _mm512_loadu_ps(row + k)));
-      // cvtne2ps puts its second operand (row + k) in the low half: pairs[j] holds k + 2j and k + 2j + 1.
-      for (int j = 0; j < 16; ++j) p[(k / 2 + j) * kCols + c] = pairs[j];
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) {
+        const float* row = w + (c0 + i) * ldw + k;
+        // cvtne2ps puts its second operand (row) in the low half: word j holds k + 2j and k + 2j + 1.
+        r[i] = c0 + i < cols ? (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + 16), _mm512_loadu_ps(row))
+                             : _mm512_setzero_si512();
+      }
+      transpose_16x16(r);
+      for (int j = 0; j < 16; ++j) _mm512_store_si512(p + (k / 2 + j) * kCols + c0, r[j]);
     }
-  }
 }
 
 template <int R>
@@ -103,3 +133,5 @@ void multiply(const void* xv, int64_t ldx, int rows, const void* panelv, int kc,
 const GemmIsa kGemmAvx512Bf16 = {kCols, 32, 2, convert_x, pack_panel, multiply};
 
 }  // namespace kvf::cpu
+
+#pragma GCC diagnostic pop

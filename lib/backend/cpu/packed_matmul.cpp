@@ -158,7 +158,8 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
     if (nrows <= 0) return;
     const size_t row_bytes = dtype_bytes(p.w->dtype, k);
     const uint8_t* wp = p.w->data<uint8_t>();
-    std::vector<float> values((size_t)(isa.panel_cols * kPanelK));
+    static thread_local std::vector<float> values;  // a panel's weights in f32, before packing
+    values.resize((size_t)(isa.panel_cols * kPanelK));
     static thread_local std::vector<uint8_t> panel;  // 64-byte aligned below for the kernels' aligned loads
     panel.resize((size_t)(isa.panel_cols * kPanelK) * isa.x_elem_bytes + 64);
     void* aligned = panel.data() + (64 - (uintptr_t)panel.data() % 64) % 64;
