@@ -3,7 +3,7 @@
 # Builds a store (chunks of ~200 tokens, independent KV) from the passages of the first QUESTIONS questions of a
 # data set, then runs build/bin/kvf_ttft_bench over them and prints its markdown table.
 # Usage: bench/ttft_bench.sh [DATASET.jsonl] ; env BUILD_DIR, THREADS (2), QUESTIONS (5), RUNS (5), KVFUSE_DATA,
-#   COMPUTE (fast | f32: the compute mode of the store's KV and of every query)
+#   COMPUTE (fast | f32: the compute mode of the store's KV and of every query), MODEL (smollm2 | qwen0.5b | ...)
 #   default data set: $KVFUSE_DATA/musique_cacheblend150.jsonl (10 passages of ~512 tokens per question)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +13,7 @@ threads=${THREADS:-2}
 questions=${QUESTIONS:-5}
 runs=${RUNS:-5}
 compute=${COMPUTE:-fast}
+model=${MODEL:-smollm2}
 dataset=${1:-$data/musique_cacheblend150.jsonl}
 [ -f "$dataset" ] || { echo "error: $dataset not found" >&2; exit 1; }
 work=$(mktemp -d)
@@ -20,11 +21,12 @@ trap 'rm -rf "$work"' EXIT
 
 # The questions (with their passages) and a corpus of exactly those passages.
 "$here/bench/questions_of.py" "$dataset" "$questions" "$work"
-"$build/bin/kvprep" chunk --corpus "$work/corpus.jsonl" --store "$work/store" --chunk-tokens 200 >/dev/null
+"$build/bin/kvprep" chunk --corpus "$work/corpus.jsonl" --store "$work/store" --chunk-tokens 200 --model "$model" \
+  >/dev/null
 "$build/bin/kvprep" prefill --store "$work/store" --mode independent --threads "$threads" --compute "$compute" \
-  >/dev/null 2>&1
+  --model "$model" >/dev/null 2>&1
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, flags: $(grep -o -w -E \
   'avx2|avx512f|avx512_bf16|avx512_vnni|amx_bf16|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-echo "data: $(basename "$dataset"); compute: $compute"
-"$build/bin/kvf_ttft_bench" --store "$work/store" --queries "$work/questions.jsonl" --questions "$questions" \
+echo "data: $(basename "$dataset"); model: $model; compute: $compute"
+"$build/bin/kvf_ttft_bench" --store "$work/store" --model "$model" --queries "$work/questions.jsonl" --questions "$questions" \
   --chunks 10 --runs "$runs" --threads "$threads" --compute "$compute"

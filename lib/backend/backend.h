@@ -32,6 +32,9 @@ struct AttentionArgs {
   Tensor k_pos;   // i32 [m]; query at p reads keys with position <= p
   Tensor out;     // f32 [n, n_heads, head_dim]
   float scale = 1.0f;
+  // The fast compute mode: Q, K, the softmax weights and V may be rounded to bf16 (sums stay f32). A backend
+  // without such a kernel computes in f32.
+  bool bf16_inputs = false;
   // Optional probe: probe_colsum[j] += sum over probe_rows r and heads h of softmax weight P[r, h, j].
   Tensor probe_rows;    // i32 [r] indices into q rows (undefined: no probe)
   Tensor probe_colsum;  // f32 [m]

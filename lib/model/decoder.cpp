@@ -269,6 +269,7 @@ class ForwardPass {
     }
     args.out = attn_.rows(p.offset, p.n);
     args.scale = 1.0f / std::sqrt((float)c_.head_dim);
+    args.bf16_inputs = mode_ == ComputeMode::Fast;
     return args;
   }
 

@@ -87,7 +87,7 @@ class DecoderVsLlamaCpp : public ::testing::TestWithParam<std::tuple<DecoderCase
 TEST_P(DecoderVsLlamaCpp, LogitsAgreeAtEveryPosition) {
   const DecoderCase& c = param();
   const int vocab = decoder_->config().vocab;
-  size_t total = 0;
+  size_t total = 0, agree = 0;
   double worst = 0;
   for (const auto& prompt : (*fixture_)["prompts"]) {
     ForwardRequest r;
@@ -100,6 +100,7 @@ TEST_P(DecoderVsLlamaCpp, LogitsAgreeAtEveryPosition) {
     const Agreement f32 = compare(out.logits, prompt["refs"]["f32"], vocab);
     const Agreement quant = compare(out.logits, prompt["refs"][c.quant], vocab, c.quant_from);
     total += f32.positions;
+    agree += f32.top1_agree;
     worst = std::max(worst, f32.max_diff);
     std::printf("  %-8s %4zu tokens | vs llama.cpp f32: top-1 %zu/%zu, max |dlogit| %.5f | vs llama.cpp %s: "
                 "top-1 %zu/%zu, max |dlogit| %.4f from position %zu\n",
@@ -108,8 +109,7 @@ TEST_P(DecoderVsLlamaCpp, LogitsAgreeAtEveryPosition) {
     if (fast()) {
       std::printf("    fast: top-1 differs from llama.cpp f32 only where its lead is <= %.3f\n", f32.max_flip_lead);
       EXPECT_LT(f32.max_diff, c.fast_max_diff) << prompt["name"];
-      EXPECT_LT(f32.max_flip_lead, 0.1) << prompt["name"];
-      EXPECT_GE((double)f32.top1_agree, 0.98 * (double)f32.positions) << prompt["name"];
+      EXPECT_LT(f32.max_flip_lead, 0.1) << prompt["name"];  // every disagreement is a near-tie ...
     } else {
       EXPECT_EQ(f32.top1_agree, f32.positions) << prompt["name"];
       EXPECT_LT(f32.max_diff, c.f32_max_diff) << prompt["name"];
@@ -118,8 +118,12 @@ TEST_P(DecoderVsLlamaCpp, LogitsAgreeAtEveryPosition) {
     EXPECT_GE((double)quant.top1_agree, c.quant_top1 * (double)quant.positions) << prompt["name"];
     EXPECT_LT(quant.max_diff, c.quant_max_diff) << prompt["name"];
   }
-  std::printf("  %s: largest |dlogit| against llama.cpp f32 over %zu positions: %.5f\n", c.preset.c_str(), total,
-              worst);
+  std::printf("  %s: largest |dlogit| against llama.cpp f32 over %zu positions: %.5f; top-1 agrees at %zu\n",
+              c.preset.c_str(), total, worst, agree);
+  // ... and there are few of them over all prompts (a 25-token prompt cannot hold 2% by itself).
+  if (fast()) {
+    EXPECT_GE((double)agree, 0.98 * (double)total);
+  }
   EXPECT_EQ((*fixture_)["prompts"].size(), 5u);
   EXPECT_GE(total, c.min_positions);
 }

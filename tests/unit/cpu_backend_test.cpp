@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu/flash_attention.h"
 #include "backend/cpu/vec_math.h"
 #include "model/rope_frequencies.h"
 
@@ -192,6 +194,73 @@ TEST_F(CpuOps, BlockAttentionEqualsAttentionOverTheConcatenatedRows) {
     std::fill_n(a.out.data<float>(), a.out.numel(), 7.0f);
     b->Backend::attention_blocks(a);
     for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(a.out.data<float>()[i], ref[i], 2e-5) << "default " << i;
+  }
+}
+
+// The fast mode's attention (bf16 inputs, f32 sums, tiles of keys with an online softmax) against the naive rule:
+// GQA, head sizes 64 and 128, unsorted keys, key counts off the 64-key tiles, a row that sees nothing. Its error
+// is the rounding of Q, K, the weights and V to bf16 (2^-9 of each value); a row's result must not depend on the
+// rows computed with it; a probe attached takes the f32 kernel's weights and leaves the output as it was.
+TEST_F(CpuOps, Bf16AttentionIsCloseToTheRuleAndIndependentOfItsBatch) {
+  if (!cpu::flash_attention_bf16_available(64)) GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+  std::mt19937 rng(11);
+  struct Case {
+    int n, m, heads, kv, d;
+    bool sorted;
+  };
+  for (const Case c : {Case{1, 1, 2, 1, 64, true}, {17, 300, 9, 3, 64, true}, {150, 700, 14, 2, 64, true},
+                       {37, 130, 4, 4, 128, false}, {40, 70, 6, 3, 64, false}}) {
+    AttentionArgs a;
+    a.q = make({c.n, c.heads, c.d}, rng);
+    a.k = make({c.m, c.kv, c.d}, rng);
+    a.v = make({c.m, c.kv, c.d}, rng);
+    a.out = b->empty(DType::F32, {c.n, c.heads, c.d});
+    a.scale = 1.0f / std::sqrt((float)c.d);
+    a.bf16_inputs = true;
+    std::vector<int32_t> qpos(c.n), kpos(c.m);
+    std::uniform_int_distribution<int32_t> any(0, c.m + c.n);
+    for (int j = 0; j < c.m; ++j) kpos[j] = c.sorted ? j : any(rng);
+    for (int i = 0; i < c.n; ++i) qpos[i] = c.sorted ? c.m - c.n + i : any(rng);
+    if (c.n > 1) qpos[1] = -1;  // sees no key
+    a.q_pos = make_i32(qpos);
+    a.k_pos = make_i32(kpos);
+    b->attention(a);
+    std::vector<double> ref, colsum;
+    naive_attention(a, ref, colsum, {});
+    double err = 0, norm = 0, worst = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      const double e = a.out.data<float>()[i] - ref[i];
+      err += e * e, norm += ref[i] * ref[i], worst = std::max(worst, std::abs(e));
+    }
+    EXPECT_LT(err / norm, 1e-4) << "n=" << c.n << " m=" << c.m;
+    EXPECT_LT(worst, 0.03) << "n=" << c.n << " m=" << c.m;
+    if (c.n > 1) {
+      for (int64_t i = 0; i < c.heads * c.d; ++i) ASSERT_EQ(a.out.data<float>()[c.heads * c.d + i], 0.0f);
+    }
+
+    // Rows [r0, n) alone give the same bits as within the whole batch.
+    const int r0 = c.n / 3;
+    AttentionArgs part = a;
+    part.q = a.q.rows(r0, c.n - r0);
+    part.q_pos = a.q_pos.rows(r0, c.n - r0);
+    part.out = b->empty(DType::F32, {c.n - r0, c.heads, c.d});
+    b->attention(part);
+    ASSERT_EQ(0, std::memcmp(part.out.data<float>(), a.out.data<float>() + (int64_t)r0 * c.heads * c.d,
+                             part.out.nbytes()))
+        << "n=" << c.n;
+
+    // A probe takes the f32 kernel's weights and leaves the output as it was without it.
+    AttentionArgs probed = a, exact = a;
+    exact.bf16_inputs = false;
+    for (AttentionArgs* x : {&probed, &exact}) {
+      x->out = b->empty(DType::F32, {c.n, c.heads, c.d});
+      x->probe_rows = make_i32({0});
+      x->probe_colsum = b->empty(DType::F32, {c.m});
+      std::fill_n(x->probe_colsum.data<float>(), c.m, 0.0f);
+      b->attention(*x);
+    }
+    ASSERT_EQ(0, std::memcmp(probed.out.data<float>(), a.out.data<float>(), a.out.nbytes()));
+    ASSERT_EQ(0, std::memcmp(probed.probe_colsum.data<float>(), exact.probe_colsum.data<float>(), c.m * 4));
   }
 }
 

@@ -9,12 +9,15 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/flash_attention.h"
 #include "backend/op_checks.h"
 #include "backend/cpu/vec_math.h"
 
 namespace kvf::cpu {
 
-void CpuBackend::attention(AttentionArgs& a) {
+namespace {
+
+void attention_f32(AttentionArgs& a) {
   const AttentionDims dims = attention_dims(a);
   const int64_t n = dims.n, n_heads = dims.n_heads, hd = dims.head_dim, m = dims.m, n_kv = dims.n_kv_heads;
   const int32_t* qp = a.q_pos.data<int32_t>();
@@ -40,13 +43,18 @@ void CpuBackend::attention(AttentionArgs& a) {
   std::vector<std::vector<float>> probe_partial;
 
   // One task per (kv head, block of query rows): the query heads sharing that kv head are stacked into one
-  // matrix, so each key block is packed once for all of them.
-  constexpr int64_t kBlock = 64;
-  const int64_t n_blocks = (n + kBlock - 1) / kBlock;
+  // matrix, so each key block is packed once for all of them. Blocks of at most 64 rows, and at least 6 tasks
+  // where the rows allow blocks of 16, so that few kv heads (2 or 3) still spread evenly over the workers (a
+  // fixed count: results must not depend on how many threads run them).
+  constexpr int64_t kBlock = 64, kMinTasks = 6, kMinRows = 16;
+  const int64_t n_blocks = std::max((n + kBlock - 1) / kBlock,
+                                    std::min((kMinTasks + n_kv - 1) / n_kv, (n + kMinRows - 1) / kMinRows));
   if (probing) probe_partial.resize(n_kv * n_blocks);
   tbb::enumerable_thread_specific<std::vector<float>> scratch;
   tbb::parallel_for(int64_t{0}, n_kv * n_blocks, [&](int64_t task) {
-    const int64_t g = task / n_blocks, r0 = (task % n_blocks) * kBlock, r1 = std::min(n, r0 + kBlock);
+    const int64_t block_rows = (n + n_blocks - 1) / n_blocks;
+    const int64_t g = task / n_blocks, r0 = (task % n_blocks) * block_rows, r1 = std::min(n, r0 + block_rows);
+    if (r0 >= r1) return;
     const int64_t rows = r1 - r0, stacked = rows * group;
     const int32_t q_max = *std::max_element(qp + r0, qp + r1);
     const int64_t mk = sorted ? std::upper_bound(kp, kp + m, q_max) - kp : m;
@@ -103,6 +111,23 @@ void CpuBackend::attention(AttentionArgs& a) {
   float* colsum = probing ? a.probe_colsum.data<float>() : nullptr;
   for (const auto& part : probe_partial)
     for (size_t j = 0; j < part.size(); ++j) colsum[j] += part[j];
+}
+
+}  // namespace
+
+void CpuBackend::attention(AttentionArgs& a) {
+  const AttentionDims dims = attention_dims(a);
+  if (!a.bf16_inputs || !flash_attention_bf16_available(dims.head_dim)) return attention_f32(a);
+  // A probe's weights come from the f32 kernel (its output set aside), so attaching one never changes the output.
+  if (dims.probing) {
+    AttentionArgs probe = a;
+    probe.out = empty(DType::F32, a.out.shape);
+    attention_f32(probe);
+  }
+  AttentionArgs plain = a;
+  plain.probe_rows = Tensor();
+  plain.probe_colsum = Tensor();
+  flash_attention_bf16(plain);
 }
 
 }  // namespace kvf::cpu
