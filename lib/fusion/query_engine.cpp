@@ -1,5 +1,7 @@
 #include "fusion/query_engine.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -219,13 +221,16 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   const bool reads_stored = o.method == FusionMethod::Reuse ||
                             (o.method != FusionMethod::Full && recompute_count(a.recompute, n) < n);
   const auto t_load = Clock::now();
-  if (reads_stored)
-    for (uint64_t id : q.chunk_ids) {
-      ChunkKvCache::Lookup hit = s.cache->get(id);
+  if (reads_stored) {
+    // Chunks load side by side: the store reads one at a time, converting and checking them runs in parallel.
+    std::vector<ChunkKvCache::Lookup> looked(q.chunk_ids.size());
+    tbb::parallel_for(size_t{0}, looked.size(), [&](size_t i) { looked[i] = s.cache->get(q.chunk_ids[i]); });
+    for (ChunkKvCache::Lookup& hit : looked) {
       (hit.hit ? a.cache_hits : a.cache_misses)++;
       p.held.push_back(hit.kv);
       in.chunks.push_back(p.held.back().get());
     }
+  }
   a.ms.load = ms_since(t_load);
   p.decoder = reads_stored && s.stored_decoder ? s.stored_decoder.get() : s.decoder.get();
   p.fused = fused_prefill(*p.decoder, in, reads_stored ? o.method : FusionMethod::Full, a.recompute, memo);

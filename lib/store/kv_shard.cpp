@@ -364,7 +364,10 @@ void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<
   const size_t elems = (size_t)e.rows * layout_.row_elems();
   const size_t bytes = elems * layout_.element_bytes();
   const size_t groups = (size_t)e.rows * layout_.stored_layers * layout_.kv_heads;
-  std::vector<uint8_t> k_raw(bytes), v_raw(bytes);
+  // The stored bytes land in buffers kept per thread: fresh pages for every chunk cost more than converting them.
+  static thread_local std::vector<uint8_t> k_raw, v_raw;
+  k_raw.resize(bytes);
+  v_raw.resize(bytes);
   std::vector<uint16_t> k_scale, v_scale;
   positions.resize(e.rows);
   const h5::Handle type = dtype_h5_type(dtype);
