@@ -48,12 +48,17 @@ struct KeyBlock {
   Tensor pos;   // i32 [count]: the position of each row read
 };
 
+// The CPU backend's attention_blocks reads the keys in place in f32 for up to this many query rows (decoding
+// steps, short questions); more rows, with bf16_inputs, go to its bf16 kernel, also in place.
+inline constexpr int64_t kBlockAttentionFewRows = 16;
+
 struct BlockAttentionArgs {
   Tensor q;      // f32 [n, n_heads, head_dim], RoPE applied
   Tensor q_pos;  // i32 [n]
   std::vector<KeyBlock> blocks;
   Tensor out;    // f32 [n, n_heads, head_dim]
   float scale = 1.0f;
+  bool bf16_inputs = false;  // as AttentionArgs::bf16_inputs
 };
 
 class Backend {

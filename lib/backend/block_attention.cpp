@@ -11,6 +11,7 @@ void Backend::attention_blocks(const BlockAttentionArgs& a) {
   staged.q_pos = a.q_pos;
   staged.out = a.out;
   staged.scale = a.scale;
+  staged.bf16_inputs = a.bf16_inputs;
   staged.k = empty(DType::F32, {d.m, d.n_kv_heads, d.head_dim});
   staged.v = empty(DType::F32, {d.m, d.n_kv_heads, d.head_dim});
   staged.k_pos = empty(DType::I32, {d.m});

@@ -174,14 +174,15 @@ class ForwardPass {
     // A layer that masks its own token reads only keys before it: a query at p is bounded as if at p - 1.
     const Tensor& mask_pos = c_.condensed.masks_diagonal(l) ? p.pos_before : p.pos;
     const auto probe = std::find(r.probe_layers.begin(), r.probe_layers.end(), l);
-    // Few query rows in the fast mode (decoding steps, short questions): attention reads the view's rotated keys
-    // where they lie instead of a staged copy of every key.
-    if (mode_ == ComputeMode::Fast && p.n <= kFewQueryRows && probe == r.probe_layers.end()) {
+    // The fast mode without a probe: attention reads the view's rotated keys where they lie instead of a staged
+    // copy of every key.
+    if (mode_ == ComputeMode::Fast && probe == r.probe_layers.end()) {
       BlockAttentionArgs args;
       args.q = qs;
       args.q_pos = mask_pos;
       args.out = attn_.rows(p.offset, p.n);
       args.scale = 1.0f / std::sqrt((float)c_.head_dim);
+      args.bf16_inputs = true;
       stage_keys(r, p, src, ks, vs, &args.blocks);
       b_.attention_blocks(args);
       return;

@@ -15,10 +15,11 @@
 
 namespace kvf {
 
-// Up to this many query rows per sequence, the fast compute mode's attention reads keys in place
-// (attention_blocks), a path without probes: a probed sequence that short takes the staged path, whose outputs
-// may differ in the last bits. Callers that probe without wanting to change outputs probe only longer sequences.
-inline constexpr int64_t kFewQueryRows = 16;
+// The fast compute mode's attention reads keys in place (attention_blocks), a path without probes; a probed
+// sequence takes the staged path, which gives the same outputs bit for bit only for more than this many query
+// rows (fewer rows read in place are summed in f32). Callers that probe without wanting to change outputs probe
+// only longer sequences.
+inline constexpr int64_t kFewQueryRows = kBlockAttentionFewRows;
 
 struct ForwardRequest {
   std::vector<int32_t> tokens;

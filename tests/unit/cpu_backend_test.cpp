@@ -1,6 +1,7 @@
 // CPU backend ops against naive double-precision loops written from their definitions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -262,6 +263,64 @@ TEST_F(CpuOps, Bf16AttentionIsCloseToTheRuleAndIndependentOfItsBatch) {
     ASSERT_EQ(0, std::memcmp(probed.out.data<float>(), a.out.data<float>(), a.out.nbytes()));
     ASSERT_EQ(0, std::memcmp(probed.probe_colsum.data<float>(), exact.probe_colsum.data<float>(), c.m * 4));
   }
+}
+
+// Many query rows over keys read in place (attention_blocks) in bf16 give exactly what the same keys staged in
+// position order give through attention(): the kernel reads the blocks' rows sorted by position, rows of one
+// block interleaved with another's, a subset of a block, rows that see nothing included.
+TEST_F(CpuOps, Bf16BlockAttentionEqualsTheStagedKeysBitForBit) {
+  if (!cpu::flash_attention_bf16_available(64)) GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+  std::mt19937 rng(13);
+  const int n = 40, heads = 9, kv = 3, d = 64;
+  BlockAttentionArgs a;
+  a.q = make({n, heads, d}, rng);
+  a.out = b->empty(DType::F32, {n, heads, d});
+  a.scale = 0.125f;
+  a.bf16_inputs = true;
+  // Block 0: 150 rows, every third one skipped, at even positions; block 1: 60 rows at odd positions.
+  std::vector<std::pair<int32_t, std::pair<const float*, const float*>>> by_pos;
+  for (int blk = 0; blk < 2; ++blk) {
+    const int rows = blk == 0 ? 150 : 60;
+    KeyBlock kb{make({rows, kv, d}, rng), make({rows, kv, d}, rng), {}, {}};
+    std::vector<int32_t> read, pos;
+    for (int r = 0; r < rows; ++r)
+      if (blk == 1 || r % 3 != 1) read.push_back(r);
+    for (size_t j = 0; j < read.size(); ++j) pos.push_back(blk == 0 ? 2 * (int32_t)j : 2 * (int32_t)j + 1);
+    if (blk == 0) kb.rows = make_i32(read);
+    kb.pos = make_i32(pos);
+    for (size_t j = 0; j < read.size(); ++j)
+      by_pos.push_back({pos[j], {kb.k.data<float>() + (int64_t)read[j] * kv * d, kb.v.data<float>() + (int64_t)read[j] * kv * d}});
+    a.blocks.push_back(kb);
+  }
+  std::vector<int32_t> qpos(n);
+  for (int i = 0; i < n; ++i) qpos[i] = i == 0 ? -1 : 5 * i + 20;
+  a.q_pos = make_i32(qpos);
+  b->attention_blocks(a);
+
+  std::sort(by_pos.begin(), by_pos.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  const int m = (int)by_pos.size();
+  AttentionArgs staged;
+  staged.q = a.q;
+  staged.q_pos = a.q_pos;
+  staged.k = b->empty(DType::F32, {m, kv, d});
+  staged.v = b->empty(DType::F32, {m, kv, d});
+  std::vector<int32_t> kpos;
+  for (int j = 0; j < m; ++j) {
+    std::copy_n(by_pos[j].second.first, kv * d, staged.k.data<float>() + (int64_t)j * kv * d);
+    std::copy_n(by_pos[j].second.second, kv * d, staged.v.data<float>() + (int64_t)j * kv * d);
+    kpos.push_back(by_pos[j].first);
+  }
+  staged.k_pos = make_i32(kpos);
+  staged.out = b->empty(DType::F32, {n, heads, d});
+  staged.scale = a.scale;
+  staged.bf16_inputs = true;
+  b->attention(staged);
+  ASSERT_EQ(0, std::memcmp(staged.out.data<float>(), a.out.data<float>(), a.out.nbytes()));
+  std::vector<double> ref, colsum;
+  naive_attention(staged, ref, colsum, {});
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < ref.size(); ++i) err += std::pow(a.out.data<float>()[i] - ref[i], 2), norm += ref[i] * ref[i];
+  EXPECT_LT(err / norm, 1e-4);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// Attention for few query rows over keys read in place (decoding steps, short questions over a long view): a
-// flash-style pass over tiles of keys with an online softmax, no score matrix and no staging copy. The keys are
-// split into spans worked on in parallel, each keeping its own running maximum, sum and output, merged in span
-// order at the end so the result does not depend on scheduling.
+// Attention over keys read in place. More than kBlockAttentionFewRows query rows go to the bf16 kernel
+// (flash_attention_bf16.cpp) or, in f32, through staging; fewer (decoding steps, short questions over a long
+// view) are computed here in f32: a flash-style pass over tiles of keys with an online softmax, no score matrix
+// and no staging copy. The keys are split into spans worked on in parallel, each keeping its own running
+// maximum, sum and output, merged in span order at the end so the result does not depend on scheduling.
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/flash_attention.h"
+#include "backend/cpu/key_table.h"
 #include "backend/cpu/vec_math.h"
 #include "backend/op_checks.h"
 
@@ -49,30 +52,6 @@ void scale(float* y, float c, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= c;
 }
 
-// Where key j of the call lies: its K and V rows (kv head 0) and its position.
-struct KeyTable {
-  std::vector<const float*> k, v;
-  std::vector<int32_t> pos;
-};
-
-KeyTable key_table(const BlockAttentionArgs& a, int64_t m, int64_t row_elems) {
-  KeyTable t;
-  t.k.reserve(m), t.v.reserve(m), t.pos.reserve(m);
-  for (const KeyBlock& b : a.blocks) {
-    const int64_t count = b.pos.numel(), rows = b.k.dim(0);
-    const int32_t* idx = b.rows.defined() ? b.rows.data<int32_t>() : nullptr;
-    const int32_t* pos = b.pos.data<int32_t>();
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t r = idx ? idx[j] : j;
-      KVF_CHECK(r >= 0 && r < rows, "attention_blocks: row ", r, " outside [0, ", rows, ")");
-      t.k.push_back(b.k.data<float>() + r * row_elems);
-      t.v.push_back(b.v.data<float>() + r * row_elems);
-      t.pos.push_back(pos[j]);
-    }
-  }
-  return t;
-}
-
 // The softmax state of one (query row, head) over one span of keys.
 struct Partial {
   float max = -INFINITY, sum = 0.0f;
@@ -82,8 +61,12 @@ struct Partial {
 
 void CpuBackend::attention_blocks(const BlockAttentionArgs& a) {
   const BlockAttentionDims d = block_attention_dims(a);
+  if (d.n > kBlockAttentionFewRows) {  // many rows: the bf16 kernel reads in place too; in f32, staged sgemm
+    if (a.bf16_inputs && flash_attention_bf16_available(d.head_dim)) return flash_attention_bf16(a);
+    return Backend::attention_blocks(a);
+  }
   const int64_t n = d.n, H = d.n_heads, KV = d.n_kv_heads, D = d.head_dim, m = d.m, group = H / KV;
-  const KeyTable keys = key_table(a, m, KV * D);
+  const KeyTable keys = key_table(a, KV * D);
   const float* q = a.q.data<float>();
   const int32_t* qp = a.q_pos.data<int32_t>();
   float* out = a.out.data<float>();

@@ -3,9 +3,10 @@
 // ever held. Q, K, the softmax weights and V are rounded to bf16 and multiplied by the compact-weight matmul's
 // micro-kernel (kGemmAvx512Bf16.multiply: vdpbf16ps, sums in f32); the running maximum, sum and output stay f32.
 //
-// Every kv head's keys and values are packed once per call into that kernel's panels; then one task per (kv head,
-// block of query rows) stacks the query heads sharing the kv head, so each panel serves all of them. A row's
-// result depends only on the row and the keys (tiles start at multiples of 64, a tile no key of which the row
+// The keys are read where they lie (a key table: one K/V pair, or the blocks of a view) and every kv head's keys
+// and values are packed once per call into that kernel's panels; then one task per (kv head, block of query
+// rows) stacks the query heads sharing the kv head, so each panel serves all of them. A row's result depends
+// only on the row and the keys in their order (tiles start at multiples of 64, a tile no key of which the row
 // sees changes nothing), never on how rows are blocked or how many threads run.
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -18,12 +19,15 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/flash_attention.h"
 #include "backend/cpu/gemm_isa.h"
+#include "backend/cpu/key_table.h"
 #include "backend/cpu/vec_math.h"
 #include "backend/op_checks.h"
 
-// GCC 12 reports the placeholders inside the reduce and convert intrinsics as maybe-uninitialized (GCC PR 105593).
+// GCC 12 reports the placeholders inside the reduce, widen and shift intrinsics as (maybe-)uninitialized (GCC PR
+// 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace kvf::cpu {
 namespace {
@@ -45,12 +49,12 @@ struct Panels {
 // Rows j and j + 1 of a tile of V become one k step of a panel: word c holds (V[j][d0 + c], V[j + 1][d0 + c]) as
 // bf16, the low half first as the micro-kernel pairs them. Rows past `rows` are zero (their weights are 0 and
 // must meet finite values).
-void pack_v_tile(const float* v, int64_t ldv, int64_t rows, int64_t d0, uint32_t* panel) {
+void pack_v_tile(const float* const* v, int64_t rows, int64_t d0, uint32_t* panel) {
   for (int64_t kk = 0; kk < kTile / 2; ++kk) {
     const int64_t j = 2 * kk;
     for (int64_t c = 0; c < 64; c += 16) {
-      const __m512 a = j < rows ? _mm512_loadu_ps(v + j * ldv + d0 + c) : _mm512_setzero_ps();
-      const __m512 b = j + 1 < rows ? _mm512_loadu_ps(v + (j + 1) * ldv + d0 + c) : _mm512_setzero_ps();
+      const __m512 a = j < rows ? _mm512_loadu_ps(v[j] + d0 + c) : _mm512_setzero_ps();
+      const __m512 b = j + 1 < rows ? _mm512_loadu_ps(v[j + 1] + d0 + c) : _mm512_setzero_ps();
       const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a));
       const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b));
       _mm512_store_si512(panel + kk * kTile + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
@@ -65,27 +69,12 @@ struct Scratch {
   std::vector<int32_t> pos;
 };
 
-}  // namespace
-
-bool flash_attention_bf16_available(int64_t head_dim) {
-  static const bool bf16 = cpu_features().avx512_bf16;
-  return bf16 && head_dim % 64 == 0;
-}
-
-void flash_attention_bf16(const AttentionArgs& a) {
-  const AttentionDims dims = attention_dims(a);
-  KVF_CHECK(!dims.probing, "flash attention: probes need the exact softmax weights (the f32 attention)");
-  KVF_CHECK(flash_attention_bf16_available(dims.head_dim), "flash attention: head_dim ", dims.head_dim,
-            " on a CPU ", cpu_features().avx512_bf16 ? "with" : "without", " AVX-512 BF16");
-  const int64_t n = dims.n, H = dims.n_heads, D = dims.head_dim, m = dims.m, KV = dims.n_kv_heads;
-  const int64_t group = H / KV, ld = KV * D, d_blocks = D / 64;
-  const int32_t* qp = a.q_pos.data<int32_t>();
-  const int32_t* kp = a.k_pos.data<int32_t>();
-  const float* q = a.q.data<float>();
-  const float* k = a.k.data<float>();
-  const float* v = a.v.data<float>();
-  float* out = a.out.data<float>();
+// The kernel proper: n query rows (q [n, H, D], positions qp) over the keys of `keys` (rows of KV * D floats).
+void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t KV, int64_t D, const KeyTable& keys,
+                float scale, float* out) {
   if (n == 0) return;
+  const int64_t m = keys.size(), group = H / KV, d_blocks = D / 64;
+  const int32_t* kp = keys.pos.data();
   // Keys in position order (the usual layout) are read only up to the last one any query sees.
   const bool sorted = std::is_sorted(kp, kp + m);
   const int32_t q_max_all = *std::max_element(qp, qp + n);
@@ -100,9 +89,12 @@ void flash_attention_bf16(const AttentionArgs& a) {
   vpan.resize((size_t)(KV * tiles * v_words));
   tbb::parallel_for(int64_t{0}, KV * tiles, [&](int64_t item) {
     const int64_t g = item / tiles, t = item % tiles, j0 = t * kTile, rows = std::min(kTile, m - j0);
-    kGemmAvx512Bf16.pack_panel(k + j0 * ld + g * D, ld, (int)rows, (int)D, kpan.base + item * k_words);
+    const float* k_rows[kTile];
+    const float* v_rows[kTile];
+    for (int64_t j = 0; j < rows; ++j) k_rows[j] = keys.k[j0 + j] + g * D, v_rows[j] = keys.v[j0 + j] + g * D;
+    pack_panel_rows_bf16(k_rows, (int)rows, (int)D, kpan.base + item * k_words);
     for (int64_t db = 0; db < d_blocks; ++db)
-      pack_v_tile(v + j0 * ld + g * D, ld, rows, 64 * db, vpan.base + item * v_words + db * kPanelWords);
+      pack_v_tile(v_rows, rows, 64 * db, vpan.base + item * v_words + db * kPanelWords);
   });
 
   const int64_t blocks = (n + kBlockRows - 1) / kBlockRows;
@@ -149,7 +141,7 @@ void flash_attention_bf16(const AttentionArgs& a) {
         __m512 tile_max = _mm512_set1_ps(-INFINITY);
         for (int i = 0; i < 4; ++i) {
           seen[i] = _mm512_cmple_epi32_mask(kpos[i], p);
-          x[i] = _mm512_mul_ps(_mm512_loadu_ps(sc + 16 * i), _mm512_set1_ps(a.scale));
+          x[i] = _mm512_mul_ps(_mm512_loadu_ps(sc + 16 * i), _mm512_set1_ps(scale));
           tile_max = _mm512_mask_max_ps(tile_max, seen[i], tile_max, x[i]);
         }
         const float tmax = _mm512_reduce_max_ps(tile_max);
@@ -191,6 +183,35 @@ void flash_attention_bf16(const AttentionArgs& a) {
         for (int64_t d = 0; d < D; ++d) dst[d] = o[d] * inv;  // a row that sees no key gets zeros
       }
   });
+}
+
+void require_kernel(int64_t head_dim) {
+  KVF_CHECK(flash_attention_bf16_available(head_dim), "flash attention: head_dim ", head_dim, " on a CPU ",
+            cpu_features().avx512_bf16 ? "with" : "without", " AVX-512 BF16");
+}
+
+}  // namespace
+
+bool flash_attention_bf16_available(int64_t head_dim) {
+  static const bool bf16 = cpu_features().avx512_bf16;
+  return bf16 && head_dim % 64 == 0;
+}
+
+void flash_attention_bf16(const AttentionArgs& a) {
+  const AttentionDims d = attention_dims(a);
+  KVF_CHECK(!d.probing, "flash attention: probes need the exact softmax weights (the f32 attention)");
+  require_kernel(d.head_dim);
+  flash_over(a.q.data<float>(), a.q_pos.data<int32_t>(), d.n, d.n_heads, d.n_kv_heads, d.head_dim,
+             key_table(a, d.n_kv_heads * d.head_dim), a.scale, a.out.data<float>());
+}
+
+void flash_attention_bf16(const BlockAttentionArgs& a) {
+  const BlockAttentionDims d = block_attention_dims(a);
+  require_kernel(d.head_dim);
+  // In position order, the keys and their tiles are those of the same keys staged and sorted for attention():
+  // the same results, bit for bit, without the copy.
+  flash_over(a.q.data<float>(), a.q_pos.data<int32_t>(), d.n, d.n_heads, d.n_kv_heads, d.head_dim,
+             sorted_by_position(key_table(a, d.n_kv_heads * d.head_dim)), a.scale, a.out.data<float>());
 }
 
 }  // namespace kvf::cpu

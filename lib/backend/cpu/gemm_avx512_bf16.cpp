@@ -53,20 +53,25 @@ inline void transpose_16x16(__m512i r[16]) {
 
 // Sixteen columns at a time: each column's 32 values of a k step become 16 bf16 pairs (one word each), and a
 // transpose puts pair j of the sixteen columns side by side where the panel keeps them.
-void pack_panel(const float* w, int64_t ldw, int cols, int kc, void* panel) {
-  auto* p = static_cast<uint32_t*>(panel);  // one k pair of one column per 32-bit word
+void pack_rows(const float* const* rows, int cols, int kc, uint32_t* p) {
   for (int c0 = 0; c0 < kCols; c0 += 16)
     for (int k = 0; k < kc; k += 32) {
       __m512i r[16];
       for (int i = 0; i < 16; ++i) {
-        const float* row = w + (c0 + i) * ldw + k;
+        const float* row = c0 + i < cols ? rows[c0 + i] + k : nullptr;
         // cvtne2ps puts its second operand (row) in the low half: word j holds k + 2j and k + 2j + 1.
-        r[i] = c0 + i < cols ? (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + 16), _mm512_loadu_ps(row))
-                             : _mm512_setzero_si512();
+        r[i] = row ? (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + 16), _mm512_loadu_ps(row))
+                   : _mm512_setzero_si512();
       }
       transpose_16x16(r);
       for (int j = 0; j < 16; ++j) _mm512_store_si512(p + (k / 2 + j) * kCols + c0, r[j]);
     }
+}
+
+void pack_panel(const float* w, int64_t ldw, int cols, int kc, void* panel) {
+  const float* rows[kCols];
+  for (int c = 0; c < cols; ++c) rows[c] = w + c * ldw;
+  pack_rows(rows, cols, kc, static_cast<uint32_t*>(panel));
 }
 
 template <int R>
@@ -131,6 +136,10 @@ void multiply(const void* xv, int64_t ldx, int rows, const void* panelv, int kc,
 }  // namespace
 
 const GemmIsa kGemmAvx512Bf16 = {kCols, 32, 2, convert_x, pack_panel, multiply};
+
+void pack_panel_rows_bf16(const float* const* rows, int cols, int kc, void* panel) {
+  pack_rows(rows, cols, kc, static_cast<uint32_t*>(panel));
+}
 
 }  // namespace kvf::cpu
 

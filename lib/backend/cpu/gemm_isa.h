@@ -27,6 +27,8 @@ struct GemmIsa {
 };
 
 extern const GemmIsa kGemmAvx512Bf16;
+// kGemmAvx512Bf16.pack_panel with each weight row where it lies: rows[c][0, kc) for c < cols (<= 64).
+void pack_panel_rows_bf16(const float* const* rows, int cols, int kc, void* panel);
 extern const GemmIsa kGemmAvx2F32;
 
 // Dequantization of whole blocks to f32 with AVX2 (dequant_avx2.cpp): n values from the start of a run of blocks,
