@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
@@ -36,13 +37,14 @@ constexpr int64_t kTile = 64;         // keys per tile: one panel's columns
 constexpr int64_t kPanelWords = 32 * kTile;  // a 64 x 64 panel: 32 k pairs of 64 columns, one word per pair
 constexpr int64_t kBlockRows = 16;    // query rows per task
 
-// 64-byte aligned panel storage (the micro-kernel's aligned loads).
+// 64-byte aligned panel storage (the micro-kernel's aligned loads), left uninitialised: every word is packed
+// before it is read, and zeroing a call's panels (about 1 MB a layer) would cost as much as packing them.
 struct Panels {
-  std::vector<uint32_t> words;
+  std::unique_ptr<uint32_t[]> words;
   uint32_t* base = nullptr;
   void resize(size_t n) {
-    words.resize(n + 16);
-    base = words.data() + (16 - (uintptr_t)words.data() / 4 % 16) % 16;
+    words.reset(new uint32_t[n + 16]);
+    base = words.get() + (16 - (uintptr_t)words.get() / 4 % 16) % 16;
   }
 };
 

@@ -36,7 +36,8 @@ KeyTable key_table(const AttentionArgs& a, int64_t row_elems) {
   return t;
 }
 
-KeyTable sorted_by_position(const KeyTable& t) {
+KeyTable sorted_by_position(KeyTable t) {
+  if (std::is_sorted(t.pos.begin(), t.pos.end())) return t;  // the usual case: views in position order
   std::vector<int64_t> order((size_t)t.size());
   std::iota(order.begin(), order.end(), int64_t{0});
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return t.pos[a] < t.pos[b]; });

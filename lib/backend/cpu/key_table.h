@@ -19,6 +19,6 @@ KeyTable key_table(const BlockAttentionArgs& a, int64_t row_elems);
 // Rows of one K/V pair, rows of row_elems floats, at the positions k_pos.
 KeyTable key_table(const AttentionArgs& a, int64_t row_elems);
 // The same keys in position order (stable), so that a pass can stop at a query's last visible key.
-KeyTable sorted_by_position(const KeyTable& t);
+KeyTable sorted_by_position(KeyTable t);
 
 }  // namespace kvf::cpu
