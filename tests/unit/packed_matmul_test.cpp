@@ -10,6 +10,7 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
 #include "backend/cpu/packed_matmul.h"
 #include "core/ggml_types.h"
@@ -130,6 +131,33 @@ TEST(PackedMatmul, SimdDequantizationEqualsTheReference) {
             << dtype_name(t) << " row " << r << " from " << k0;
       }
   }
+}
+
+// Block formats decoded straight into bf16 panels give the panel that packing their f32 values gives, word for
+// word: a partial last panel, panels past the first in k, and the k-quants' sub-blocks and scales at every offset.
+TEST(PackedMatmul, QuantizedPanelsEqualPackedValues) {
+  if (!cpu::cpu_features().avx512_bf16) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
+  auto b = make_cpu_backend();
+  std::mt19937 rng(17);
+  const int64_t k = 768, m = 64;
+  int checked = 0;
+  for (DType t : kFormats) {
+    if (!cpu::pack_quant_panel_bf16_supports(t)) continue;
+    const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
+    const size_t row_bytes = dtype_bytes(t, k);
+    const uint8_t* rows[64];
+    for (int c = 0; c < m; ++c) rows[c] = w.t.data<uint8_t>() + c * row_bytes;
+    for (int cols : {64, 37, 1})
+      for (int64_t k0 : {int64_t{0}, int64_t{256}, int64_t{512}}) {
+        alignas(64) uint16_t direct[64 * 256], packed[64 * 256];
+        std::memset(direct, 0xAB, sizeof direct);
+        cpu::pack_quant_panel_bf16(t, rows, cols, k0, 256, direct);
+        cpu::kGemmAvx512Bf16.pack_panel(w.values.data() + k0, k, cols, 256, packed);
+        ASSERT_EQ(0, std::memcmp(direct, packed, sizeof direct)) << dtype_name(t) << " cols " << cols << " k0 " << k0;
+      }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5) << "Q4_0, Q4_1, Q8_0, Q4_K and Q6_K decode straight into panels";
 }
 
 TEST(PackedMatmul, ManyProductsEqualSeparateCalls) {

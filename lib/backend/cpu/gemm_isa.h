@@ -29,6 +29,11 @@ struct GemmIsa {
 extern const GemmIsa kGemmAvx512Bf16;
 // kGemmAvx512Bf16.pack_panel with each weight row where it lies: rows[c][0, kc) for c < cols (<= 64).
 void pack_panel_rows_bf16(const float* const* rows, int cols, int kc, void* panel);
+// kGemmAvx512Bf16.pack_panel of block-quantized weight rows, decoded where they lie (pack_quant_avx512_bf16.cpp):
+// values [k0, k0 + kc) of rows[c] for c < cols (<= 64), k0 and kc multiples of the format's block (and of 32);
+// bit for bit weight_values followed by pack_panel. For the types pack_quant_panel_bf16_supports names.
+bool pack_quant_panel_bf16_supports(DType t);
+void pack_quant_panel_bf16(DType t, const uint8_t* const* rows, int cols, int64_t k0, int kc, void* panel);
 extern const GemmIsa kGemmAvx2F32;
 
 // Dequantization of whole blocks to f32 with AVX2 (dequant_avx2.cpp): n values from the start of a run of blocks,

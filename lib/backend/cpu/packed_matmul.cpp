@@ -158,16 +158,24 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
     if (nrows <= 0) return;
     const size_t row_bytes = dtype_bytes(p.w->dtype, k);
     const uint8_t* wp = p.w->data<uint8_t>();
-    static thread_local std::vector<float> values;  // a panel's weights in f32, before packing
-    values.resize((size_t)(isa.panel_cols * kPanelK));
     static thread_local std::vector<uint8_t> panel;  // 64-byte aligned below for the kernels' aligned loads
     panel.resize((size_t)(isa.panel_cols * kPanelK) * isa.x_elem_bytes + 64);
     void* aligned = panel.data() + (64 - (uintptr_t)panel.data() % 64) % 64;
+    // Block formats the bf16 kernel decodes straight into its panel; the others go through f32 values.
+    const bool direct = kernel == GemmKernel::Avx512Bf16 && pack_quant_panel_bf16_supports(p.w->dtype);
+    const uint8_t* rows[64];
+    for (int c = 0; c < ncols && direct; ++c) rows[c] = wp + (c0 + c) * row_bytes;
+    static thread_local std::vector<float> values;  // a panel's weights in f32, before packing
+    if (!direct) values.resize((size_t)(isa.panel_cols * kPanelK));
     for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
       const int kc = (int)std::min(kPanelK, k - k0);
-      for (int c = 0; c < ncols; ++c)
-        weight_values(p.w->dtype, wp + (c0 + c) * row_bytes, k0, kc, values.data() + c * kPanelK);
-      isa.pack_panel(values.data(), kPanelK, ncols, kc, aligned);
+      if (direct) {
+        pack_quant_panel_bf16(p.w->dtype, rows, ncols, k0, kc, aligned);
+      } else {
+        for (int c = 0; c < ncols; ++c)
+          weight_values(p.w->dtype, wp + (c0 + c) * row_bytes, k0, kc, values.data() + c * kPanelK);
+        isa.pack_panel(values.data(), kPanelK, ncols, kc, aligned);
+      }
       isa.multiply(xin.data() + (r0 * k + k0) * isa.x_elem_bytes, k, nrows, aligned, kc, ncols, p.y + r0 * m + c0,
                    m, k0 > 0);
     }
