@@ -210,7 +210,7 @@ TEST_F(CompressModel, ShareSearchFollowsAlgorithmOneStepByStep) {
   for (uint32_t i = 0; i < 4; ++i) passages.push_back(random_tokens(16, vocab, 100 + i));
   ShareSearchOptions o;
   o.layers = 3;
-  o.threshold = 0.6;
+  o.threshold = 0.75;
   o.progress.out = nullptr;
   const ShareSearchResult res = search_layer_sharing(*decoder, passages, o);
   const ShareSearchResult again = search_layer_sharing(*decoder, passages, o);

@@ -128,7 +128,15 @@ TEST_P(DecoderForward, ViewMovedToNewPositionsEqualsRecomputingThere) {
   const ForwardResult moved = prefill(question, iota_positions(6, 224), {&stored.kv});
   const ForwardResult direct = prefill(both, iota_positions(30, 200));
   const std::vector<float> direct_q(direct.logits.end() - 6L * vocab, direct.logits.end());
-  EXPECT_LT(max_abs_diff(moved.logits, direct_q), 5e-5);
+  if (decoder->compute_mode() == ComputeMode::F32) {
+    EXPECT_LT(max_abs_diff(moved.logits, direct_q), 5e-5);
+  } else {  // 6 rows take the few-rows kernels, 30 the bf16 panels, so a bf16 rounding may fall the other way
+    // (measured: NMSE 7e-6 where one does; a wrong position gives 0.1 or more)
+    double err_sq = 0, ref_sq = 0;
+    for (size_t i = 0; i < direct_q.size(); ++i)
+      err_sq += (moved.logits[i] - direct_q[i]) * (moved.logits[i] - direct_q[i]), ref_sq += direct_q[i] * direct_q[i];
+    EXPECT_LT(err_sq / ref_sq, 1e-4) << "largest |difference| " << max_abs_diff(moved.logits, direct_q);
+  }
 }
 
 TEST_P(DecoderForward, SupersededViewRowsAreReplacedByTheComputedTokens) {

@@ -1,0 +1,146 @@
+#include "io/random_model.h"
+
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "io/gguf.h"
+#include "io/gguf_writer.h"
+
+namespace kvf {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// n values of mean `offset` and standard deviation `scale`, element i drawn from hash(stream, i): the sum of four
+// 16-bit uniforms, standardised (Irwin-Hall), close enough to normal for weights and cheap enough for billions.
+std::vector<float> random_values(uint64_t stream, size_t n, float scale, float offset = 0.0f) {
+  std::vector<float> v(n);
+  const uint64_t key = splitmix64(stream);
+  constexpr size_t kBlock = size_t{1} << 16;
+  tbb::parallel_for(size_t{0}, (n + kBlock - 1) / kBlock, [&](size_t b) {
+    for (size_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) {
+      const uint64_t h = splitmix64(key ^ (i * 0xD1B54A32D192ED03ull));
+      const float sum = (float)((h & 0xFFFF) + (h >> 16 & 0xFFFF) + (h >> 32 & 0xFFFF) + (h >> 48) + 2) / 65536.0f;
+      v[i] = offset + scale * (sum - 2.0f) * 1.7320508f;  // sum has mean 2 and variance 1/3
+    }
+  });
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::string> real_model_shape_names() {
+  return {"smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b"};
+}
+
+RandomModelSpec real_model_shape(const std::string& name) {
+  RandomModelSpec s;
+  // Shapes as the models' GGUF metadata gives them (block_count, embedding_length, heads, feed_forward_length,
+  // vocabulary rows of token_embd, rope.freq_base).
+  if (name == "smollm2-135m") {
+    s.arch = "llama", s.n_layers = 30, s.hidden = 576, s.n_heads = 9, s.n_kv_heads = 3, s.ffn = 1536;
+    s.vocab = 49152, s.context = 8192, s.rope_theta = 100000.0f;
+  } else if (name == "qwen2.5-0.5b") {
+    s.arch = "qwen2", s.n_layers = 24, s.hidden = 896, s.n_heads = 14, s.n_kv_heads = 2, s.ffn = 4864;
+    s.vocab = 151936, s.context = 32768, s.rope_theta = 1000000.0f;
+  } else if (name == "qwen2.5-1.5b") {
+    s.arch = "qwen2", s.n_layers = 28, s.hidden = 1536, s.n_heads = 12, s.n_kv_heads = 2, s.ffn = 8960;
+    s.vocab = 151936, s.context = 32768, s.rope_theta = 1000000.0f;
+  } else if (name == "qwen2.5-7b") {
+    s.arch = "qwen2", s.n_layers = 28, s.hidden = 3584, s.n_heads = 28, s.n_kv_heads = 4, s.ffn = 18944;
+    s.vocab = 152064, s.context = 32768, s.rope_theta = 1000000.0f;
+  } else {
+    std::string names;
+    for (const std::string& n : real_model_shape_names()) names += (names.empty() ? "" : ", ") + n;
+    fail("random model: no shape named '", name, "'; known shapes: ", names);
+  }
+  s.matrix_type = GgmlType::BF16;
+  return s;
+}
+
+void write_random_model(const RandomModelSpec& spec, const std::string& path) {
+  RandomModelSpec s = spec;
+  KVF_CHECK(s.n_layers >= 1 && s.hidden >= 1 && s.n_heads >= 1 && s.n_kv_heads >= 1 && s.ffn >= 1,
+            "random model: layers, hidden, heads, kv heads and ffn must be positive");
+  KVF_CHECK(s.hidden % s.n_heads == 0 && s.n_heads % s.n_kv_heads == 0, "random model: hidden ", s.hidden,
+            " must split into ", s.n_heads, " heads, and the heads into ", s.n_kv_heads, " kv heads");
+  gguf::Writer w;
+  if (!s.tokenizer_from.empty()) {
+    const auto source = gguf::File::open(s.tokenizer_from);
+    for (const auto& [key, value] : source->metadata())
+      if (key.rfind("tokenizer.", 0) == 0) w.add_value(key, value);
+    s.vocab = (int)source->get("tokenizer.ggml.tokens").array_size();
+  }
+  const std::string a = s.arch + ".";
+  w.add_string("general.architecture", s.arch);
+  w.add_u32(a + "block_count", s.n_layers);
+  w.add_u32(a + "embedding_length", s.hidden);
+  w.add_u32(a + "attention.head_count", s.n_heads);
+  w.add_u32(a + "attention.head_count_kv", s.n_kv_heads);
+  w.add_u32(a + "feed_forward_length", s.ffn);
+  w.add_u32(a + "context_length", s.context);
+  w.add_u32(a + "vocab_size", s.vocab);
+  w.add_f32(a + "rope.freq_base", s.rope_theta);
+  w.add_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  if (!s.lckv_kv_layers.empty()) {
+    w.add_i32_array(a + "lckv.kv_layers", s.lckv_kv_layers);
+    w.add_u32(a + "lckv.prompt_iterations", (uint32_t)s.lckv_prompt_iterations);
+    w.add_bool(a + "lckv.mask_every_diagonal", s.lckv_mask_every_diagonal);
+  }
+
+  uint64_t stream = (uint64_t)s.seed << 32;  // one stream per tensor, in the order they are written
+  const int64_t hd = s.hidden / s.n_heads, q_dim = s.n_heads * hd, kv_dim = s.n_kv_heads * hd;
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    const auto v = random_values(stream++, (size_t)(rows * cols), 1.0f / std::sqrt((float)cols) * 1.5f);
+    w.add_tensor_f32(name, {cols, rows}, v.data(), s.matrix_type);
+  };
+  auto vector = [&](const std::string& name, int64_t n, float scale, float offset) {
+    const auto v = random_values(stream++, (size_t)n, scale, offset);
+    w.add_tensor_f32(name, {n}, v.data(), GgmlType::F32);
+  };
+  const auto embd = random_values(stream++, (size_t)s.vocab * s.hidden, 1.0f);
+  w.add_tensor_f32("token_embd.weight", {s.hidden, s.vocab}, embd.data(), s.matrix_type);
+  vector("output_norm.weight", s.hidden, 0.1f, 1.0f);
+  for (int l = 0; l < s.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    vector(p + "attn_norm.weight", s.hidden, 0.1f, 1.0f);
+    matrix(p + "attn_q.weight", q_dim, s.hidden);
+    const bool computes_kv = s.lckv_kv_layers.empty() || s.lckv_kv_layers[(size_t)l] == l;
+    if (computes_kv) {
+      matrix(p + "attn_k.weight", kv_dim, s.hidden);
+      matrix(p + "attn_v.weight", kv_dim, s.hidden);
+    }
+    if (s.arch == "qwen2") {
+      vector(p + "attn_q.bias", q_dim, 0.2f, 0.0f);
+      if (computes_kv) {
+        vector(p + "attn_k.bias", kv_dim, 0.2f, 0.0f);
+        vector(p + "attn_v.bias", kv_dim, 0.2f, 0.0f);
+      }
+    }
+    matrix(p + "attn_output.weight", s.hidden, q_dim);
+    vector(p + "ffn_norm.weight", s.hidden, 0.1f, 1.0f);
+    matrix(p + "ffn_gate.weight", s.ffn, s.hidden);
+    matrix(p + "ffn_up.weight", s.ffn, s.hidden);
+    matrix(p + "ffn_down.weight", s.hidden, s.ffn);
+  }
+  w.write(path);
+}
+
+void write_tokenizer_only(const std::string& source, const std::string& path) {
+  const auto file = gguf::File::open(source);
+  gguf::Writer w;
+  size_t keys = 0;
+  for (const auto& [key, value] : file->metadata())
+    if (key.rfind("tokenizer.", 0) == 0) w.add_value(key, value), ++keys;
+  KVF_CHECK(keys > 0, source, ": no tokenizer.* metadata to copy");
+  w.write(path);
+}
+
+}  // namespace kvf

@@ -1,0 +1,49 @@
+// Random-weight Llama-family models written as GGUF files: tiny ones so the engine tests need no download, and
+// the shapes of real models (SmolLM2-135M, Qwen2.5 0.5B and 7B) for benchmarks on machines the weights cannot
+// travel to. The same spec and seed always give the same file.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/ggml_types.h"
+
+namespace kvf {
+
+struct RandomModelSpec {
+  std::string arch = "llama";  // "qwen2" adds Q/K/V biases and half-split RoPE
+  int n_layers = 2;
+  int hidden = 64;
+  int n_heads = 4;
+  int n_kv_heads = 2;
+  int ffn = 128;
+  int vocab = 97;
+  int context = 512;
+  float rope_theta = 10000.0f;
+  GgmlType matrix_type = GgmlType::F32;  // storage type of the 2-D weights
+  uint32_t seed = 42;
+  // A GGUF whose tokenizer.* metadata (vocabulary, merges, chat template) the model takes, its vocabulary size
+  // replacing `vocab`: a model that kvprep and kvrun can run on text. Empty: no tokenizer.
+  std::string tokenizer_from;
+  // Layer-condensed KV (model/condensed_kv.h): layer i reads the KV of layer lckv_kv_layers[i]; layers that read
+  // another have no K/V projection. Empty: a plain model.
+  std::vector<int32_t> lckv_kv_layers;
+  int lckv_prompt_iterations = 9;
+  bool lckv_mask_every_diagonal = false;
+};
+
+// The shape of a real model: "smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b" or "qwen2.5-7b" (all its layers; set
+// n_layers for fewer). Throws kvf::Error listing the names for any other.
+RandomModelSpec real_model_shape(const std::string& name);
+std::vector<std::string> real_model_shape_names();
+
+// Writes the model to `path` (through "<path>.tmp"). Weights are drawn from a counter-based generator, one
+// stream per tensor, in parallel: a 7B shape takes seconds, not minutes. Scales keep activations O(1) and
+// attention neither uniform nor one-hot.
+void write_random_model(const RandomModelSpec& spec, const std::string& path);
+
+// Writes a GGUF holding only the tokenizer.* metadata of `source` (no tensors): a few MB that let a random model
+// of that vocabulary be written where the source model is not (RandomModelSpec::tokenizer_from).
+void write_tokenizer_only(const std::string& source, const std::string& path);
+
+}  // namespace kvf
