@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kvf_prefill_bench: time one prefill of N tokens"};
   std::string model = "smollm2";
   int tokens = 512, threads = 2, runs = 5, decode = 0;
-  std::string compute = "fast";
+  std::string compute = "fast", backend_name = "cpu";
   bool json = false, profile = false;
   app.add_option("--model", model, "smollm2 or a GGUF path")->capture_default_str();
   app.add_option("--tokens", tokens, "prompt length")->capture_default_str()->check(CLI::PositiveNumber);
@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   app.add_option("--compute", compute, "fast (compact weights, the CPU's fastest kernels) or f32 (the reference)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fast", "f32"}));
+  app.add_option("--backend", backend_name, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--runs", runs, "timed runs (after one warm-up)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--decode", decode, "also time this many greedy decode steps after the prompt (0: none)")
       ->capture_default_str()
@@ -38,9 +41,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
-    auto cpu = kvf::make_cpu_backend();
-    kvf::ProfilingBackend profiler(*cpu);
-    kvf::Backend& backend = profile ? static_cast<kvf::Backend&>(profiler) : *cpu;
+    auto base = kvf::make_backend(backend_name);
+    kvf::ProfilingBackend profiler(*base);
+    kvf::Backend& backend = profile ? static_cast<kvf::Backend&>(profiler) : *base;
     auto decoder =
         kvf::Decoder::load(kvf::resolve_model(model), backend, kvf::compute_mode_from_name(compute));
     std::mt19937 rng(1234);

@@ -71,7 +71,7 @@ void drop_cached_shards(const std::string& store, const std::string& mode) {
 
 int main(int argc, char** argv) {
   CLI::App app{"kvf_ttft_bench: TTFT of kvrun's methods against full, side by side"};
-  std::string store, queries, model = "smollm2", compute = "fast", kv_mode = "independent";
+  std::string store, queries, model = "smollm2", compute = "fast", kv_mode = "independent", backend = "cpu";
   bool cold = false;
   int questions = 5, chunks = 10, runs = 5, threads = 2;
   std::vector<double> ratios{0.0, 0.05, 0.15, 0.3, 1.0};
@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
   app.add_option("--compute", compute, "fast or f32 (the reference)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fast", "f32"}));
+  app.add_option("--backend", backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--ratios", ratios, "recompute ratios of cacheblend, a3 and fusion")->delimiter(',');
   std::vector<std::string> methods{"full", "reuse", "cacheblend", "a3", "fusion"};
   app.add_option("--methods", methods, "methods to time")->delimiter(',')->capture_default_str();
@@ -101,6 +104,7 @@ int main(int argc, char** argv) {
     eo.cache_bytes = 0;  // every query reads its chunks from the store
     eo.compute = kvf::compute_mode_from_name(compute);
     eo.kv_mode = kv_mode;
+    eo.backend = backend;
     eo.decode_low_bit_at_load = decode_at_load;
     kvf::QueryEngine engine(eo);
     std::vector<kvf::ResolvedQuery> picked;

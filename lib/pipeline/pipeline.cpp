@@ -79,7 +79,7 @@ class Config {
          {"kind", "ivf_nlist", "ivf_nprobe", "pq_m", "pq_refine", "train_sample", "hnsw_m", "hnsw_ef_construction",
           "hnsw_ef_search"}},
         {"neighbors", {"top_n"}},
-        {"prefill", {"modes", "dtype", "compute", "system", "batch_tokens", "shard_mb", "anchor_scores"}}};
+        {"prefill", {"modes", "dtype", "compute", "backend", "system", "batch_tokens", "shard_mb", "anchor_scores"}}};
     const std::set<std::string> scalars = {"store", "corpus", "model", "embedder", "threads"};
     KVF_CHECK(root_.IsMap(), file_, ": expected a mapping of settings");
     for (const auto& kv : root_) {
@@ -118,6 +118,7 @@ class Config {
     };
     one_of("prefill", "dtype", "f16", {"f16", "bf16"}, "f16 or bf16");
     one_of("prefill", "compute", "fast", {"fast", "f32"}, "fast or f32");
+    one_of("prefill", "backend", "cpu", {"cpu", "cuda"}, "cpu or cuda");
     one_of("index", "kind", "flat", {"flat", "ivf", "ivfpq", "hnsw"}, "flat, ivf, ivfpq or hnsw");
     in_range("", "threads", 0, 0, 1 << 16, "0 (every core) or a positive thread count");
     in_range("chunk", "chunk_tokens", 256, 1, 1 << 20, "1 to 1048576 tokens");
@@ -295,6 +296,7 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     p.top_n = neighbors.top_n;
     p.dtype = dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
     p.compute = compute;
+    p.backend = cfg.get<std::string>("prefill", "backend", "cpu");
     p.system_message = cfg.get<std::string>("prefill", "system", "");
     p.batch_tokens = cfg.get<int>("prefill", "batch_tokens", p.batch_tokens);
     p.shard_bytes = cfg.get<uint64_t>("prefill", "shard_mb", p.shard_bytes >> 20) << 20;

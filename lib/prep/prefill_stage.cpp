@@ -86,7 +86,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
                    o.store_dir);
   if (similarity) require_settings(m, "prefill_similarity", {{"top_n", o.top_n}}, o.store_dir);
 
-  auto backend = make_cpu_backend();
+  auto backend = make_backend(o.backend);
   const auto decoder = Decoder::load(o.model_path, *backend, o.compute);
   const LlamaConfig& c = decoder->config();
   const ChunkTable chunks = ChunkTable::read((fs::path(o.store_dir) / kChunksFile).string());

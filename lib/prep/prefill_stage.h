@@ -23,6 +23,7 @@ struct PrefillStageOptions {
   std::string system_message;       // empty: kRagSystemMessage (text/rag_prompt.h)
   KvDtype dtype = KvDtype::F16;
   ComputeMode compute = ComputeMode::Fast;  // recorded: a store's KV is computed in one mode
+  std::string backend = "cpu";              // where the model runs: cpu | cuda (backend/backend.h)
   int deflate_level = 0;                // 1-9: shuffle + deflate the shards' K and V (smaller, slower); 0: off
   uint64_t shard_bytes = 256ull << 20;  // a shard is committed once it holds this much KV
   int batch_tokens = 1024;              // chunks are computed in ragged batches of about this many tokens

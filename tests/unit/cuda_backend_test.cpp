@@ -14,6 +14,19 @@
 namespace kvf {
 namespace {
 
+std::vector<float> host(Backend& b, const Tensor& t) {
+  std::vector<float> v((size_t)t.numel());
+  b.copy_to_host(t, v.data(), v.size() * 4);
+  return v;
+}
+
+// Largest |a - b| relative to the largest |a|.
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double scale = 1e-30;
+  for (float x : a) scale = std::max(scale, (double)std::abs(x));
+  return test::max_abs_diff(a, b) / scale;
+}
+
 class CudaVsCpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -51,18 +64,8 @@ class CudaVsCpu : public ::testing::Test {
     for (int64_t d : shape) n *= d;
     return upload(std::vector<float>((size_t)n, 0.0f), shape);
   }
-  std::vector<float> host(Backend& b, const Tensor& t) {
-    std::vector<float> v((size_t)t.numel());
-    b.copy_to_host(t, v.data(), v.size() * 4);
-    return v;
-  }
   // Largest |cpu - gpu| over the pair, relative to the largest |cpu|.
-  double relative_diff(const Pair& p) {
-    const std::vector<float> a = host(*cpu, p.cpu), b = host(*gpu, p.gpu);
-    double scale = 1e-30;
-    for (float x : a) scale = std::max(scale, (double)std::abs(x));
-    return test::max_abs_diff(a, b) / scale;
-  }
+  double relative_diff(const Pair& p) { return relative_difference(host(*cpu, p.cpu), host(*gpu, p.gpu)); }
 
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   std::unique_ptr<Backend> gpu;
@@ -166,37 +169,52 @@ TEST_F(CudaVsCpu, AttentionByPositionWithGqaAndProbes) {
   }
 }
 
-// Whole tiny models: the same forward request (a stored view, computed tokens at scattered positions, a probe)
-// on both backends.
+// The same forward request on both backends: a stored view, computed tokens at scattered positions (two of them
+// superseding stored rows), a probe. Logits and KV within `tol` of the largest CPU value.
+void expect_same_forward(Backend& cpu, Backend& gpu, const std::string& path, double tol, const std::string& what) {
+  const auto cpu_decoder = Decoder::load(path, cpu, ComputeMode::F32);  // as the CUDA backend computes
+  const auto gpu_decoder = Decoder::load(path, gpu, ComputeMode::F32);
+  const int vocab = cpu_decoder->config().vocab;
+  ForwardRequest base;
+  base.tokens = test::random_tokens(40, vocab, 11);
+  base.positions = test::iota_positions(40);
+  base.return_kv = true;
+  const ForwardResult cpu_base = cpu_decoder->forward(base), gpu_base = gpu_decoder->forward(base);
+  ForwardRequest next;
+  next.tokens = test::random_tokens(9, vocab, 12);
+  next.positions = {3, 5, 40, 41, 42, 43, 44, 45, 46};
+  next.logit_rows = test::iota_positions(9);
+  next.return_kv = true;
+  next.probe_layers = {1};
+  next.probe_rows = {7, 8};
+  ForwardRequest cpu_next = next, gpu_next = next;
+  cpu_next.view = {&cpu_base.kv};
+  gpu_next.view = {&gpu_base.kv};
+  const ForwardResult a = cpu_decoder->forward(cpu_next), b = gpu_decoder->forward(gpu_next);
+  EXPECT_LT(relative_difference(a.logits, b.logits), tol) << what << " logits";
+  EXPECT_LT(relative_difference(a.attn_colsum[0], b.attn_colsum[0]), tol) << what << " probe column sums";
+  for (size_t l = 0; l < a.kv.k.size(); ++l) {
+    EXPECT_LT(relative_difference(host(cpu, a.kv.k[l]), host(gpu, b.kv.k[l])), tol) << what << " K of layer " << l;
+    EXPECT_LT(relative_difference(host(cpu, a.kv.v[l]), host(gpu, b.kv.v[l])), tol) << what << " V of layer " << l;
+  }
+}
+
 TEST_F(CudaVsCpu, TinyModelLogitsAndKv) {
   for (const char* arch : {"llama", "qwen2"}) {
     test::TinyModelSpec spec;
     spec.arch = arch;
-    const std::string path = test::write_tiny_model(spec);
-    const auto cpu_decoder = Decoder::load(path, *cpu, ComputeMode::F32);  // as the CUDA backend computes
-    const auto gpu_decoder = Decoder::load(path, *gpu, ComputeMode::F32);
-    ForwardRequest base;
-    base.tokens = test::random_tokens(40, spec.vocab, 11);
-    base.positions = test::iota_positions(40);
-    base.return_kv = true;
-    const ForwardResult cpu_base = cpu_decoder->forward(base), gpu_base = gpu_decoder->forward(base);
-    ForwardRequest next;
-    next.tokens = test::random_tokens(9, spec.vocab, 12);
-    next.positions = {3, 5, 40, 41, 42, 43, 44, 45, 46};  // two supersede stored rows
-    next.logit_rows = test::iota_positions(9);
-    next.return_kv = true;
-    next.probe_layers = {1};
-    next.probe_rows = {7, 8};
-    ForwardRequest cpu_next = next, gpu_next = next;
-    cpu_next.view = {&cpu_base.kv};
-    gpu_next.view = {&gpu_base.kv};
-    const ForwardResult a = cpu_decoder->forward(cpu_next), b = gpu_decoder->forward(gpu_next);
-    EXPECT_LT(test::max_abs_diff(a.logits, b.logits), 1e-4) << arch;
-    EXPECT_LT(test::max_abs_diff(a.attn_colsum[0], b.attn_colsum[0]), 1e-5) << arch;
-    for (size_t l = 0; l < a.kv.k.size(); ++l) {
-      EXPECT_LT(test::max_abs_diff(host(*cpu, a.kv.k[l]), host(*gpu, b.kv.k[l])), 1e-4) << arch << " layer " << l;
-      EXPECT_LT(test::max_abs_diff(host(*cpu, a.kv.v[l]), host(*gpu, b.kv.v[l])), 1e-4) << arch << " layer " << l;
-    }
+    expect_same_forward(*cpu, *gpu, test::write_tiny_model(spec), 1e-5, arch);
+  }
+}
+
+// Two layers of SmolLM2-135M's and of Qwen2.5-7B's shapes (random bf16 weights; the 7B's vocabulary cut to 32,768
+// rows to keep the file near 1 GB): the head sizes, GQA ratios and long rows of the real models.
+TEST_F(CudaVsCpu, RealShapeModelsLogitsAndKv) {
+  for (const char* shape : {"smollm2-135m", "qwen2.5-7b"}) {
+    test::TinyModelSpec spec = real_model_shape(shape);
+    spec.n_layers = 2;
+    spec.vocab = std::min(spec.vocab, 32768);
+    expect_same_forward(*cpu, *gpu, test::write_tiny_model(spec), 1e-4, shape);
   }
 }
 

@@ -24,13 +24,16 @@ const std::vector<FusionMethod> kSelectors = {FusionMethod::CacheBlend, FusionMe
 
 // A prompt of S, three chunks with their "independent" stored KV (each computed after S alone, stored at
 // in-chunk positions as kvprep stores it) and a question.
-class FusedPrefillTest : public ::testing::TestWithParam<std::tuple<std::string, ComputeMode>> {
+// On each backend: the identities must hold on the GPU too (there the tests skip without a device, saying why).
+class FusedPrefillTest : public ::testing::TestWithParam<std::tuple<std::string, ComputeMode, std::string>> {
  protected:
   void SetUp() override {
+    std::string why;
+    if (std::get<2>(GetParam()) == "cuda" && !cuda_device_available(&why)) GTEST_SKIP() << why;
     spec.arch = std::get<0>(GetParam());
     spec.n_layers = 3;
     path = test::write_tiny_model(spec);
-    backend = make_cpu_backend();
+    backend = make_backend(std::get<2>(GetParam()));
     decoder = Decoder::load(path, *backend, std::get<1>(GetParam()));
     const int vocab = decoder->config().vocab;
     system_tokens = random_tokens(6, vocab, 1);
@@ -194,9 +197,11 @@ TEST_P(FusedPrefillTest, StoredKvIsNeverWritten) {
 
 INSTANTIATE_TEST_SUITE_P(ArchsAndModes, FusedPrefillTest,
                          ::testing::Combine(::testing::Values("llama", "qwen2"),
-                                            ::testing::Values(ComputeMode::Fast, ComputeMode::F32)),
+                                            ::testing::Values(ComputeMode::Fast, ComputeMode::F32),
+                                            ::testing::Values("cpu", "cuda")),
                          [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + compute_mode_name(std::get<1>(info.param));
+                           return std::get<0>(info.param) + "_" + compute_mode_name(std::get<1>(info.param)) + "_" +
+                                  std::get<2>(info.param);
                          });
 
 }  // namespace

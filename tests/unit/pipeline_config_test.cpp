@@ -30,6 +30,7 @@ TEST(PipelineConfig, BadValuesAreNamedBeforeAnyStage) {
   } cases[] = {
       {"prefill: {dtype: f32}\n", "'prefill.dtype' is 'f32': expected f16 or bf16"},
       {"prefill: {compute: gpu}\n", "'prefill.compute' is 'gpu': expected fast or f32"},
+      {"prefill: {backend: tpu}\n", "'prefill.backend' is 'tpu': expected cpu or cuda"},
       {"prefill: {modes: independent}\n", "'prefill.modes' is independent: expected a list"},
       {"prefill: {modes: [bogus]}\n", "prefill.modes: 'bogus' is not a prefill mode"},
       {"prefill: {batch_tokens: 0}\n", "'prefill.batch_tokens' is 0: expected a positive number"},

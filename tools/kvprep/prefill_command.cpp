@@ -15,7 +15,8 @@ namespace kvf::cli {
 
 void add_prefill_command(CLI::App& app) {
   struct Args {
-    std::string store, model = "smollm2", mode = "independent", system, dtype = "f16", compute = "fast";
+    std::string store, model = "smollm2", mode = "independent", system, dtype = "f16", compute = "fast",
+                backend = "cpu";
     int top_n = 10, threads = 0, batch_tokens = 1024, deflate = 0;
     bool refresh = false, wait_lock = false, anchor_scores = false;
     double shard_mb = 256;
@@ -49,6 +50,9 @@ void add_prefill_command(CLI::App& app) {
                   "fast: compact weights and the CPU's fastest kernels; f32: the reference math (a store keeps one)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fast", "f32"}));
+  cmd->add_option("--backend", a->backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--deflate", a->deflate, "shuffle+deflate level for K and V, 1-9 (0: off, fastest reads)")
       ->capture_default_str()
       ->check(CLI::Range(0, 9));
@@ -69,6 +73,7 @@ void add_prefill_command(CLI::App& app) {
     o.system_message = a->system;
     o.dtype = a->dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
     o.compute = compute_mode_from_name(a->compute);
+    o.backend = a->backend;
     o.batch_tokens = a->batch_tokens;
     o.refresh_changed_neighbors = a->refresh;
     o.record_anchor_scores = a->anchor_scores;
