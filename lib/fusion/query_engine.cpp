@@ -13,6 +13,7 @@
 #include "core/hex.h"
 #include "core/stopwatch.h"
 #include "fusion/fused_prefill.h"
+#include "fusion/passage_chunks.h"
 #include "fusion/token_selection.h"
 #include "io/gguf.h"
 #include "io/hf_folder.h"
@@ -28,7 +29,6 @@
 #include "store/manifest.h"
 #include "text/bpe_tokenizer.h"
 #include "text/chat_template.h"
-#include "text/chunker.h"
 #include "text/rag_prompt.h"
 
 namespace kvf {
@@ -108,25 +108,14 @@ struct QueryEngine::State {
 
   // The store's chunks of a query's passages in order, and the passage each chunk comes from.
   std::pair<std::vector<uint64_t>, std::vector<int32_t>> chunks_of_passages(const Query& q) const {
-    const nlohmann::json& c = manifest.settings.at("chunking");
-    ChunkerOptions chunker;
-    chunker.chunk_tokens = c.at("chunk_tokens").get<size_t>();
-    chunker.max_tokens = c.at("max_tokens").get<size_t>();
-    const Tokenize tokenize = [&](std::string_view text) { return tokenizer.encode(text, false, false); };
-    std::vector<uint64_t> ids;
-    std::vector<int32_t> passage;
-    for (size_t i = 0; i < q.contexts.size(); ++i) {
-      const Passage& p = q.contexts[i];
-      for (const TextChunk& piece : chunk_document(p.title, p.text, chunker, tokenize)) {
-        const uint64_t id = chunk_id(piece.tokens, fingerprint);
-        KVF_CHECK(chunks.contains(id), "question '", q.id, "': passage ", i, " ('", p.title.substr(0, 60),
-                  "') is not in the store ", options.store_dir, " (chunk ", hex64(id),
-                  "); build the store from the data set's passages");
-        ids.push_back(id);
-        passage.push_back((int32_t)i);
-      }
+    PassageChunks pc = chunk_passages(q.contexts, manifest.settings.at("chunking"), tokenizer, fingerprint);
+    for (size_t c = 0; c < pc.ids.size(); ++c) {
+      const Passage& p = q.contexts[(size_t)pc.passage[c]];
+      KVF_CHECK(chunks.contains(pc.ids[c]), "question '", q.id, "': passage ", pc.passage[c], " ('",
+                p.title.substr(0, 60), "') is not in the store ", options.store_dir, " (chunk ", hex64(pc.ids[c]),
+                "); build the store from the data set's passages");
     }
-    return {std::move(ids), std::move(passage)};
+    return {std::move(pc.ids), std::move(pc.passage)};
   }
 };
 

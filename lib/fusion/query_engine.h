@@ -10,6 +10,7 @@
 #include "fusion/context_kv.h"
 #include "fusion/fused_prefill.h"
 #include "fusion/fusion_method.h"
+#include "fusion/passage_chunks.h"
 #include "store/chunk_kv_cache.h"
 
 namespace kvf {
@@ -26,10 +27,6 @@ struct QueryEngineOptions {
   std::string system_message;           // must match the store's S; empty: the store's own
   std::string backend = "cpu";          // where the decoder runs: cpu | cuda
   ComputeMode compute = ComputeMode::Fast;  // how: compact weights and fast kernels, or the f32 reference
-};
-
-struct Passage {
-  std::string title, text;
 };
 
 struct Query {
