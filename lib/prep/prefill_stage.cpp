@@ -180,6 +180,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   };
   run_in_rounds(cluster, groups.size(), per_round, compute_group, [&](size_t round, bool) { sink.end_round(round); });
   progress.finish();
+  if (cluster.alone()) sink.flush();  // the last shard, so that the counts below include it
   res.shards_written = sink.written();
   res.stored_bytes = sink.bytes();
   const std::vector<uint64_t> totals =

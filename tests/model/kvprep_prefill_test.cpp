@@ -110,6 +110,8 @@ TEST_F(KvprepPrefill, IndependentKvEqualsDirectForwardAfterTheSystemPrompt) {
   EXPECT_EQ(r.computed, 6u);
   const Manifest m = load_manifest(store);
   const KvModeReader stored(store, m, "independent", m.model_fingerprint);
+  EXPECT_EQ(r.shards_written, stored.shards()) << "the last shard, committed at the stage's end, is counted";
+  EXPECT_GT(r.stored_bytes, 0u);
   const ChunkTable chunks = ChunkTable::read(store + "/" + kChunksFile);
   const int32_t s_len = (int32_t)system_tokens->size();
   const KvModeReader stored_s(store, m, "system", m.model_fingerprint);

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# On the GPU machine, in one call: unpack the bundle scripts/device-bundle.sh made here, write random-weight models
+# of real shapes (the weights never travel), run the CUDA tests and the benchmarks, and leave every log and result
+# in one folder: $OUT, which the device tool brings back (at most 8 files: summary.txt, run.log with every step's
+# output, cuda_tests.xml, prefill.jsonl); ./gpu-out elsewhere.
+#
+# Usage (from the repository root, the bundle carried):  bench/gpu/run.sh [BUNDLE.tar.xz]
+# env:
+#   STEPS           which parts, in order (default tests,models,prefill,precompute)
+#   BACKEND         cuda (default); cpu runs the same script on this machine's CPU to check it end to end
+#   BIG_SHAPE       the large model's shape (qwen2.5-7b); BIG_LAYERS cuts its layers (0: all)
+#   PREFILL_TOKENS  prompt lengths of the prefill benchmark (512 2048 8192)
+#   CHUNKS          chunks of ~512 tokens in the precompute benchmark's corpus (100)
+set -uo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+bundle=${1:-$here/device-bundle/kvfuse-sm90.tar.xz}
+out=${OUT:-$here/gpu-out}
+steps=${STEPS:-tests,models,prefill,precompute}
+backend=${BACKEND:-cuda}
+big_shape=${BIG_SHAPE:-qwen2.5-7b}
+big_layers=${BIG_LAYERS:-0}
+prefill_tokens=${PREFILL_TOKENS:-512 2048 8192}
+chunks=${CHUNKS:-100}
+mkdir -p "$out"
+summary=$out/summary.txt log=$out/run.log
+: >"$summary"
+: >"$log"
+say() { echo "$*" | tee -a "$summary"; }
+want() { [[ ",$steps," == *",$1,"* ]]; }
+work=/tmp/kvfuse-device
+# Runs one step, its output appended to run.log under a header and left in $work/last.log; records its status and
+# time in the summary and never stops the rest.
+step() {
+  local name=$1
+  shift
+  local t0=$SECONDS
+  echo "=== $name: $*" >>"$log"
+  "$@" >"$work/last.log" 2>&1
+  local rc=$?
+  cat "$work/last.log" >>"$log"
+  say "$(printf '%-34s rc=%-3s %5ss' "$name" "$rc" $((SECONDS - t0)))"
+  return $rc
+}
+
+[ -f "$bundle" ] || { echo "error: $bundle not found: run scripts/device-bundle.sh here and carry device-bundle/" >&2; exit 1; }
+rm -rf "$work" && mkdir -p "$work/models"
+tar -xJf "$bundle" -C "$work" || { echo "error: $bundle: cannot unpack" >&2; exit 1; }
+
+# The CUDA 13 libraries the binaries leave to the machine: the toolkit's, else the PyTorch wheels' copies.
+cuda_dirs=$(find /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /usr/lib/x86_64-linux-gnu /opt /usr/local/lib \
+  -maxdepth 8 \( -name 'libcublas.so.13' -o -name 'libcudart.so.13' -o -name 'libcublasLt.so.13' \) \
+  -printf '%h\n' 2>/dev/null | sort -u | tr '\n' ':')
+export LD_LIBRARY_PATH=$work/lib:${cuda_dirs}${LD_LIBRARY_PATH:-}
+bin=$work/bin
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "commit: $(cat "$work/COMMIT") (bundle built for $(cat "$work/BUILD")); backend: $backend"
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader 2>&1 || true
+  echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
+  echo "cuda libraries from: ${cuda_dirs:-none found}"
+} 2>&1 | tee -a "$summary"
+missing=$(ldd "$bin"/* | grep "not found" | sort -u)
+[ -z "$missing" ] || { say "unresolved libraries:"; say "$missing"; exit 1; }
+
+if want tests; then
+  step cuda_tests "$bin/kvf_unit_tests" --gtest_filter='CudaVsCpu*:CudaBackend*:*FusedPrefillTest*' \
+    --gtest_output="xml:$out/cuda_tests.xml"
+  # The counts, and every failed test by name (skipped ones are listed in run.log).
+  grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test" "$work/last.log" | sort -u | tee -a "$summary"
+fi
+
+small=$work/models/smollm2-135m.gguf big=$work/models/$big_shape.gguf
+if want models; then
+  step model_smollm2 "$bin/kvf_random_model" --shape smollm2-135m --out "$small"  # no tokenizer: its own vocabulary
+  step "model_$big_shape" "$bin/kvf_random_model" --shape "$big_shape" --layers "$big_layers" \
+    --tokenizer-from "$work/qwen-tokenizer.gguf" --out "$big"
+fi
+
+if want prefill; then
+  for m in "$small" "$big"; do
+    [ -f "$m" ] || continue
+    for n in $prefill_tokens; do
+      step "prefill $(basename "$m" .gguf) $n" "$bin/kvf_prefill_bench" --backend "$backend" --model "$m" \
+        --tokens "$n" --runs 3 --threads "$(nproc)" --json &&
+        tail -1 "$work/last.log" >>"$out/prefill.jsonl"
+    done
+  done
+fi
+
+# FusionRAG's offline stage on the large shape: each ~512-token chunk's KV after its 10 nearest neighbours'
+# (synthetic text and embeddings: the embedder's weights do not travel either).
+if want precompute && [ -f "$big" ]; then
+  store=$work/store
+  rm -rf "$store"
+  step corpus python3 "$here/bench/synthetic_corpus.py" "$work/corpus.jsonl" "$chunks" 380
+  step chunk "$bin/kvprep" chunk --corpus "$work/corpus.jsonl" --store "$store" --chunk-tokens 512 --model "$big"
+  step embed_synthetic "$bin/kvf_scale_tool" embed-synthetic --store "$store"
+  step index "$bin/kvprep" index --store "$store"
+  step neighbors "$bin/kvprep" neighbors --store "$store" --top-n 10
+  step "prefill independent" "$bin/kvprep" prefill --store "$store" --model "$big" --mode independent \
+    --backend "$backend" --compute f32
+  tail -1 "$work/last.log" | tee -a "$summary"
+  step "prefill similarity" "$bin/kvprep" prefill --store "$store" --model "$big" --mode similarity --top-n 10 \
+    --backend "$backend" --compute f32
+  tail -1 "$work/last.log" | tee -a "$summary"
+fi
+
+say "files: $(ls "$out" | tr '\n' ' ')"
