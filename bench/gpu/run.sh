@@ -2,25 +2,27 @@
 # On the GPU machine, in one call: unpack the bundle scripts/device-bundle.sh made here, write random-weight models
 # of real shapes (the weights never travel), run the CUDA tests and the benchmarks, and leave every log and result
 # in one folder: $OUT, which the device tool brings back (at most 8 files: summary.txt, run.log with every step's
-# output, cuda_tests.xml, prefill.jsonl); ./gpu-out elsewhere.
+# output, cuda_tests.xml, prefill.jsonl, attention.jsonl); ./gpu-out elsewhere.
 #
 # Usage (from the repository root, the bundle carried):  bench/gpu/run.sh [BUNDLE.tar.xz]
 # env:
-#   STEPS           which parts, in order (default tests,models,prefill,precompute)
+#   STEPS           which parts, in order (default tests,attention,models,prefill,precompute)
 #   BACKEND         cuda (default); cpu runs the same script on this machine's CPU to check it end to end
 #   BIG_SHAPE       the large model's shape (qwen2.5-7b); BIG_LAYERS cuts its layers (0: all)
 #   PREFILL_TOKENS  prompt lengths of the prefill benchmark (512 2048 8192)
 #   CHUNKS          chunks of ~512 tokens in the precompute benchmark's corpus (100)
+#   ATTN_CONTEXT    keys of the attention benchmark (32768), Qwen2.5-7B's heads
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${1:-$here/device-bundle/kvfuse-sm90.tar.xz}
 out=${OUT:-$here/gpu-out}
-steps=${STEPS:-tests,models,prefill,precompute}
+steps=${STEPS:-tests,attention,models,prefill,precompute}
 backend=${BACKEND:-cuda}
 big_shape=${BIG_SHAPE:-qwen2.5-7b}
 big_layers=${BIG_LAYERS:-0}
 prefill_tokens=${PREFILL_TOKENS:-512 2048 8192}
 chunks=${CHUNKS:-100}
+attn_context=${ATTN_CONTEXT:-32768}
 mkdir -p "$out"
 summary=$out/summary.txt log=$out/run.log
 : >"$summary"
@@ -67,6 +69,16 @@ if want tests; then
     --gtest_output="xml:$out/cuda_tests.xml"
   # The counts, and every failed test by name (skipped ones are listed in run.log).
   grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test" "$work/last.log" | sort -u | tee -a "$summary"
+fi
+
+# The sparse prefill's attention op by recompute ratio, against PyTorch SDPA (flash, dense causal) on the GPU.
+if want attention; then
+  step attention "$bin/kvf_attention_bench" --backend "$backend" --context "$attn_context" --heads 28 --kv-heads 4 \
+    --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json && cat "$work/last.log" >>"$out/attention.jsonl"
+  if [ "$backend" = cuda ]; then
+    step sdpa python3 "$here/bench/gpu/sdpa_bench.py" --context "$attn_context" &&
+      cat "$work/last.log" >>"$out/attention.jsonl"
+  fi
 fi
 
 small=$work/models/smollm2-135m.gguf big=$work/models/$big_shape.gguf
