@@ -1,7 +1,9 @@
-// Attention by the forward rule (DESIGN.md §3) without a mask: each (query row, head) block walks the keys, skips
-// those at later positions and keeps an online softmax (running max, sum and P·V) per warp; the warps' partial
-// states are merged at the end. GQA by mapping query head h to kv head h / (n_heads / n_kv_heads).
-// A first, correctness-first kernel: one block per row and head; tiled Q-index prefill comes next.
+// Attention by the forward rule (DESIGN.md §3) in f32, without a mask: each (query row, head, key split) block
+// walks its keys, skips those at later positions and keeps an online softmax (running max, sum and P·V) per warp;
+// the warps' states are merged at the end, and the splits' states by a second kernel in a fixed order. GQA by
+// mapping query head h to kv head h / (n_heads / n_kv_heads). The reference the tensor-core kernel
+// (flash_attention.cu) is checked against, and the path for few rows (decoding, question-only probes).
+#include <algorithm>
 #include <cfloat>
 
 #include "cuda_ops.cuh"
@@ -10,18 +12,22 @@ namespace kvf::cuda {
 namespace {
 
 constexpr int kWarps = 4;
+constexpr int64_t kMinKeysPerSplit = 256;
 
 __device__ float warp_sum(float x) {
   for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
   return x;
 }
 
+// One (row, head, split): its max score, softmax sum and unnormalised P·V over keys [begin, end). With one split
+// the row's output and statistics are written directly; with several, the partial state goes to scratch.
 template <int kPerLane>  // head_dim <= 32 * kPerLane
 __global__ void attention_kernel(AttentionShape sh, const float* q, const int32_t* q_pos, const float* k,
-                                 const float* v, const int32_t* k_pos, float* out, const uint8_t* is_probe,
-                                 float* probe_colsum) {
-  const int64_t row = blockIdx.x, head = blockIdx.y;
+                                 const float* v, const int32_t* k_pos, int64_t keys_per_split, float* out,
+                                 float* part_max, float* part_sum, float* part_acc, float* row_max, float* row_sum) {
+  const int64_t row = blockIdx.x, head = blockIdx.y, split = blockIdx.z;
   const int64_t hd = sh.head_dim, kv_head = head / (sh.n_heads / sh.n_kv_heads);
+  const int64_t begin = split * keys_per_split, end = min(sh.m, begin + keys_per_split);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float* qr = q + (row * sh.n_heads + head) * hd;
   float qv[kPerLane], acc[kPerLane];
@@ -32,7 +38,7 @@ __global__ void attention_kernel(AttentionShape sh, const float* q, const int32_
   }
   const int32_t p = q_pos[row];
   float m = -FLT_MAX, l = 0.0f;
-  for (int64_t j = warp; j < sh.m; j += kWarps) {
+  for (int64_t j = begin + warp; j < end; j += kWarps) {
     if (k_pos[j] > p) continue;
     const float* kj = k + (j * sh.n_kv_heads + kv_head) * hd;
     const float* vj = v + (j * sh.n_kv_heads + kv_head) * hd;
@@ -55,45 +61,129 @@ __global__ void attention_kernel(AttentionShape sh, const float* q, const int32_
   if (lane == 0) warp_m[warp] = m, warp_l[warp] = l;
   for (int i = 0; i < kPerLane; ++i) warp_acc[warp][lane + 32 * i] = acc[i];
   __syncthreads();
-  float row_max = -FLT_MAX;
+  float block_max = -FLT_MAX;
   for (int w = 0; w < kWarps; ++w)
-    if (warp_l[w] > 0.0f) row_max = fmaxf(row_max, warp_m[w]);
+    if (warp_l[w] > 0.0f) block_max = fmaxf(block_max, warp_m[w]);
   float total = 0.0f, weight[kWarps];
   for (int w = 0; w < kWarps; ++w) {
-    weight[w] = warp_l[w] > 0.0f ? __expf(warp_m[w] - row_max) : 0.0f;
+    weight[w] = warp_l[w] > 0.0f ? __expf(warp_m[w] - block_max) : 0.0f;
     total += warp_l[w] * weight[w];
   }
-  float* o = out + (row * sh.n_heads + head) * hd;
+  const int64_t cell = row * sh.n_heads + head;
+  if (gridDim.z == 1) {
+    float* o = out + cell * hd;
+    for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
+      float sum = 0.0f;
+      for (int w = 0; w < kWarps; ++w) sum += warp_acc[w][d] * weight[w];
+      o[d] = total > 0.0f ? sum / total : 0.0f;
+    }
+    if (row_max != nullptr && threadIdx.x == 0) row_max[cell] = block_max, row_sum[cell] = total;
+    return;
+  }
+  const int64_t part = split * sh.n * sh.n_heads + cell;
   for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
     float sum = 0.0f;
     for (int w = 0; w < kWarps; ++w) sum += warp_acc[w][d] * weight[w];
-    o[d] = total > 0.0f ? sum / total : 0.0f;
+    part_acc[part * hd + d] = sum;
   }
-  if (probe_colsum == nullptr || !is_probe[row] || total <= 0.0f) return;
-  // The probe needs each key's final weight: recompute its score once the row's max and sum are known.
-  for (int64_t j = threadIdx.x; j < sh.m; j += blockDim.x) {
-    if (k_pos[j] > p) continue;
-    const float* kj = k + (j * sh.n_kv_heads + kv_head) * hd;
-    float dot = 0.0f;
-    for (int64_t d = 0; d < hd; ++d) dot += qr[d] * kj[d];
-    atomicAdd(&probe_colsum[j], __expf(dot * sh.scale - row_max) / total);
+  if (threadIdx.x == 0) part_max[part] = block_max, part_sum[part] = total;
+}
+
+// Merges the splits of one (row, head) in split order.
+__global__ void merge_splits_kernel(AttentionShape sh, int64_t splits, const float* part_max, const float* part_sum,
+                                    const float* part_acc, float* out, float* row_max, float* row_sum) {
+  const int64_t cell = blockIdx.x, cells = sh.n * sh.n_heads, hd = sh.head_dim;
+  float top = -FLT_MAX;
+  for (int64_t s = 0; s < splits; ++s)
+    if (part_sum[s * cells + cell] > 0.0f) top = fmaxf(top, part_max[s * cells + cell]);
+  float total = 0.0f;
+  for (int64_t s = 0; s < splits; ++s) {
+    const float l = part_sum[s * cells + cell];
+    if (l > 0.0f) total += l * __expf(part_max[s * cells + cell] - top);
   }
+  for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
+    float sum = 0.0f;
+    for (int64_t s = 0; s < splits; ++s) {
+      const float l = part_sum[s * cells + cell];
+      if (l > 0.0f) sum += part_acc[(s * cells + cell) * hd + d] * __expf(part_max[s * cells + cell] - top);
+    }
+    out[cell * hd + d] = total > 0.0f ? sum / total : 0.0f;
+  }
+  if (row_max != nullptr && threadIdx.x == 0) row_max[cell] = top, row_sum[cell] = total;
+}
+
+// One warp per key: the probe rows' weights on it, summed in row then head order.
+__global__ void probe_colsum_kernel(AttentionShape sh, const float* q, const int32_t* q_pos, const float* k,
+                                    const int32_t* k_pos, const int32_t* probe_rows, int64_t n_probe,
+                                    const float* row_max, const float* row_sum, float* colsum, IndexError* err) {
+  const int64_t j = (int64_t)blockIdx.x * kWarps + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (j >= sh.m) return;
+  const int64_t hd = sh.head_dim, group = sh.n_heads / sh.n_kv_heads;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n_probe; ++i) {
+    const int32_t r = probe_rows[i];
+    if (r < 0 || r >= sh.n) {
+      if (j == 0 && lane == 0) report_index_error(err, kBadProbeRow, r, i, sh.n);
+      continue;
+    }
+    if (k_pos[j] > q_pos[r]) continue;
+    for (int64_t h = 0; h < sh.n_heads; ++h) {
+      const int64_t cell = (int64_t)r * sh.n_heads + h;
+      if (!(row_sum[cell] > 0.0f)) continue;
+      const float* qr = q + cell * hd;
+      const float* kj = k + (j * sh.n_kv_heads + h / group) * hd;
+      float dot = 0.0f;
+      for (int64_t d = lane; d < hd; d += 32) dot += qr[d] * kj[d];
+      dot = warp_sum(dot);
+      sum += __expf(dot * sh.scale - row_max[cell]) / row_sum[cell];
+    }
+  }
+  if (lane == 0) colsum[j] += sum;
 }
 
 }  // namespace
 
+int64_t attention_splits(const AttentionShape& sh, int multiprocessors) {
+  // Enough blocks for two per multiprocessor, each split at least kMinKeysPerSplit keys long.
+  const int64_t cells = sh.n * sh.n_heads, want = cells > 0 ? (2 * (int64_t)multiprocessors + cells - 1) / cells : 1;
+  const int64_t most = std::max<int64_t>(1, sh.m / kMinKeysPerSplit);
+  return std::max<int64_t>(1, std::min(want, most));
+}
+
 void attention(const AttentionShape& sh, const float* q, const int32_t* q_pos, const float* k, const float* v,
-               const int32_t* k_pos, float* out, const uint8_t* is_probe, float* probe_colsum, cudaStream_t stream) {
+               const int32_t* k_pos, float* out, int64_t splits, float* scratch, float* row_max, float* row_sum,
+               cudaStream_t stream) {
   if (sh.n == 0 || sh.n_heads == 0) return;
-  const dim3 grid((unsigned)sh.n, (unsigned)sh.n_heads), block(32 * kWarps);
+  const int64_t keys_per_split = std::max<int64_t>(1, (sh.m + splits - 1) / splits);
+  const int64_t cells = sh.n * sh.n_heads;
+  float* part_max = scratch;
+  float* part_sum = scratch ? scratch + splits * cells : nullptr;
+  float* part_acc = scratch ? scratch + 2 * splits * cells : nullptr;
+  const dim3 grid((unsigned)sh.n, (unsigned)sh.n_heads, (unsigned)splits), block(32 * kWarps);
+  const auto run = [&](auto kernel) {
+    kernel<<<grid, block, 0, stream>>>(sh, q, q_pos, k, v, k_pos, keys_per_split, out, part_max, part_sum, part_acc,
+                                       row_max, row_sum);
+  };
   if (sh.head_dim <= 32)
-    attention_kernel<1><<<grid, block, 0, stream>>>(sh, q, q_pos, k, v, k_pos, out, is_probe, probe_colsum);
+    run(attention_kernel<1>);
   else if (sh.head_dim <= 64)
-    attention_kernel<2><<<grid, block, 0, stream>>>(sh, q, q_pos, k, v, k_pos, out, is_probe, probe_colsum);
+    run(attention_kernel<2>);
   else if (sh.head_dim <= 128)
-    attention_kernel<4><<<grid, block, 0, stream>>>(sh, q, q_pos, k, v, k_pos, out, is_probe, probe_colsum);
+    run(attention_kernel<4>);
   else
-    attention_kernel<8><<<grid, block, 0, stream>>>(sh, q, q_pos, k, v, k_pos, out, is_probe, probe_colsum);
+    run(attention_kernel<8>);
+  if (splits > 1)
+    merge_splits_kernel<<<(unsigned)cells, 128, 0, stream>>>(sh, splits, part_max, part_sum, part_acc, out, row_max,
+                                                             row_sum);
+}
+
+void probe_colsums(const AttentionShape& sh, const float* q, const int32_t* q_pos, const float* k,
+                   const int32_t* k_pos, const int32_t* probe_rows, int64_t n_probe, const float* row_max,
+                   const float* row_sum, float* colsum, IndexError* err, cudaStream_t stream) {
+  if (sh.m == 0 || n_probe == 0) return;
+  probe_colsum_kernel<<<(unsigned)((sh.m + kWarps - 1) / kWarps), 32 * kWarps, 0, stream>>>(
+      sh, q, q_pos, k, k_pos, probe_rows, n_probe, row_max, row_sum, colsum, err);
 }
 
 }  // namespace kvf::cuda

@@ -2,12 +2,28 @@
 // every launch goes to `stream` and returns without waiting. Shapes follow the Backend interface
 // (lib/backend/backend.h); the CPU backend is the reference each kernel is checked against
 // (tests/unit/cuda_backend_test.cpp).
+//
+// Indices (token ids, gathered rows, positions, probe rows) are checked on the device, so a forward pass never
+// waits for the host: a kernel that meets a bad one skips it and records the first such error in an IndexError,
+// which the backend reads at its next synchronising call and turns into kvf::Error.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 namespace kvf::cuda {
+
+enum IndexErrorCode : int32_t { kNoError = 0, kBadTokenId, kBadGatherRow, kNegativePosition, kBadProbeRow };
+struct IndexError {
+  int32_t code = kNoError;
+  int32_t unused = 0;
+  int64_t value = 0, index = 0, bound = 0;  // the bad value, where it was, the bound it broke
+};
+#ifdef __CUDACC__
+__device__ inline void report_index_error(IndexError* e, int32_t code, int64_t value, int64_t index, int64_t bound) {
+  if (atomicCAS(&e->code, 0, code) == 0) e->value = value, e->index = index, e->bound = bound;
+}
+#endif
 
 // y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, rows of d (sum of squares in double, as the CPU reference).
 void rms_norm(const float* x, const float* weight, float eps, int64_t rows, int64_t d, float* y, cudaStream_t stream);
@@ -17,24 +33,53 @@ void add_inplace(float* y, const float* x, int64_t n, cudaStream_t stream);
 void add_bias(float* y, const float* bias, int64_t rows, int64_t d, cudaStream_t stream);
 // out = silu(gate) * up
 void swiglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
-// dst[i] = src[rows[i]], rows of row_bytes bytes (embedding lookups and KV gathers); rows already validated.
-void gather_rows(const void* src, const int32_t* rows, int64_t n, int64_t row_bytes, void* dst, cudaStream_t stream);
+// dst[i] = src[rows[i]], rows of row_bytes bytes (embedding lookups and KV gathers); rows outside [0, src_rows)
+// are reported as `code` and left unwritten.
+void gather_rows(const void* src, int64_t src_rows, const int32_t* rows, int64_t n, int64_t row_bytes, void* dst,
+                 IndexErrorCode code, IndexError* err, cudaStream_t stream);
+// dst[i] = f32(table[ids[i]]) for a bf16 table [table_rows, d] (the fast mode's embedding).
+void gather_bf16_rows_to_f32(const void* table, int64_t table_rows, const int32_t* ids, int64_t n, int64_t d,
+                             float* dst, IndexError* err, cudaStream_t stream);
+// dst[i] = bf16(src[rows ? rows[i] : i]), rows of d values (rows already checked by the caller's plan).
+void rows_to_bf16(const float* src, const int32_t* rows, int64_t n, int64_t d, void* dst, cudaStream_t stream);
 
 // x [n, heads, head_dim] rotated in place to positions pos [n]: the first rotary_dim dims of each head, pairs
 // (2i, 2i+1) when adjacent, else (i, i + rotary_dim/2); angles p * inv_freq[i] in double; inverse: -angle.
+// A negative position is reported and its row left as it was.
 void rope(float* x, const int32_t* pos, int64_t n, int64_t heads, int64_t head_dim, int64_t rotary_dim,
-          const float* inv_freq, bool adjacent, bool inverse, cudaStream_t stream);
+          const float* inv_freq, bool adjacent, bool inverse, IndexError* err, cudaStream_t stream);
 
 // The forward rule's attention (DESIGN.md §3) over gathered keys: query row r (position q_pos[r], head h) reads
-// every key j with k_pos[j] <= q_pos[r] of kv head h / (n_heads / n_kv_heads); scores scaled, online softmax
-// over the keys (no mask is built), P·V. A row that sees no key outputs zeros. When probe_colsum is given, the
-// rows with is_probe[r] != 0 add their softmax weights to probe_colsum[j], summed over heads.
+// every key j with k_pos[j] <= q_pos[r] of kv head h / (n_heads / n_kv_heads); scores scaled, softmax, P·V. A row
+// that sees no key outputs zeros.
 struct AttentionShape {
   int64_t n = 0, m = 0;  // query rows, keys
   int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   float scale = 1.0f;
 };
+
+// f32 throughout, one block per (row, head), its 4 warps keeping online softmaxes over interleaved keys; with few
+// rows the keys are split over `splits` blocks per (row, head) whose partial states a second kernel merges in a
+// fixed order (the decode case). When row_max / row_sum are given, each (row, head)'s max score and softmax sum
+// land there [n, n_heads] for probe_colsums. `scratch` holds splits * n * n_heads * (head_dim + 2) floats.
+int64_t attention_splits(const AttentionShape& shape, int multiprocessors);
 void attention(const AttentionShape& shape, const float* q, const int32_t* q_pos, const float* k, const float* v,
-               const int32_t* k_pos, float* out, const uint8_t* is_probe, float* probe_colsum, cudaStream_t stream);
+               const int32_t* k_pos, float* out, int64_t splits, float* scratch, float* row_max, float* row_sum,
+               cudaStream_t stream);
+
+// The same on tensor cores (kernels/flash_attention.cu): bf16 K and V [m, n_kv_heads, head_dim], Q in f32 rounded
+// to bf16, f32 softmax; head_dim 64 or 128. tile_min holds flash_attention_tiles(m) ints of scratch.
+bool flash_attention_supports(int64_t head_dim);
+int64_t flash_attention_tiles(int64_t m);
+void flash_attention(const AttentionShape& shape, const float* q, const int32_t* q_pos, const void* k_bf16,
+                     const void* v_bf16, const int32_t* k_pos, int32_t* tile_min, float* out, float* row_max,
+                     float* row_sum, cudaStream_t stream);
+
+// The probe: colsum[j] += sum over probe rows r (in order) and heads h (in order) of row r's softmax weight on key
+// j, exp(q[r,h]·k[j] * scale - row_max[r,h]) / row_sum[r,h], for keys it reads. In f32 and a fixed order: the
+// same sums on every run. Probe rows outside [0, n) are reported.
+void probe_colsums(const AttentionShape& shape, const float* q, const int32_t* q_pos, const float* k,
+                   const int32_t* k_pos, const int32_t* probe_rows, int64_t n_probe, const float* row_max,
+                   const float* row_sum, float* colsum, IndexError* err, cudaStream_t stream);
 
 }  // namespace kvf::cuda

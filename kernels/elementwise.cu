@@ -1,4 +1,9 @@
-// Row-wise and element-wise kernels of the CUDA backend: RMSNorm, residual add, bias, SwiGLU, row gathers.
+// Row-wise and element-wise kernels of the CUDA backend: RMSNorm, residual add, bias, SwiGLU, row gathers and
+// the bf16 conversions of the fast mode.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
 #include "cuda_ops.cuh"
 
 namespace kvf::cuda {
@@ -42,10 +47,34 @@ __global__ void swiglu_kernel(const float* gate, const float* up, float* out, in
   }
 }
 
-__global__ void gather_kernel(const char* src, const int32_t* rows, int64_t row_bytes, char* dst) {
-  const char* from = src + (int64_t)rows[blockIdx.x] * row_bytes;
+__global__ void gather_kernel(const char* src, int64_t src_rows, const int32_t* rows, int64_t row_bytes, char* dst,
+                              IndexErrorCode code, IndexError* err) {
+  const int32_t r = rows[blockIdx.x];
+  if (r < 0 || r >= src_rows) {
+    if (threadIdx.x == 0) report_index_error(err, code, r, blockIdx.x, src_rows);
+    return;
+  }
+  const char* from = src + (int64_t)r * row_bytes;
   char* to = dst + (int64_t)blockIdx.x * row_bytes;
   for (int64_t b = threadIdx.x; b < row_bytes; b += blockDim.x) to[b] = from[b];
+}
+
+__global__ void gather_bf16_kernel(const __nv_bfloat16* table, int64_t table_rows, const int32_t* ids, int64_t d,
+                                   float* dst, IndexError* err) {
+  const int32_t r = ids[blockIdx.x];
+  if (r < 0 || r >= table_rows) {
+    if (threadIdx.x == 0) report_index_error(err, kBadTokenId, r, blockIdx.x, table_rows);
+    return;
+  }
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) dst[blockIdx.x * d + i] = __bfloat162float(table[r * d + i]);
+}
+
+// Round to nearest even, as the CPU's f32_to_bf16.
+__global__ void to_bf16_kernel(const float* src, const int32_t* rows, int64_t d, __nv_bfloat16* dst) {
+  const float* from = src + (rows ? (int64_t)rows[blockIdx.y] : (int64_t)blockIdx.y) * d;
+  __nv_bfloat16* to = dst + (int64_t)blockIdx.y * d;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < d; i += (int64_t)gridDim.x * blockDim.x)
+    to[i] = __float2bfloat16_rn(from[i]);
 }
 
 }  // namespace
@@ -66,10 +95,24 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n, cudaStrea
   if (n > 0) swiglu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, out, n);
 }
 
-void gather_rows(const void* src, const int32_t* rows, int64_t n, int64_t row_bytes, void* dst, cudaStream_t stream) {
+void gather_rows(const void* src, int64_t src_rows, const int32_t* rows, int64_t n, int64_t row_bytes, void* dst,
+                 IndexErrorCode code, IndexError* err, cudaStream_t stream) {
   if (n > 0 && row_bytes > 0)
-    gather_kernel<<<(unsigned)n, 128, 0, stream>>>(static_cast<const char*>(src), rows, row_bytes,
-                                                   static_cast<char*>(dst));
+    gather_kernel<<<(unsigned)n, 128, 0, stream>>>(static_cast<const char*>(src), src_rows, rows, row_bytes,
+                                                   static_cast<char*>(dst), code, err);
+}
+
+void gather_bf16_rows_to_f32(const void* table, int64_t table_rows, const int32_t* ids, int64_t n, int64_t d,
+                             float* dst, IndexError* err, cudaStream_t stream) {
+  if (n > 0 && d > 0)
+    gather_bf16_kernel<<<(unsigned)n, 128, 0, stream>>>(static_cast<const __nv_bfloat16*>(table), table_rows, ids, d,
+                                                        dst, err);
+}
+
+void rows_to_bf16(const float* src, const int32_t* rows, int64_t n, int64_t d, void* dst, cudaStream_t stream) {
+  if (n == 0 || d == 0) return;
+  const dim3 grid((unsigned)std::min<int64_t>((d + kThreads - 1) / kThreads, 8), (unsigned)n);
+  to_bf16_kernel<<<grid, kThreads, 0, stream>>>(src, rows, d, static_cast<__nv_bfloat16*>(dst));
 }
 
 }  // namespace kvf::cuda

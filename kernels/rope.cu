@@ -5,8 +5,12 @@ namespace kvf::cuda {
 namespace {
 
 __global__ void rope_kernel(float* x, const int32_t* pos, int64_t heads, int64_t head_dim, int64_t half,
-                            const float* inv_freq, bool adjacent, bool inverse) {
+                            const float* inv_freq, bool adjacent, bool inverse, IndexError* err) {
   const int64_t row = blockIdx.x, head = blockIdx.y;
+  if (pos[row] < 0) {
+    if (head == 0 && threadIdx.x == 0) report_index_error(err, kNegativePosition, pos[row], row, 0);
+    return;
+  }
   float* v = x + (row * heads + head) * head_dim;
   // Angles in double: positions reach 1e5 and a float product would lose the phase's low bits.
   const double p = (double)pos[row];
@@ -23,10 +27,10 @@ __global__ void rope_kernel(float* x, const int32_t* pos, int64_t heads, int64_t
 }  // namespace
 
 void rope(float* x, const int32_t* pos, int64_t n, int64_t heads, int64_t head_dim, int64_t rotary_dim,
-          const float* inv_freq, bool adjacent, bool inverse, cudaStream_t stream) {
+          const float* inv_freq, bool adjacent, bool inverse, IndexError* err, cudaStream_t stream) {
   if (n == 0 || heads == 0 || rotary_dim == 0) return;
   const dim3 grid((unsigned)n, (unsigned)heads);
-  rope_kernel<<<grid, 64, 0, stream>>>(x, pos, heads, head_dim, rotary_dim / 2, inv_freq, adjacent, inverse);
+  rope_kernel<<<grid, 64, 0, stream>>>(x, pos, heads, head_dim, rotary_dim / 2, inv_freq, adjacent, inverse, err);
 }
 
 }  // namespace kvf::cuda

@@ -2,27 +2,34 @@
 # On the GPU machine, in one call: unpack the bundle scripts/device-bundle.sh made here, write random-weight models
 # of real shapes (the weights never travel), run the CUDA tests and the benchmarks, and leave every log and result
 # in one folder: $OUT, which the device tool brings back (at most 8 files: summary.txt, run.log with every step's
-# output, cuda_tests.xml, prefill.jsonl, attention.jsonl); ./gpu-out elsewhere.
+# output, cuda_tests.xml, prefill.jsonl, attention.jsonl, ttft.md); ./gpu-out elsewhere.
 #
 # Usage (from the repository root, the bundle carried):  bench/gpu/run.sh [BUNDLE.tar.xz]
 # env:
-#   STEPS           which parts, in order (default tests,attention,models,prefill,precompute)
+#   STEPS           which parts, in order (default tests,attention,models,prefill,precompute,ttft,kvrun)
 #   BACKEND         cuda (default); cpu runs the same script on this machine's CPU to check it end to end
 #   BIG_SHAPE       the large model's shape (qwen2.5-7b); BIG_LAYERS cuts its layers (0: all)
 #   PREFILL_TOKENS  prompt lengths of the prefill benchmark (512 2048 8192)
 #   CHUNKS          chunks of ~512 tokens in the precompute benchmark's corpus (100)
 #   ATTN_CONTEXT    keys of the attention benchmark (32768), Qwen2.5-7B's heads
+#   TTFT_CHUNKS     ~512-token chunks in the TTFT benchmark's context (57: about 27K tokens); TTFT_RUNS (3)
+#   COMPUTE         fast (default: bf16 where the backend has it) or f32, for prefill, precompute and TTFT
+#   STEP_TIMEOUT    seconds after which a step is stopped (300), so one slow step cannot cost the whole call
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${1:-$here/device-bundle/kvfuse-sm90.tar.xz}
 out=${OUT:-$here/gpu-out}
-steps=${STEPS:-tests,attention,models,prefill,precompute}
+steps=${STEPS:-tests,attention,models,prefill,precompute,ttft,kvrun}
 backend=${BACKEND:-cuda}
 big_shape=${BIG_SHAPE:-qwen2.5-7b}
 big_layers=${BIG_LAYERS:-0}
 prefill_tokens=${PREFILL_TOKENS:-512 2048 8192}
 chunks=${CHUNKS:-100}
 attn_context=${ATTN_CONTEXT:-32768}
+ttft_chunks=${TTFT_CHUNKS:-57}
+ttft_runs=${TTFT_RUNS:-3}
+compute=${COMPUTE:-fast}
+step_timeout=${STEP_TIMEOUT:-300}
 mkdir -p "$out"
 summary=$out/summary.txt log=$out/run.log
 : >"$summary"
@@ -37,7 +44,7 @@ step() {
   shift
   local t0=$SECONDS
   echo "=== $name: $*" >>"$log"
-  "$@" >"$work/last.log" 2>&1
+  timeout "$step_timeout" "$@" >"$work/last.log" 2>&1
   local rc=$?
   cat "$work/last.log" >>"$log"
   say "$(printf '%-34s rc=%-3s %5ss' "$name" "$rc" $((SECONDS - t0)))"
@@ -69,6 +76,11 @@ if want tests; then
     --gtest_output="xml:$out/cuda_tests.xml"
   # The counts, and every failed test by name (skipped ones are listed in run.log).
   grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test" "$work/last.log" | sort -u | tee -a "$summary"
+  # Which instructions the kernels use: HMMA (tensor cores), LDSM (matrix loads), LDL/STL (local-memory spills).
+  if command -v cuobjdump >/dev/null; then
+    say "sass: $(cuobjdump -sass "$bin/kvf_unit_tests" 2>/dev/null | grep -oE '\b(HMMA|LDSM|LDL|STL)[.A-Z0-9]*' |
+      sort | uniq -c | tr -s ' \n' ' ')"
+  fi
 fi
 
 # The sparse prefill's attention op by recompute ratio, against PyTorch SDPA (flash, dense causal) on the GPU.
@@ -93,10 +105,15 @@ if want prefill; then
     [ -f "$m" ] || continue
     for n in $prefill_tokens; do
       step "prefill $(basename "$m" .gguf) $n" "$bin/kvf_prefill_bench" --backend "$backend" --model "$m" \
-        --tokens "$n" --runs 3 --threads "$(nproc)" --json &&
+        --tokens "$n" --runs 3 --threads "$(nproc)" --compute "$compute" --json &&
         tail -1 "$work/last.log" >>"$out/prefill.jsonl"
     done
   done
+  # The peer: Hugging Face transformers (SDPA, bf16) on the large shape, same prompt lengths.
+  if [ "$backend" = cuda ]; then
+    step "hf prefill $big_shape" python3 "$here/bench/gpu/hf_prefill_bench.py" --shape "$big_shape" \
+      --layers "$big_layers" --tokens $prefill_tokens --runs 3 && cat "$work/last.log" >>"$out/prefill.jsonl"
+  fi
 fi
 
 # FusionRAG's offline stage on the large shape: each ~512-token chunk's KV after its 10 nearest neighbours'
@@ -104,17 +121,53 @@ fi
 if want precompute && [ -f "$big" ]; then
   store=$work/store
   rm -rf "$store"
-  step corpus python3 "$here/bench/synthetic_corpus.py" "$work/corpus.jsonl" "$chunks" 380
+  step corpus python3 "$here/bench/synthetic_corpus.py" "$work/corpus.jsonl" "$chunks" 420
   step chunk "$bin/kvprep" chunk --corpus "$work/corpus.jsonl" --store "$store" --chunk-tokens 512 --model "$big"
   step embed_synthetic "$bin/kvf_scale_tool" embed-synthetic --store "$store"
   step index "$bin/kvprep" index --store "$store"
   step neighbors "$bin/kvprep" neighbors --store "$store" --top-n 10
   step "prefill independent" "$bin/kvprep" prefill --store "$store" --model "$big" --mode independent \
-    --backend "$backend" --compute f32
+    --backend "$backend" --compute "$compute"
   tail -1 "$work/last.log" | tee -a "$summary"
   step "prefill similarity" "$bin/kvprep" prefill --store "$store" --model "$big" --mode similarity --top-n 10 \
-    --backend "$backend" --compute f32
+    --backend "$backend" --compute "$compute"
   tail -1 "$work/last.log" | tee -a "$summary"
+fi
+
+# TTFT of full, reuse and fusion at 15% over TTFT_CHUNKS chunks of the precompute store (one question whose
+# passages are the corpus's first documents), the large shape.
+if want ttft && [ -d "$work/store" ]; then
+  python3 - "$work/corpus.jsonl" "$ttft_chunks" "$work/questions.jsonl" <<'PY'
+import json, sys
+docs = [json.loads(line) for line in open(sys.argv[1])][: int(sys.argv[2]) + 6]
+q = {"id": "q0", "question": "Which station is next to the old mill by the river?",
+     "contexts": [{"title": d["title"], "text": d["text"]} for d in docs]}
+open(sys.argv[3], "w").write(json.dumps(q) + "\n")
+PY
+  step ttft "$bin/kvf_ttft_bench" --store "$work/store" --model "$big" --queries "$work/questions.jsonl" \
+    --questions 1 --chunks "$ttft_chunks" --runs "$ttft_runs" --threads "$(nproc)" --compute "$compute" \
+    --backend "$backend" --methods full reuse fusion --ratios 0.15 && cp "$work/last.log" "$out/ttft.md"
+  cat "$work/last.log" >>"$summary"
+fi
+
+# kvrun end to end on the large shape: batch (fusion) and a small eval sweep (every method, both stored KV modes).
+# The weights are random, so the answers are noise: this checks that each path runs and how long it takes.
+if want kvrun && [ -d "$work/store" ]; then
+  python3 - "$work/corpus.jsonl" "$work/qa.jsonl" <<'PY'
+import json, sys
+docs = [json.loads(line) for line in open(sys.argv[1])]
+with open(sys.argv[2], "w") as f:
+    for i in range(3):
+        ctx = docs[4 * i: 4 * i + 4]
+        f.write(json.dumps({"id": f"q{i}", "question": "Which river runs past the mill?", "answers": ["river"],
+                            "contexts": [{"title": d["title"], "text": d["text"]} for d in ctx]}) + "\n")
+PY
+  step "kvrun batch" "$bin/kvrun" batch --queries "$work/qa.jsonl" --out "$work/batch.jsonl" --store "$work/store" \
+    --model "$big" --backend "$backend" --compute "$compute" --method fusion --max-tokens 8 --json
+  step "kvrun eval" "$bin/kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --model "$big" \
+    --backend "$backend" --methods full,reuse,cacheblend,a3,fusion --ratios 0.15 --kv independent,similarity \
+    --max-tokens 8 --out "$work/eval"
+  [ -f "$work/eval/report.md" ] && sed -n '1,40p' "$work/eval/report.md" >>"$log"
 fi
 
 say "files: $(ls "$out" | tr '\n' ' ')"

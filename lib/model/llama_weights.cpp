@@ -41,7 +41,9 @@ class Loader {
     const gguf::TensorInfo& info = checked(name, shape);
     DType stored = DType::F32;
     if (mode_ == ComputeMode::F32 || !dtype_of_ggml(info.type, &stored)) return load(name, shape);
-    const DType keep = stored == DType::F32 || stored == DType::F16 ? DType::BF16 : stored;
+    DType keep = stored == DType::F32 || stored == DType::F16 ? DType::BF16 : stored;
+    // A block format the backend cannot multiply (the GPU's) becomes bf16 rather than f32: half the memory.
+    if (!b_.accepts_weights(keep, shape.back()) && b_.accepts_weights(DType::BF16, shape.back())) keep = DType::BF16;
     if (!b_.accepts_weights(keep, shape.back())) return load(name, shape);
     Tensor t = b_.empty(keep, shape);
     if (keep == stored) {

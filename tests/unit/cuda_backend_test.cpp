@@ -6,6 +6,7 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "core/half.h"
 #include "model/decoder.h"
 #include "model/rope_frequencies.h"
 #include "support/test_values.h"
@@ -112,7 +113,39 @@ TEST_F(CudaVsCpu, GathersAndEmbedding) {
   cpu->gather_rows(table.cpu, ids.cpu, gathered.cpu);
   gpu->gather_rows(table.gpu, ids.gpu, gathered.gpu);
   EXPECT_EQ(relative_diff(gathered), 0.0);
-  EXPECT_THROW(gpu->embedding(table.gpu, ints({97}).gpu, out.gpu), Error);
+  // Indices are checked on the device: the error surfaces at the next read back, naming the id.
+  gpu->embedding(table.gpu, ints({97}).gpu, out.gpu);
+  const std::string err = test::error_of([&] { host(*gpu, out.gpu); });
+  EXPECT_NE(err.find("token id 97"), std::string::npos) << err;
+  EXPECT_NO_THROW(host(*gpu, out.gpu)) << "the error is reported once";
+  gpu->gather_rows(table.gpu, ints({0, -1}).gpu, gathered.gpu);
+  EXPECT_NE(test::error_of([&] { host(*gpu, gathered.gpu); }).find("row -1 at index 1"), std::string::npos);
+}
+
+// The fast mode's GEMM: bf16 weights through cuBLASLt against the CPU's f32 product of the same bf16-rounded
+// values (the products are exact in f32; only the order of the sums differs).
+TEST_F(CudaVsCpu, MatmulBf16WeightsAndEmbedding) {
+  for (auto [n, m, k] : {std::tuple{1, 7, 8}, {3, 576, 576}, {64, 1536, 576}, {129, 4864, 896}, {700, 256, 3584}}) {
+    std::mt19937 rng(n + m + k);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> x((size_t)n * k), w((size_t)m * k);
+    std::vector<uint16_t> w_bf16(w.size());
+    for (float& v : x) v = bf16_to_f32(f32_to_bf16(d(rng)));
+    for (size_t i = 0; i < w.size(); ++i) w_bf16[i] = f32_to_bf16(d(rng)), w[i] = bf16_to_f32(w_bf16[i]);
+    Pair xs = upload(x, {n, k}), ws = upload(w, {m, k}), y = zeros({n, m});
+    Tensor wb = gpu->empty(DType::BF16, {m, k});
+    gpu->copy_from_host(wb, w_bf16.data(), w_bf16.size() * 2);
+    cpu->matmul_nt(xs.cpu, ws.cpu, y.cpu);
+    gpu->matmul_nt(xs.gpu, wb, y.gpu);
+    EXPECT_LT(relative_diff(y), 1e-5) << n << "x" << m << "x" << k;
+    if (m >= 7) {
+      const Pair ids = ints({0, m - 1, 3});
+      Pair out = zeros({3, k});
+      cpu->embedding(ws.cpu, ids.cpu, out.cpu);
+      gpu->embedding(wb, ids.gpu, out.gpu);
+      EXPECT_EQ(relative_diff(out), 0.0) << "bf16 embedding";
+    }
+  }
 }
 
 TEST_F(CudaVsCpu, RopeBothPairingsForwardAndInverse) {
@@ -133,13 +166,17 @@ TEST_F(CudaVsCpu, RopeBothPairingsForwardAndInverse) {
     }
 }
 
+struct AttentionCase {
+  int n, m, heads, kv_heads, head_dim;
+  bool shuffled_keys;
+};
+
 TEST_F(CudaVsCpu, AttentionByPositionWithGqaAndProbes) {
-  struct Case {
-    int n, m, heads, kv_heads, head_dim;
-    bool shuffled_keys;
-  };
+  using Case = AttentionCase;
+  // The last two have few rows over many keys: the f32 kernel splits the keys over blocks and merges them.
   for (const Case c : {Case{1, 1, 4, 2, 64, false}, Case{5, 300, 9, 3, 64, false}, Case{40, 40, 8, 8, 128, true},
-                       Case{17, 1000, 28, 4, 128, true}, Case{3, 9, 2, 1, 32, false}}) {
+                       Case{17, 1000, 28, 4, 128, true}, Case{3, 9, 2, 1, 32, false}, Case{1, 5000, 28, 4, 128, false},
+                       Case{3, 20000, 14, 2, 64, true}}) {
     std::mt19937 rng(c.n * 31 + c.m);
     std::vector<int32_t> k_pos(c.m), q_pos(c.n);
     for (int j = 0; j < c.m; ++j) k_pos[j] = j;
@@ -169,11 +206,72 @@ TEST_F(CudaVsCpu, AttentionByPositionWithGqaAndProbes) {
   }
 }
 
+// The tensor-core Q-index kernel (the fast mode, bf16 Q, K, V and softmax weights) against the CPU's f32 attention
+// of the same bf16-rounded inputs: rows scattered over the keys' positions, rows that see no key, tiles that are
+// partly past a row, shuffled keys, GQA, both supported head sizes, sizes off the 64-row and 64-key tiles. Its
+// probe column sums must repeat bit for bit.
+TEST_F(CudaVsCpu, TensorCoreAttentionByPosition) {
+  using Case = AttentionCase;
+  for (const Case c : {Case{16, 16, 4, 2, 64, false}, Case{64, 64, 8, 8, 128, false}, Case{100, 1000, 28, 4, 128, true},
+                       Case{700, 3000, 14, 2, 64, false}, Case{257, 4097, 28, 4, 128, false}}) {
+    std::mt19937 rng(c.n * 7 + c.m);
+    std::vector<int32_t> k_pos(c.m), q_pos(c.n);
+    for (int j = 0; j < c.m; ++j) k_pos[j] = j;
+    if (c.shuffled_keys) std::shuffle(k_pos.begin(), k_pos.end(), rng);
+    for (int i = 0; i < c.n; ++i) q_pos[i] = i < 3 ? i - 1 : (int32_t)(rng() % (c.m + 5));
+    std::sort(q_pos.begin() + 3, q_pos.end());  // a recompute set is ordered by position; the first rows are not
+    const auto rounded = [&](const Shape& shape, float scale) {
+      std::normal_distribution<float> d(0.0f, scale);
+      int64_t count = 1;
+      for (int64_t x : shape) count *= x;
+      std::vector<float> v((size_t)count);
+      for (float& x : v) x = bf16_to_f32(f32_to_bf16(d(rng)));
+      return upload(v, shape);
+    };
+    Pair q = rounded({c.n, c.heads, c.head_dim}, 1.0f), k = rounded({c.m, c.kv_heads, c.head_dim}, 1.0f),
+         v = rounded({c.m, c.kv_heads, c.head_dim}, 1.0f), out_pair = zeros({c.n, c.heads, c.head_dim});
+    const Pair qp = ints(q_pos), kp = ints(k_pos), probe_rows = ints({c.n - 1, c.n / 2, 0});
+    Pair colsum = zeros({c.m});
+    std::vector<float> first_colsum;
+    for (int run = 0; run < 3; ++run)
+      for (Backend* b : {cpu.get(), gpu.get()}) {
+        const bool on_gpu = b == gpu.get();
+        if (run > 0 && !on_gpu) continue;
+        if (on_gpu) gpu->copy_from_host(colsum.gpu, std::vector<float>(c.m, 0.0f).data(), c.m * 4);
+        AttentionArgs a;
+        a.q = on_gpu ? q.gpu : q.cpu;
+        a.q_pos = on_gpu ? qp.gpu : qp.cpu;
+        a.k = on_gpu ? k.gpu : k.cpu;
+        a.v = on_gpu ? v.gpu : v.cpu;
+        a.k_pos = on_gpu ? kp.gpu : kp.cpu;
+        a.out = on_gpu ? out_pair.gpu : out_pair.cpu;
+        a.scale = 1.0f / std::sqrt((float)c.head_dim);
+        a.bf16_inputs = on_gpu;  // the CPU computes the rounded inputs in f32: the reference
+        a.probe_rows = on_gpu ? probe_rows.gpu : probe_rows.cpu;
+        a.probe_colsum = on_gpu ? colsum.gpu : colsum.cpu;
+        b->attention(a);
+        if (on_gpu && run == 0) first_colsum = host(*gpu, colsum.gpu);
+        if (on_gpu && run > 0) {
+          EXPECT_EQ(host(*gpu, colsum.gpu), first_colsum) << "probe sums repeat, run " << run;
+        }
+      }
+    // P is rounded to bf16 before P·V: about 3 significant digits.
+    EXPECT_LT(relative_diff(out_pair), 2e-2) << c.n << " rows over " << c.m << " keys, head_dim " << c.head_dim;
+    const std::vector<float> out = host(*gpu, out_pair.gpu);
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_TRUE(std::isfinite(out[i])) << "output " << i;
+    for (int r = 0; r < std::min(c.n, 1); ++r)  // row 0 sits at position -1: it sees no key and outputs zeros
+      for (int64_t d = 0; d < (int64_t)c.heads * c.head_dim; ++d) ASSERT_EQ(out[d], 0.0f);
+    EXPECT_LT(relative_diff(colsum), 1e-4) << "probe column sums";
+  }
+}
+
 // The same forward request on both backends: a stored view, computed tokens at scattered positions (two of them
 // superseding stored rows), a probe. Logits and KV within `tol` of the largest CPU value.
-void expect_same_forward(Backend& cpu, Backend& gpu, const std::string& path, double tol, const std::string& what) {
-  const auto cpu_decoder = Decoder::load(path, cpu, ComputeMode::F32);  // as the CUDA backend computes
-  const auto gpu_decoder = Decoder::load(path, gpu, ComputeMode::F32);
+// The CPU computes in f32 (the reference); the GPU in `gpu_mode`.
+void expect_same_forward(Backend& cpu, Backend& gpu, const std::string& path, double tol, const std::string& what,
+                         ComputeMode gpu_mode = ComputeMode::F32) {
+  const auto cpu_decoder = Decoder::load(path, cpu, ComputeMode::F32);
+  const auto gpu_decoder = Decoder::load(path, gpu, gpu_mode);
   const int vocab = cpu_decoder->config().vocab;
   ForwardRequest base;
   base.tokens = test::random_tokens(40, vocab, 11);
@@ -215,6 +313,18 @@ TEST_F(CudaVsCpu, RealShapeModelsLogitsAndKv) {
     spec.n_layers = 2;
     spec.vocab = std::min(spec.vocab, 32768);
     expect_same_forward(*cpu, *gpu, test::write_tiny_model(spec), 1e-4, shape);
+  }
+}
+
+// The fast mode on the GPU (bf16 weights as stored, bf16 GEMM inputs, the tensor-core attention for the 40-token
+// prefill) against the CPU's f32 reference: within bf16 rounding.
+TEST_F(CudaVsCpu, FastModeRealShapeModels) {
+  for (const char* shape : {"smollm2-135m", "qwen2.5-7b"}) {
+    test::TinyModelSpec spec = real_model_shape(shape);
+    spec.n_layers = 2;
+    spec.vocab = std::min(spec.vocab, 32768);
+    expect_same_forward(*cpu, *gpu, test::write_tiny_model(spec), 5e-2, std::string(shape) + " fast",
+                        ComputeMode::Fast);
   }
 }
 

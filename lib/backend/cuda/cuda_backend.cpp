@@ -1,11 +1,17 @@
-// The CUDA backend: tensors in device memory, GEMMs through cuBLAS (f32, no TF32), every other op a kernel from
-// kernels/ (cuda_ops.cuh). Built when KVF_CUDA is on; checked op by op against the CPU backend
-// (tests/unit/cuda_backend_test.cpp). Copies are synchronous; each op is queued on the backend's stream.
+// The CUDA backend: tensors in device memory from a stream-ordered pool, every op queued on one stream with no
+// host synchronisation until a result is read back (indices are checked on the device: cuda_ops.cuh). GEMMs:
+// bf16 weights through cuBLASLt (bf16 inputs, f32 accumulate and output) in the fast mode, f32 weights through
+// cuBLAS sgemm without TF32 in the f32 mode. Attention: the tensor-core Q-index kernel for the fast mode's
+// prefills, the f32 kernel (split over keys when rows are few) otherwise. Checked op by op against the CPU backend
+// (tests/unit/cuda_backend_test.cpp).
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/backend.h"
@@ -23,67 +29,115 @@ void check_cublas(cublasStatus_t status, const char* what) {
   KVF_CHECK(status == CUBLAS_STATUS_SUCCESS, "cublas: ", what, " failed (status ", (int)status, ")");
 }
 
-class CudaStorage final : public Storage {
- public:
-  explicit CudaStorage(size_t bytes) {
-    bytes_ = bytes;
-    check_cuda(cudaMalloc(&data_, bytes ? bytes : 256), "cudaMalloc");
-  }
-  ~CudaStorage() override { cudaFree(data_); }
-  Device device() const override { return Device::Cuda; }
+// The stream every op and allocation is ordered on; storages hold it so it outlives the last tensor freed.
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() { check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  ~Stream() { cudaStreamDestroy(s); }
 };
 
-void check_f32(const Tensor& t, const char* what) {
-  KVF_CHECK(t.defined() && t.dtype == DType::F32 && t.device() == Device::Cuda, "cuda backend: ", what,
-            " must be a defined f32 device tensor");
+class CudaStorage final : public Storage {
+ public:
+  CudaStorage(size_t bytes, std::shared_ptr<Stream> stream) : stream_(std::move(stream)) {
+    bytes_ = bytes;
+    check_cuda(cudaMallocAsync(&data_, bytes ? bytes : 256, stream_->s), "cudaMallocAsync");
+  }
+  ~CudaStorage() override { cudaFreeAsync(data_, stream_->s); }
+  Device device() const override { return Device::Cuda; }
+
+ private:
+  std::shared_ptr<Stream> stream_;
+};
+
+void check_on_device(const Tensor& t, DType dtype, const char* what) {
+  KVF_CHECK(t.defined() && t.dtype == dtype && t.device() == Device::Cuda, "cuda backend: ", what, " must be a defined ",
+            dtype_name(dtype), " device tensor");
 }
+void check_f32(const Tensor& t, const char* what) { check_on_device(t, DType::F32, what); }
+
+// Largest power of two (up to 256) dividing the address: what cuBLASLt may assume of a pointer.
+uint32_t alignment_of(const void* p) {
+  uint32_t a = 256;
+  while (a > 1 && reinterpret_cast<uintptr_t>(p) % a) a /= 2;
+  return a;
+}
+
+// Query rows from which attention takes the tensor-core kernel in the fast mode; fewer go to the f32 kernel,
+// split over keys (decoding, short questions).
+constexpr int64_t kFlashMinRows = 16;
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend() {
-    check_cuda(cudaStreamCreate(&stream_), "cudaStreamCreate");
+  CudaBackend() : stream_(std::make_shared<Stream>()) {
+    int device = 0;
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+    check_cuda(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device), "device attribute");
+    // Keep freed blocks in the pool: a forward pass allocates and frees the same sizes layer after layer.
+    cudaMemPool_t pool;
+    check_cuda(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep = UINT64_MAX;
+    check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "memory pool threshold");
     check_cublas(cublasCreate(&blas_), "cublasCreate");
-    check_cublas(cublasSetStream(blas_, stream_), "cublasSetStream");
+    check_cublas(cublasSetStream(blas_, s()), "cublasSetStream");
     check_cublas(cublasSetMathMode(blas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");  // f32 as the CPU computes
+    check_cublas(cublasLtCreate(&lt_), "cublasLtCreate");
+    workspace_ = empty(DType::I8, {kWorkspaceBytes});
+    errors_ = empty(DType::I8, {(int64_t)sizeof(cuda::IndexError)});
+    check_cuda(cudaMemsetAsync(errors_.data<char>(), 0, sizeof(cuda::IndexError), s()), "clear error word");
   }
   ~CudaBackend() override {
+    cudaStreamSynchronize(s());
+    for (auto& [key, plan] : lt_plans_) plan.destroy();
+    cublasLtDestroy(lt_);
     cublasDestroy(blas_);
-    cudaStreamDestroy(stream_);
   }
   std::string name() const override { return "cuda"; }
   Device device() const override { return Device::Cuda; }
+  bool accepts_weights(DType dtype, int64_t row_elems) const override {
+    (void)row_elems;
+    return dtype == DType::F32 || dtype == DType::BF16;
+  }
 
   Tensor empty(DType dtype, const Shape& shape) override {
     Tensor t;
     t.dtype = dtype;
     t.shape = shape;
     for (int64_t d : shape) KVF_CHECK(d >= 0, "cuda backend: negative dimension in shape ", shape_str(shape));
-    t.storage = std::make_shared<CudaStorage>(t.nbytes());
+    t.storage = std::make_shared<CudaStorage>(t.nbytes(), stream_);
     return t;
   }
+  // Queued on the stream: from pageable memory the call returns once the data is staged, so `src` may go.
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override {
     KVF_CHECK(bytes == dst.nbytes(), "copy_from_host: ", bytes, " bytes into a tensor of ", dst.nbytes());
-    check_cuda(cudaStreamSynchronize(stream_), "sync before upload");
-    if (bytes) check_cuda(cudaMemcpy(dst.data<char>(), src, bytes, cudaMemcpyHostToDevice), "upload");
+    if (bytes) check_cuda(cudaMemcpyAsync(dst.data<char>(), src, bytes, cudaMemcpyHostToDevice, s()), "upload");
   }
+  // The one place the host waits for the device, so the place a bad index met on the device is reported.
   void copy_to_host(const Tensor& src, void* dst, size_t bytes) override {
     KVF_CHECK(bytes == src.nbytes(), "copy_to_host: ", bytes, " bytes from a tensor of ", src.nbytes());
-    check_cuda(cudaStreamSynchronize(stream_), "sync before download");
-    if (bytes) check_cuda(cudaMemcpy(dst, src.data<char>(), bytes, cudaMemcpyDeviceToHost), "download");
+    if (bytes) check_cuda(cudaMemcpyAsync(dst, src.data<char>(), bytes, cudaMemcpyDeviceToHost, s()), "download");
+    cuda::IndexError err;
+    check_cuda(cudaMemcpyAsync(&err, errors_.data<char>(), sizeof err, cudaMemcpyDeviceToHost, s()), "error word");
+    check_cuda(cudaStreamSynchronize(s()), "download");
+    if (err.code != cuda::kNoError) {
+      check_cuda(cudaMemsetAsync(errors_.data<char>(), 0, sizeof err, s()), "clear error word");
+      throw_index_error(err);
+    }
   }
   void copy(const Tensor& src, Tensor& dst) override {
     KVF_CHECK(src.nbytes() == dst.nbytes(), "copy: ", src.nbytes(), " bytes into ", dst.nbytes());
     if (src.nbytes())
-      check_cuda(cudaMemcpyAsync(dst.data<char>(), src.data<char>(), src.nbytes(), cudaMemcpyDeviceToDevice, stream_),
+      check_cuda(cudaMemcpyAsync(dst.data<char>(), src.data<char>(), src.nbytes(), cudaMemcpyDeviceToDevice, s()),
                  "device copy");
   }
 
   void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override {
     check_f32(x, "matmul x");
-    check_f32(w, "matmul w");
     check_f32(y, "matmul y");
+    KVF_CHECK(w.defined() && w.device() == Device::Cuda && (w.dtype == DType::F32 || w.dtype == DType::BF16),
+              "cuda backend: matmul w must be an f32 or bf16 device tensor");
     const auto [n, k, m] = matmul_dims(x, w, y);
     if (n == 0 || m == 0) return;
+    if (w.dtype == DType::BF16) return matmul_bf16(x, w, y, n, k, m);
     // Row-major y[n, m] = x[n, k] w[m, k]^T is column-major y^T[m, n] = w^T... : op(A) = W^T as stored (k x m).
     const float one = 1.0f, zero = 0.0f;
     check_cublas(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)k, &one, w.data<float>(), (int)k,
@@ -94,34 +148,37 @@ class CudaBackend final : public Backend {
     check_f32(x, "rms_norm x");
     const int64_t d = x.row_elems();
     KVF_CHECK(weight.numel() == d && y.numel() == x.numel(), "rms_norm: weight ", weight.numel(), ", rows of ", d);
-    cuda::rms_norm(x.data<float>(), weight.data<float>(), eps, x.dim(0), d, y.data<float>(), stream_);
+    cuda::rms_norm(x.data<float>(), weight.data<float>(), eps, x.dim(0), d, y.data<float>(), s());
     launched("rms_norm");
   }
   void add_inplace(Tensor& y, const Tensor& x) override {
     KVF_CHECK(x.numel() == y.numel(), "add_inplace: ", shape_str(x.shape), " and ", shape_str(y.shape));
-    cuda::add_inplace(y.data<float>(), x.data<float>(), y.numel(), stream_);
+    cuda::add_inplace(y.data<float>(), x.data<float>(), y.numel(), s());
     launched("add_inplace");
   }
   void add_bias(Tensor& y, const Tensor& bias) override {
     KVF_CHECK(bias.numel() == y.row_elems(), "add_bias: bias of ", bias.numel(), " for rows of ", y.row_elems());
-    cuda::add_bias(y.data<float>(), bias.data<float>(), y.dim(0), y.row_elems(), stream_);
+    cuda::add_bias(y.data<float>(), bias.data<float>(), y.dim(0), y.row_elems(), s());
     launched("add_bias");
   }
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override {
     KVF_CHECK(gate.numel() == up.numel() && gate.numel() == out.numel(), "swiglu: shapes differ");
-    cuda::swiglu(gate.data<float>(), up.data<float>(), out.data<float>(), gate.numel(), stream_);
+    cuda::swiglu(gate.data<float>(), up.data<float>(), out.data<float>(), gate.numel(), s());
     launched("swiglu");
   }
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
     KVF_CHECK(ids.dtype == DType::I32, "embedding: ids must be i32");
+    check_f32(out, "embedding out");
     const int64_t n = ids.numel(), d = table.row_elems();
     KVF_CHECK(out.dim(0) == n && out.row_elems() == d, "embedding: out ", shape_str(out.shape));
-    const std::vector<int32_t> host = download_i32(ids);
-    for (int64_t i = 0; i < n; ++i)
-      KVF_CHECK(host[i] >= 0 && host[i] < table.dim(0), "token id ", host[i], " at index ", i,
-                " is outside the vocabulary of ", table.dim(0));
-    cuda::gather_rows(table.data<char>(), ids.data<int32_t>(), n, d * (int64_t)dtype_size(table.dtype),
-                      out.data<char>(), stream_);
+    if (table.dtype == DType::BF16) {
+      cuda::gather_bf16_rows_to_f32(table.data<char>(), table.dim(0), ids.data<int32_t>(), n, d, out.data<float>(),
+                                    error_word(), s());
+    } else {
+      check_f32(table, "embedding table");
+      cuda::gather_rows(table.data<char>(), table.dim(0), ids.data<int32_t>(), n, d * (int64_t)sizeof(float),
+                        out.data<char>(), cuda::kBadTokenId, error_word(), s());
+    }
     launched("embedding");
   }
   void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override {
@@ -130,10 +187,8 @@ class CudaBackend final : public Backend {
     const int64_t row_bytes = src.row_elems() * (int64_t)dtype_size(src.dtype);
     KVF_CHECK(dst.dim(0) == n && dst.row_elems() * (int64_t)dtype_size(dst.dtype) == row_bytes, "gather_rows: dst ",
               shape_str(dst.shape), " for ", n, " rows of ", shape_str(src.shape));
-    const std::vector<int32_t> host = download_i32(rows);
-    for (int64_t i = 0; i < n; ++i)
-      KVF_CHECK(host[i] >= 0 && host[i] < src.dim(0), "gather_rows: row ", host[i], " outside [0, ", src.dim(0), ")");
-    cuda::gather_rows(src.data<char>(), rows.data<int32_t>(), n, row_bytes, dst.data<char>(), stream_);
+    cuda::gather_rows(src.data<char>(), src.dim(0), rows.data<int32_t>(), n, row_bytes, dst.data<char>(),
+                      cuda::kBadGatherRow, error_word(), s());
     launched("gather_rows");
   }
   void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) override {
@@ -142,43 +197,176 @@ class CudaBackend final : public Backend {
               " positions");
     KVF_CHECK(spec.inv_freq && (int64_t)spec.inv_freq->size() == spec.rotary_dim / 2 && spec.rotary_dim <= x.dim(2),
               "rope: rotary_dim ", spec.rotary_dim, " does not fit head_dim ", x.dim(2));
-    for (int32_t p : download_i32(pos)) KVF_CHECK(p >= 0, "rope: negative position ", p);
     cuda::rope(x.data<float>(), pos.data<int32_t>(), x.dim(0), x.dim(1), x.dim(2), spec.rotary_dim,
-               frequencies(spec).data<float>(), spec.pairing == RopePairing::Adjacent, inverse, stream_);
+               frequencies(spec).data<float>(), spec.pairing == RopePairing::Adjacent, inverse, error_word(), s());
     launched("rope");
   }
   void attention(AttentionArgs& a) override {
     const AttentionDims dims = attention_dims(a);
-    KVF_CHECK(dims.head_dim <= 256, "attention: head_dim ", dims.head_dim, " above the supported 256");
-    cuda::AttentionShape sh;
-    sh.n = dims.n, sh.m = dims.m, sh.n_heads = dims.n_heads, sh.n_kv_heads = dims.n_kv_heads;
-    sh.head_dim = dims.head_dim, sh.scale = a.scale;
-    Tensor flags;
-    float* colsum = nullptr;
+    const cuda::AttentionShape sh = shape_of(dims, a.scale);
+    Tensor row_max, row_sum;
     if (dims.probing) {
-      std::vector<uint8_t> is_probe((size_t)sh.n, 0);
-      for (int32_t r : download_i32(a.probe_rows)) {
-        KVF_CHECK(r >= 0 && r < sh.n, "attention: probe row ", r, " outside [0, ", sh.n, ")");
-        is_probe[(size_t)r] = 1;
-      }
-      flags = empty(DType::I8, {sh.n});
-      copy_from_host(flags, is_probe.data(), is_probe.size());
-      colsum = a.probe_colsum.data<float>();
+      row_max = empty(DType::F32, {sh.n, sh.n_heads});
+      row_sum = empty(DType::F32, {sh.n, sh.n_heads});
     }
-    cuda::attention(sh, a.q.data<float>(), a.q_pos.data<int32_t>(), a.k.data<float>(), a.v.data<float>(),
-                    a.k_pos.data<int32_t>(), a.out.data<float>(), flags.defined() ? flags.data<uint8_t>() : nullptr,
-                    colsum, stream_);
-    launched("attention");
-    if (flags.defined()) check_cuda(cudaStreamSynchronize(stream_), "attention");  // flags freed on return
+    float* max_ptr = dims.probing ? row_max.data<float>() : nullptr;
+    float* sum_ptr = dims.probing ? row_sum.data<float>() : nullptr;
+    if (use_flash(a.bf16_inputs, sh)) {
+      Tensor k = to_bf16(a.k, Tensor{}), v = to_bf16(a.v, Tensor{});
+      flash(sh, a.q, a.q_pos, k, v, a.k_pos, a.out, max_ptr, sum_ptr);
+    } else {
+      attention_f32(sh, a.q, a.q_pos, a.k, a.v, a.k_pos, a.out, max_ptr, sum_ptr);
+    }
+    if (dims.probing) {
+      cuda::probe_colsums(sh, a.q.data<float>(), a.q_pos.data<int32_t>(), a.k.data<float>(), a.k_pos.data<int32_t>(),
+                          a.probe_rows.data<int32_t>(), a.probe_rows.numel(), max_ptr, sum_ptr,
+                          a.probe_colsum.data<float>(), error_word(), s());
+      launched("probe column sums");
+    }
+  }
+  // The fast mode's prefill reads the view's rows (the survivors of the supersede rule, by their row lists) and
+  // the computed tokens straight into one bf16 K/V, then the tensor-core kernel; few rows take the portable path.
+  void attention_blocks(const BlockAttentionArgs& a) override {
+    const BlockAttentionDims d = block_attention_dims(a);
+    cuda::AttentionShape sh;
+    sh.n = d.n, sh.m = d.m, sh.n_heads = d.n_heads, sh.n_kv_heads = d.n_kv_heads, sh.head_dim = d.head_dim;
+    sh.scale = a.scale;
+    if (!use_flash(a.bf16_inputs, sh)) return Backend::attention_blocks(a);
+    Tensor k = empty(DType::BF16, {d.m, d.n_kv_heads, d.head_dim}), v = empty(DType::BF16, {d.m, d.n_kv_heads, d.head_dim});
+    Tensor k_pos = empty(DType::I32, {d.m});
+    int64_t at = 0;
+    for (const KeyBlock& b : a.blocks) {
+      const int64_t count = b.pos.numel();
+      Tensor kr = k.rows(at, count), vr = v.rows(at, count), pr = k_pos.rows(at, count);
+      to_bf16_into(b.k, b.rows, kr);
+      to_bf16_into(b.v, b.rows, vr);
+      copy(b.pos, pr);
+      at += count;
+    }
+    flash(sh, a.q, a.q_pos, k, v, k_pos, a.out, nullptr, nullptr);
   }
 
  private:
+  static constexpr int64_t kWorkspaceBytes = 32 << 20;  // cuBLASLt's
+
+  // A cuBLASLt matmul for one (n, k, m) and output alignment: descriptors and the heuristic's algorithm.
+  struct LtPlan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    void destroy() {
+      cublasLtMatrixLayoutDestroy(a);
+      cublasLtMatrixLayoutDestroy(b);
+      cublasLtMatrixLayoutDestroy(c);
+      cublasLtMatmulDescDestroy(op);
+    }
+  };
+
+  cudaStream_t s() const { return stream_->s; }
+  cuda::IndexError* error_word() { return reinterpret_cast<cuda::IndexError*>(errors_.data<char>()); }
   void launched(const char* what) { check_cuda(cudaGetLastError(), what); }
-  std::vector<int32_t> download_i32(const Tensor& t) {
-    std::vector<int32_t> host((size_t)t.numel());
-    copy_to_host(t, host.data(), host.size() * sizeof(int32_t));
-    return host;
+
+  [[noreturn]] static void throw_index_error(const cuda::IndexError& e) {
+    switch (e.code) {
+      case cuda::kBadTokenId:
+        fail("token id ", e.value, " at index ", e.index, " is outside the vocabulary of ", e.bound);
+      case cuda::kBadGatherRow:
+        fail("gather_rows: row ", e.value, " at index ", e.index, " outside [0, ", e.bound, ")");
+      case cuda::kNegativePosition:
+        fail("rope: negative position ", e.value, " at row ", e.index);
+      case cuda::kBadProbeRow:
+        fail("attention: probe row ", e.value, " (probe ", e.index, ") outside [0, ", e.bound, ")");
+      default:
+        fail("cuda backend: unknown device error code ", e.code);
+    }
   }
+
+  // Row-major y[n, m] = x[n, k] · w[m, k]^T with w in bf16: x rounded to bf16, f32 accumulate, f32 y.
+  void matmul_bf16(const Tensor& x, const Tensor& w, Tensor& y, int64_t n, int64_t k, int64_t m) {
+    Tensor xb = to_bf16(x, Tensor{});
+    const auto key = std::make_tuple(n, k, m, alignment_of(y.data<char>()));
+    auto it = lt_plans_.find(key);
+    if (it == lt_plans_.end()) it = lt_plans_.emplace(key, make_plan(n, k, m, std::get<3>(key))).first;
+    const LtPlan& p = it->second;
+    const float one = 1.0f, zero = 0.0f;
+    check_cublas(cublasLtMatmul(lt_, p.op, &one, w.data<char>(), p.a, xb.data<char>(), p.b, &zero, y.data<float>(), p.c,
+                                y.data<float>(), p.c, &p.algo, workspace_.data<char>(), kWorkspaceBytes, s()),
+                 "cublasLtMatmul");
+  }
+  // Column-major: D^T[m, n] = op(A)[m, k] · B[k, n], A = W as stored (k x m, transposed), B = x^T (k x n).
+  LtPlan make_plan(int64_t n, int64_t k, int64_t m, uint32_t y_alignment) {
+    LtPlan p;
+    check_cublas(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
+    const cublasOperation_t trans = CUBLAS_OP_T, plain = CUBLAS_OP_N;
+    check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans), "transa");
+    check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof plain), "transb");
+    check_cublas(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, (uint64_t)k, (uint64_t)m, k), "layout a");
+    check_cublas(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, (uint64_t)k, (uint64_t)n, k), "layout b");
+    check_cublas(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, (uint64_t)m, (uint64_t)n, m), "layout c");
+    cublasLtMatmulPreference_t pref;
+    check_cublas(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    const uint64_t ws = kWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &y_alignment,
+                                         sizeof y_alignment);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &y_alignment,
+                                         sizeof y_alignment);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    KVF_CHECK(status == CUBLAS_STATUS_SUCCESS && found > 0, "cublasLt: no bf16 algorithm for ", n, "x", k, " by ", m,
+              "x", k, " (status ", (int)status, ")");
+    p.algo = result.algo;
+    return p;
+  }
+
+  // x (f32, rows of d, the listed rows or all) as a new bf16 tensor / into dst.
+  Tensor to_bf16(const Tensor& x, const Tensor& rows) {
+    Shape shape = x.shape;
+    if (rows.defined()) shape[0] = rows.numel();
+    Tensor out = empty(DType::BF16, shape);
+    to_bf16_into(x, rows, out);
+    return out;
+  }
+  void to_bf16_into(const Tensor& x, const Tensor& rows, Tensor& dst) {
+    check_f32(x, "bf16 conversion source");
+    const int64_t n = rows.defined() ? rows.numel() : x.dim(0);
+    KVF_CHECK(dst.dim(0) == n && dst.row_elems() == x.row_elems(), "bf16 conversion: ", shape_str(dst.shape), " for ",
+              n, " rows of ", shape_str(x.shape));
+    cuda::rows_to_bf16(x.data<float>(), rows.defined() ? rows.data<int32_t>() : nullptr, n, x.row_elems(),
+                       dst.data<char>(), s());
+    launched("bf16 conversion");
+  }
+
+  static cuda::AttentionShape shape_of(const AttentionDims& d, float scale) {
+    cuda::AttentionShape sh;
+    sh.n = d.n, sh.m = d.m, sh.n_heads = d.n_heads, sh.n_kv_heads = d.n_kv_heads, sh.head_dim = d.head_dim;
+    sh.scale = scale;
+    return sh;
+  }
+  static bool use_flash(bool bf16_inputs, const cuda::AttentionShape& sh) {
+    return bf16_inputs && sh.n >= kFlashMinRows && cuda::flash_attention_supports(sh.head_dim);
+  }
+  void flash(const cuda::AttentionShape& sh, const Tensor& q, const Tensor& q_pos, const Tensor& k, const Tensor& v,
+             const Tensor& k_pos, const Tensor& out, float* row_max, float* row_sum) {
+    Tensor tile_min = empty(DType::I32, {cuda::flash_attention_tiles(sh.m)});
+    cuda::flash_attention(sh, q.data<float>(), q_pos.data<int32_t>(), k.data<char>(), v.data<char>(),
+                          k_pos.data<int32_t>(), tile_min.data<int32_t>(), out.data<float>(), row_max, row_sum, s());
+    launched("flash attention");
+  }
+  void attention_f32(const cuda::AttentionShape& sh, const Tensor& q, const Tensor& q_pos, const Tensor& k,
+                     const Tensor& v, const Tensor& k_pos, const Tensor& out, float* row_max, float* row_sum) {
+    KVF_CHECK(sh.head_dim <= 256, "attention: head_dim ", sh.head_dim, " above the supported 256");
+    const int64_t splits = cuda::attention_splits(sh, multiprocessors_);
+    Tensor scratch;
+    if (splits > 1) scratch = empty(DType::F32, {splits * sh.n * sh.n_heads * (sh.head_dim + 2)});
+    cuda::attention(sh, q.data<float>(), q_pos.data<int32_t>(), k.data<float>(), v.data<float>(),
+                    k_pos.data<int32_t>(), out.data<float>(), splits, splits > 1 ? scratch.data<float>() : nullptr,
+                    row_max, row_sum, s());
+    launched("attention");
+  }
+
   // inv_freq on the device, uploaded once per RopeSpec.
   const Tensor& frequencies(const RopeSpec& spec) {
     auto it = inv_freq_.find(spec.inv_freq.get());
@@ -191,8 +379,12 @@ class CudaBackend final : public Backend {
     return it->second;
   }
 
-  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<Stream> stream_;
+  int multiprocessors_ = 0;
   cublasHandle_t blas_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
+  Tensor workspace_, errors_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, uint32_t>, LtPlan> lt_plans_;
   std::map<const void*, Tensor> inv_freq_;
   std::vector<std::shared_ptr<const std::vector<float>>> keep_;  // so a cached pointer is never reused
 };

@@ -1,0 +1,244 @@
+// The sparse prefill's attention on tensor cores: a tiled, flash-style kernel that reads the query rows with their
+// positions (the Q index: the recomputed tokens, wherever they lie) and the keys with theirs, and applies the
+// forward rule (key position <= query position, DESIGN.md §3) element by element. No mask is built; a key tile
+// whose lowest position is past the query tile's highest is skipped whole, so the work follows the causal area
+// of the rows actually computed.
+//
+// Block: 4 warps, 64 query rows of one head (16 per warp), 64-key tiles. S = Q·K^T and O += P·V are bf16
+// mma.sync m16n8k16 with f32 accumulators; the online softmax (running max and sum per row) stays in registers.
+// Q arrives in f32 and is rounded to bf16 once, K and V in bf16 (the backend converts them once per call).
+#include <cfloat>
+#include <climits>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include "cuda_ops.cuh"
+
+namespace kvf::cuda {
+namespace {
+
+constexpr int kRows = 64;     // query rows per block
+constexpr int kKeys = 64;     // keys per tile
+constexpr int kThreads = 128; // 4 warps
+constexpr int kPad = 8;       // bf16 padding per shared row: 16 bytes, so fragment loads hit distinct banks
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo (lower address)
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// D[16x8] += A[16x16] · B[16x8], bf16 in, f32 accumulate.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 bf16 matrices from shared memory, transposed: lane l names row l % 8 of matrix l / 8.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+  const uint32_t addr = (uint32_t)__cvta_generic_to_shared(row);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Lowest key position of every 64-key tile, so the attention kernel can skip tiles no query row of a block reads.
+__global__ void key_tile_min_kernel(const int32_t* k_pos, int64_t m, int32_t* tile_min) {
+  const int64_t tile = blockIdx.x;
+  int32_t lo = INT_MAX;
+  for (int64_t j = tile * kKeys + threadIdx.x; j < m && j < (tile + 1) * kKeys; j += blockDim.x)
+    lo = min(lo, k_pos[j]);
+  for (int offset = 16; offset > 0; offset /= 2) lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, offset));
+  if (threadIdx.x == 0) tile_min[tile] = lo;
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttentionShape sh, const float* q, const int32_t* q_pos,
+                                                                  const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                                                  const int32_t* k_pos, const int32_t* tile_min,
+                                                                  float* out, float* row_max, float* row_sum) {
+  constexpr int kStride = D + kPad;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem);  // [kRows][kStride]
+  __nv_bfloat16* sK = sQ + kRows * kStride;                     // [kKeys][kStride]
+  __nv_bfloat16* sV = sK + kKeys * kStride;                     // [kKeys][kStride]
+  int32_t* sKPos = reinterpret_cast<int32_t*>(sV + kKeys * kStride);  // [kKeys]
+  __shared__ int32_t block_max_pos;
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int64_t row0 = (int64_t)blockIdx.x * kRows, head = blockIdx.y;
+  const int64_t kv_head = head / (sh.n_heads / sh.n_kv_heads);
+  const int64_t q_stride = sh.n_heads * D, kv_stride = sh.n_kv_heads * D;
+
+  // Q tile: f32 -> bf16 into shared memory (rows past n are zeros and see no key).
+  if (tid == 0) block_max_pos = INT_MIN;
+  __syncthreads();
+  for (int i = tid; i < kRows * D / 4; i += kThreads) {
+    const int r = i / (D / 4), c = (i % (D / 4)) * 4;
+    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (row0 + r < sh.n) x = *reinterpret_cast<const float4*>(q + (row0 + r) * q_stride + head * D + c);
+    uint2 packed = make_uint2(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w));
+    *reinterpret_cast<uint2*>(sQ + r * kStride + c) = packed;
+  }
+  if (tid < kRows && row0 + tid < sh.n) atomicMax(&block_max_pos, q_pos[row0 + tid]);
+  const int64_t r_lo = row0 + warp * 16 + g, r_hi = r_lo + 8;
+  const int32_t pos_lo = r_lo < sh.n ? q_pos[r_lo] : INT_MIN, pos_hi = r_hi < sh.n ? q_pos[r_hi] : INT_MIN;
+  __syncthreads();
+
+  // This warp's 16 rows of Q as A fragments, for every 16-dim step.
+  uint32_t qa[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const __nv_bfloat16* base = sQ + (warp * 16 + g) * kStride + kk * 16 + 2 * t;
+    qa[kk][0] = *reinterpret_cast<const uint32_t*>(base);
+    qa[kk][1] = *reinterpret_cast<const uint32_t*>(base + 8 * kStride);
+    qa[kk][2] = *reinterpret_cast<const uint32_t*>(base + 8);
+    qa[kk][3] = *reinterpret_cast<const uint32_t*>(base + 8 * kStride + 8);
+  }
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.f;
+  float m_lo = -FLT_MAX, m_hi = -FLT_MAX, l_lo = 0.f, l_hi = 0.f;  // running max (log2 units) and partial sums
+  const float scale_log2 = sh.scale * 1.4426950408889634f;
+  const int32_t max_pos = block_max_pos;
+  const int64_t tiles = (sh.m + kKeys - 1) / kKeys;
+
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    if (tile_min[tile] > max_pos) continue;  // uniform across the block
+    const int64_t key0 = tile * kKeys;
+    __syncthreads();  // the previous tile's shared reads are done
+    for (int i = tid; i < kKeys * D / 8; i += kThreads) {
+      const int r = i / (D / 8), c = (i % (D / 8)) * 8;
+      uint4 kx = make_uint4(0, 0, 0, 0), vx = make_uint4(0, 0, 0, 0);
+      if (key0 + r < sh.m) {
+        kx = *reinterpret_cast<const uint4*>(k + (key0 + r) * kv_stride + kv_head * D + c);
+        vx = *reinterpret_cast<const uint4*>(v + (key0 + r) * kv_stride + kv_head * D + c);
+      }
+      *reinterpret_cast<uint4*>(sK + r * kStride + c) = kx;
+      *reinterpret_cast<uint4*>(sV + r * kStride + c) = vx;
+    }
+    if (tid < kKeys) sKPos[tid] = key0 + tid < sh.m ? k_pos[key0 + tid] : INT_MAX;
+    __syncthreads();
+
+    // S = Q K^T for this warp's 16 rows and the tile's 64 keys (8 n-tiles of 8 keys).
+    float s[kKeys / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
+      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+      const __nv_bfloat16* krow = sK + (nt * 8 + g) * kStride + 2 * t;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(krow + kk * 16);
+        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(krow + kk * 16 + 8);
+        mma_bf16(s[nt], qa[kk], b0, b1);
+      }
+    }
+    // The forward rule, then the online softmax (base 2).
+    float tile_max_lo = -FLT_MAX, tile_max_hi = -FLT_MAX;
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
+      const int32_t p0 = sKPos[nt * 8 + 2 * t], p1 = sKPos[nt * 8 + 2 * t + 1];
+      s[nt][0] = p0 <= pos_lo ? s[nt][0] * scale_log2 : -FLT_MAX;
+      s[nt][1] = p1 <= pos_lo ? s[nt][1] * scale_log2 : -FLT_MAX;
+      s[nt][2] = p0 <= pos_hi ? s[nt][2] * scale_log2 : -FLT_MAX;
+      s[nt][3] = p1 <= pos_hi ? s[nt][3] * scale_log2 : -FLT_MAX;
+      tile_max_lo = fmaxf(tile_max_lo, fmaxf(s[nt][0], s[nt][1]));
+      tile_max_hi = fmaxf(tile_max_hi, fmaxf(s[nt][2], s[nt][3]));
+    }
+    const float new_lo = fmaxf(m_lo, quad_max(tile_max_lo)), new_hi = fmaxf(m_hi, quad_max(tile_max_hi));
+    // A row that has seen no key yet keeps max -FLT_MAX: its weights must come out 0, not exp2(0).
+    const bool none_lo = new_lo == -FLT_MAX, none_hi = new_hi == -FLT_MAX;
+    const float corr_lo = none_lo ? 1.f : exp2f(m_lo - new_lo), corr_hi = none_hi ? 1.f : exp2f(m_hi - new_hi);
+    m_lo = new_lo, m_hi = new_hi;
+    l_lo *= corr_lo, l_hi *= corr_hi;
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt) o[nt][0] *= corr_lo, o[nt][1] *= corr_lo, o[nt][2] *= corr_hi, o[nt][3] *= corr_hi;
+    uint32_t pa[kKeys / 16][4];
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
+      const float e0 = none_lo || s[nt][0] == -FLT_MAX ? 0.f : exp2f(s[nt][0] - m_lo);
+      const float e1 = none_lo || s[nt][1] == -FLT_MAX ? 0.f : exp2f(s[nt][1] - m_lo);
+      const float e2 = none_hi || s[nt][2] == -FLT_MAX ? 0.f : exp2f(s[nt][2] - m_hi);
+      const float e3 = none_hi || s[nt][3] == -FLT_MAX ? 0.f : exp2f(s[nt][3] - m_hi);
+      l_lo += e0 + e1, l_hi += e2 + e3;
+      // The C fragments of two neighbouring 8-key tiles are the A fragment of one 16-key step.
+      pa[nt / 2][(nt % 2) * 2 + 0] = pack_bf16(e0, e1);
+      pa[nt / 2][(nt % 2) * 2 + 1] = pack_bf16(e2, e3);
+    }
+    // O += P V: V's 16-key x 8-dim B fragments by transposed matrix loads, two dim tiles per load.
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+#pragma unroll
+      for (int nt = 0; nt < D / 8; nt += 2) {
+        const int mat = lane / 8, r = lane % 8;
+        const __nv_bfloat16* row = sV + (kk * 16 + (mat % 2) * 8 + r) * kStride + nt * 8 + (mat / 2) * 8;
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, row);
+        mma_bf16(o[nt], pa[kk], b[0], b[1]);
+        mma_bf16(o[nt + 1], pa[kk], b[2], b[3]);
+      }
+    }
+  }
+
+  l_lo = quad_sum(l_lo), l_hi = quad_sum(l_hi);
+  const float inv_lo = l_lo > 0.f ? 1.f / l_lo : 0.f, inv_hi = l_hi > 0.f ? 1.f / l_hi : 0.f;
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt) {
+    const int c = nt * 8 + 2 * t;
+    if (r_lo < sh.n)
+      *reinterpret_cast<float2*>(out + r_lo * q_stride + head * D + c) = make_float2(o[nt][0] * inv_lo, o[nt][1] * inv_lo);
+    if (r_hi < sh.n)
+      *reinterpret_cast<float2*>(out + r_hi * q_stride + head * D + c) = make_float2(o[nt][2] * inv_hi, o[nt][3] * inv_hi);
+  }
+  if (row_max != nullptr && t == 0) {  // natural-log max and the sum, for the probe's column weights
+    if (r_lo < sh.n) row_max[r_lo * sh.n_heads + head] = m_lo / 1.4426950408889634f, row_sum[r_lo * sh.n_heads + head] = l_lo;
+    if (r_hi < sh.n) row_max[r_hi * sh.n_heads + head] = m_hi / 1.4426950408889634f, row_sum[r_hi * sh.n_heads + head] = l_hi;
+  }
+}
+
+template <int D>
+void launch(const AttentionShape& sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k, const __nv_bfloat16* v,
+            const int32_t* k_pos, int32_t* tile_min, float* out, float* row_max, float* row_sum, cudaStream_t stream) {
+  constexpr size_t smem = (size_t)(kRows + 2 * kKeys) * (D + kPad) * sizeof(__nv_bfloat16) + kKeys * sizeof(int32_t);
+  static bool configured = false;  // raise the dynamic shared-memory limit once per kernel
+  if (!configured) {
+    cudaFuncSetAttribute(flash_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    configured = true;
+  }
+  const dim3 grid((unsigned)((sh.n + kRows - 1) / kRows), (unsigned)sh.n_heads);
+  flash_attention_kernel<D><<<grid, kThreads, smem, stream>>>(sh, q, q_pos, k, v, k_pos, tile_min, out, row_max,
+                                                              row_sum);
+}
+
+}  // namespace
+
+int64_t flash_attention_tiles(int64_t m) { return (m + kKeys - 1) / kKeys; }
+
+bool flash_attention_supports(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
+void flash_attention(const AttentionShape& sh, const float* q, const int32_t* q_pos, const void* k_bf16,
+                     const void* v_bf16, const int32_t* k_pos, int32_t* tile_min, float* out, float* row_max,
+                     float* row_sum, cudaStream_t stream) {
+  if (sh.n == 0 || sh.n_heads == 0) return;
+  if (sh.m > 0) key_tile_min_kernel<<<(unsigned)flash_attention_tiles(sh.m), 32, 0, stream>>>(k_pos, sh.m, tile_min);
+  const auto* k = static_cast<const __nv_bfloat16*>(k_bf16);
+  const auto* v = static_cast<const __nv_bfloat16*>(v_bf16);
+  if (sh.head_dim == 64)
+    launch<64>(sh, q, q_pos, k, v, k_pos, tile_min, out, row_max, row_sum, stream);
+  else
+    launch<128>(sh, q, q_pos, k, v, k_pos, tile_min, out, row_max, row_sum, stream);
+}
+
+}  // namespace kvf::cuda
