@@ -1,7 +1,8 @@
 // Time to first token of every kvrun method against full, side by side in one run (DESIGN.md §9): for each
 // question, its first --chunks chunks (from the passages the store was built from), every method at every ratio,
 // in rotating order, --runs times; medians per phase. Chunk KV is read from the store on every query (cache off),
-// so load is the real cost of fetching it; with --cold the page cache drops the mode's shard files before every
+// so load is the real cost of fetching it (--cache-mb keeps them in the engine's chunk cache instead: device memory
+// on the GPU, loaded by the warm-up run); with --cold the page cache drops the mode's shard files before every
 // query (posix_fadvise DONTNEED), so load reads them from the disk. Prints a markdown table; bench/ttft_bench.sh
 // and bench/cold_load_bench.sh build the store.
 #include <fcntl.h>
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kvf_ttft_bench: TTFT of kvrun's methods against full, side by side"};
   std::string store, queries, model = "smollm2", compute = "fast", kv_mode = "independent", backend = "cpu";
   bool cold = false;
+  double cache_mb = 0;
   int questions = 5, chunks = 10, runs = 5, threads = 2;
   std::vector<double> ratios{0.0, 0.05, 0.15, 0.3, 1.0};
   app.add_option("--store", store, "store built from the questions' passages")->required();
@@ -93,6 +95,10 @@ int main(int argc, char** argv) {
   app.add_option("--methods", methods, "methods to time")->delimiter(',')->capture_default_str();
   app.add_option("--kv", kv_mode, "stored KV mode read (any mode kvprep prefill or compress wrote)")->capture_default_str();
   app.add_flag("--cold", cold, "drop the mode's shard files from the page cache before every query");
+  app.add_option("--cache-mb", cache_mb,
+                 "chunk KV kept in the engine's cache between queries, MiB (0: every query reads the store)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   bool decode_at_load = false;
   app.add_flag("--decode-low-bit-at-load", decode_at_load, "int4/int3/int2 KV: decode to f32 when read (kvrun's flag)");
   CLI11_PARSE(app, argc, argv);
@@ -101,7 +107,7 @@ int main(int argc, char** argv) {
     kvf::QueryEngineOptions eo;
     eo.store_dir = store;
     eo.model = model;
-    eo.cache_bytes = 0;  // every query reads its chunks from the store
+    eo.cache_bytes = (uint64_t)(cache_mb * (1 << 20));  // 0: every query reads its chunks from the store
     eo.compute = kvf::compute_mode_from_name(compute);
     eo.kv_mode = kv_mode;
     eo.backend = backend;
@@ -156,8 +162,11 @@ int main(int argc, char** argv) {
     }();
     const double n = median(n_context), q = median(n_question);
     std::printf("%d questions x %d chunks: median %.0f context tokens, %.0f question tokens; %d runs each, %d "
-                "threads; KV mode %s, %s page cache\n\n",
-                questions, chunks, n, q, runs, threads, kv_mode.c_str(), cold ? "cold (dropped before every query)" : "warm");
+                "threads; KV mode %s, chunk KV: %s\n\n",
+                questions, chunks, n, q, runs, threads, kv_mode.c_str(),
+                cold             ? "read from the store, page cache dropped before every query"
+                : cache_mb > 0   ? "held in the chunk cache (backend memory)"
+                                 : "read from the store, warm page cache");
     std::printf("| method | recompute | ttft ms | load | select | prefill | speedup vs full | ideal |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const Setting& s : settings) {

@@ -128,6 +128,9 @@ __global__ void probe_colsum_kernel(AttentionShape sh, const float* q, const int
       continue;
     }
     if (k_pos[j] > q_pos[r]) continue;
+    bool repeated = false;  // the probe rows are a set: a row listed twice counts once
+    for (int64_t e = 0; e < i && !repeated; ++e) repeated = probe_rows[e] == r;
+    if (repeated) continue;
     for (int64_t h = 0; h < sh.n_heads; ++h) {
       const int64_t cell = (int64_t)r * sh.n_heads + h;
       if (!(row_sum[cell] > 0.0f)) continue;
@@ -173,9 +176,15 @@ void attention(const AttentionShape& sh, const float* q, const int32_t* q_pos, c
     run(attention_kernel<4>);
   else
     run(attention_kernel<8>);
-  if (splits > 1)
-    merge_splits_kernel<<<(unsigned)cells, 128, 0, stream>>>(sh, splits, part_max, part_sum, part_acc, out, row_max,
-                                                             row_sum);
+  if (splits > 1) merge_attention_splits(sh, splits, scratch, out, row_max, row_sum, stream);
+}
+
+void merge_attention_splits(const AttentionShape& sh, int64_t splits, const float* scratch, float* out,
+                            float* row_max, float* row_sum, cudaStream_t stream) {
+  const int64_t cells = sh.n * sh.n_heads;
+  if (cells == 0) return;
+  merge_splits_kernel<<<(unsigned)cells, 128, 0, stream>>>(sh, splits, scratch, scratch + splits * cells,
+                                                           scratch + 2 * splits * cells, out, row_max, row_sum);
 }
 
 void probe_colsums(const AttentionShape& sh, const float* q, const int32_t* q_pos, const float* k,

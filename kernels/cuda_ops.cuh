@@ -67,15 +67,32 @@ void attention(const AttentionShape& shape, const float* q, const int32_t* q_pos
                const int32_t* k_pos, float* out, int64_t splits, float* scratch, float* row_max, float* row_sum,
                cudaStream_t stream);
 
+// Merges the partial states of `splits` key splits (scratch as attention() lays it out) into out, and the
+// statistics into row_max / row_sum when given; in split order, so the result never depends on timing.
+void merge_attention_splits(const AttentionShape& shape, int64_t splits, const float* scratch, float* out,
+                            float* row_max, float* row_sum, cudaStream_t stream);
+
 // The same on tensor cores (kernels/flash_attention.cu): bf16 K and V [m, n_kv_heads, head_dim], Q in f32 rounded
-// to bf16, f32 softmax; head_dim 64 or 128. tile_min holds flash_attention_tiles(m) ints of scratch.
+// to bf16, f32 softmax; head_dim 64 or 128. tile_pos holds 2 * flash_attention_tiles(m) ints of scratch; with
+// splits > 1 (flash_attention_splits: few rows over many keys) the key tiles are split over blocks whose states
+// go to scratch (splits * n * n_heads * (head_dim + 2) floats) and are merged.
 bool flash_attention_supports(int64_t head_dim);
 int64_t flash_attention_tiles(int64_t m);
+int64_t flash_attention_splits(const AttentionShape& shape, int multiprocessors);
 void flash_attention(const AttentionShape& shape, const float* q, const int32_t* q_pos, const void* k_bf16,
-                     const void* v_bf16, const int32_t* k_pos, int32_t* tile_min, float* out, float* row_max,
-                     float* row_sum, cudaStream_t stream);
+                     const void* v_bf16, const int32_t* k_pos, int32_t* tile_pos, float* out, float* row_max,
+                     float* row_sum, int64_t splits, float* scratch, cudaStream_t stream);
 
-// The probe: colsum[j] += sum over probe rows r (in order) and heads h (in order) of row r's softmax weight on key
+// Where a split kernel leaves its partial states: [splits][n][n_heads] maxima and sums, [splits][n][n_heads][dim]
+// unnormalised P·V.
+struct KeySplits {
+  int64_t tiles_per_split = 0;
+  float* max = nullptr;
+  float* sum = nullptr;
+  float* acc = nullptr;
+};
+
+// The probe: colsum[j] += sum over the set of probe rows r (in order, repeats once) and heads h (in order) of row r's softmax weight on key
 // j, exp(q[r,h]·k[j] * scale - row_max[r,h]) / row_sum[r,h], for keys it reads. In f32 and a fixed order: the
 // same sums on every run. Probe rows outside [0, n) are reported.
 void probe_colsums(const AttentionShape& shape, const float* q, const int32_t* q_pos, const float* k,

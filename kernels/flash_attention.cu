@@ -8,8 +8,10 @@
 // mma.sync m16n8k16 with f32 accumulators; the online softmax (running max and sum per row) stays in registers.
 // Q arrives in f32 and is rounded to bf16 once, K and V in bf16 (the backend converts them once per call).
 #include <cfloat>
+#include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 
 #include <cuda_bf16.h>
 #include "cuda_ops.cuh"
@@ -44,6 +46,17 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
                : "r"(addr));
 }
 
+// 16 bytes global -> shared without passing through registers; zero-filled when !valid (then nothing is read).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  const uint32_t addr = (uint32_t)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(addr), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
@@ -53,31 +66,38 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// Lowest key position of every 64-key tile, so the attention kernel can skip tiles no query row of a block reads.
-__global__ void key_tile_min_kernel(const int32_t* k_pos, int64_t m, int32_t* tile_min) {
+// Lowest and highest key position of every 64-key tile (tile_pos[t], tile_pos[tiles + t]): a block skips the
+// tiles none of its rows reads, and a warp skips the per-key rule on full tiles all of its rows read whole.
+__global__ void key_tile_bounds_kernel(const int32_t* k_pos, int64_t m, int64_t tiles, int32_t* tile_pos) {
   const int64_t tile = blockIdx.x;
-  int32_t lo = INT_MAX;
+  int32_t lo = INT_MAX, hi = INT_MIN;
   for (int64_t j = tile * kKeys + threadIdx.x; j < m && j < (tile + 1) * kKeys; j += blockDim.x)
-    lo = min(lo, k_pos[j]);
-  for (int offset = 16; offset > 0; offset /= 2) lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, offset));
-  if (threadIdx.x == 0) tile_min[tile] = lo;
+    lo = min(lo, k_pos[j]), hi = max(hi, k_pos[j]);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, offset));
+    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, offset));
+  }
+  if (threadIdx.x == 0) tile_pos[tile] = lo, tile_pos[tiles + tile] = hi;
 }
 
-template <int D>
-__global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttentionShape sh, const float* q, const int32_t* q_pos,
-                                                                  const __nv_bfloat16* k, const __nv_bfloat16* v,
-                                                                  const int32_t* k_pos, const int32_t* tile_min,
-                                                                  float* out, float* row_max, float* row_sum) {
+// kAsync: K/V tiles double-buffered with cp.async, the next visited tile loading while this one is computed
+// (else one buffer, loaded through registers); kMinBlocks: blocks per multiprocessor the registers must allow.
+template <int D, bool kAsync, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    flash_attention_kernel(AttentionShape sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k,
+                           const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, float* out,
+                           float* row_max, float* row_sum, KeySplits split) {
   constexpr int kStride = D + kPad;
   extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int kStages = kAsync ? 2 : 1;
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem);  // [kRows][kStride]
-  __nv_bfloat16* sK = sQ + kRows * kStride;                     // [kKeys][kStride]
-  __nv_bfloat16* sV = sK + kKeys * kStride;                     // [kKeys][kStride]
-  int32_t* sKPos = reinterpret_cast<int32_t*>(sV + kKeys * kStride);  // [kKeys]
+  __nv_bfloat16* sK0 = sQ + kRows * kStride;                    // [kStages][kKeys][kStride]
+  __nv_bfloat16* sV0 = sK0 + kStages * kKeys * kStride;         // [kStages][kKeys][kStride]
   __shared__ int32_t block_max_pos;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int64_t row0 = (int64_t)blockIdx.x * kRows, head = blockIdx.y;
+  // The last row tiles (the latest positions, the most keys) first, so the long blocks do not form the tail.
+  const int64_t row0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * kRows, head = blockIdx.y;
   const int64_t kv_head = head / (sh.n_heads / sh.n_kv_heads);
   const int64_t q_stride = sh.n_heads * D, kv_stride = sh.n_kv_heads * D;
 
@@ -94,6 +114,12 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttentionShap
   if (tid < kRows && row0 + tid < sh.n) atomicMax(&block_max_pos, q_pos[row0 + tid]);
   const int64_t r_lo = row0 + warp * 16 + g, r_hi = r_lo + 8;
   const int32_t pos_lo = r_lo < sh.n ? q_pos[r_lo] : INT_MIN, pos_hi = r_hi < sh.n ? q_pos[r_hi] : INT_MIN;
+  int32_t warp_min_pos = min(pos_lo, pos_hi);  // the lowest position among this warp's 16 rows
+  for (int offset = 16; offset > 0; offset /= 2)
+    warp_min_pos = min(warp_min_pos, __shfl_xor_sync(0xffffffffu, warp_min_pos, offset));
+  const int64_t all_tiles = (sh.m + kKeys - 1) / kKeys;
+  const int32_t* tile_min = tile_pos;
+  const int32_t* tile_max = tile_pos + all_tiles;
   __syncthreads();
 
   // This warp's 16 rows of Q as A fragments, for every 16-dim step.
@@ -113,24 +139,54 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttentionShap
   float m_lo = -FLT_MAX, m_hi = -FLT_MAX, l_lo = 0.f, l_hi = 0.f;  // running max (log2 units) and partial sums
   const float scale_log2 = sh.scale * 1.4426950408889634f;
   const int32_t max_pos = block_max_pos;
-  const int64_t tiles = (sh.m + kKeys - 1) / kKeys;
+  // This block's share of the key tiles (all of them unless the keys are split over blocks).
+  const int64_t first_tile = blockIdx.z * split.tiles_per_split;
+  const int64_t tiles = min(all_tiles, first_tile + split.tiles_per_split);
 
-  for (int64_t tile = 0; tile < tiles; ++tile) {
-    if (tile_min[tile] > max_pos) continue;  // uniform across the block
+  // The tiles some row of this block reads, in order.
+  const auto next_tile = [&](int64_t after) {
+    int64_t t = after + 1;
+    while (t < tiles && tile_min[t] > max_pos) ++t;
+    return t;
+  };
+  const auto load_tile = [&](int64_t tile, int stage) {
     const int64_t key0 = tile * kKeys;
-    __syncthreads();  // the previous tile's shared reads are done
+    __nv_bfloat16* sK = sK0 + stage * kKeys * kStride;
+    __nv_bfloat16* sV = sV0 + stage * kKeys * kStride;
     for (int i = tid; i < kKeys * D / 8; i += kThreads) {
       const int r = i / (D / 8), c = (i % (D / 8)) * 8;
-      uint4 kx = make_uint4(0, 0, 0, 0), vx = make_uint4(0, 0, 0, 0);
-      if (key0 + r < sh.m) {
-        kx = *reinterpret_cast<const uint4*>(k + (key0 + r) * kv_stride + kv_head * D + c);
-        vx = *reinterpret_cast<const uint4*>(v + (key0 + r) * kv_stride + kv_head * D + c);
+      const bool valid = key0 + r < sh.m;
+      const int64_t at = valid ? (key0 + r) * kv_stride + kv_head * D + c : 0;
+      if constexpr (kAsync) {
+        cp_async16(sK + r * kStride + c, k + at, valid);
+        cp_async16(sV + r * kStride + c, v + at, valid);
+      } else {
+        const uint4 zero = make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(sK + r * kStride + c) = valid ? *reinterpret_cast<const uint4*>(k + at) : zero;
+        *reinterpret_cast<uint4*>(sV + r * kStride + c) = valid ? *reinterpret_cast<const uint4*>(v + at) : zero;
       }
-      *reinterpret_cast<uint4*>(sK + r * kStride + c) = kx;
-      *reinterpret_cast<uint4*>(sV + r * kStride + c) = vx;
     }
-    if (tid < kKeys) sKPos[tid] = key0 + tid < sh.m ? k_pos[key0 + tid] : INT_MAX;
+  };
+
+  int64_t tile = next_tile(first_tile - 1);
+  int stage = 0;
+  if constexpr (kAsync) {
+    if (tile < tiles) load_tile(tile, 0);
+    cp_async_commit();
+  }
+  while (tile < tiles) {
+    const int64_t key0 = tile * kKeys, following = next_tile(tile);
+    if constexpr (kAsync) {
+      if (following < tiles) load_tile(following, stage ^ 1);
+      cp_async_commit();
+      cp_async_wait<1>();  // this tile's group has landed; the next one may still be in flight
+    } else {
+      __syncthreads();  // the previous tile's shared reads are done
+      load_tile(tile, 0);
+    }
     __syncthreads();
+    const __nv_bfloat16* sK = sK0 + stage * kKeys * kStride;
+    const __nv_bfloat16* sV = sV0 + stage * kKeys * kStride;
 
     // S = Q K^T for this warp's 16 rows and the tile's 64 keys (8 n-tiles of 8 keys).
     float s[kKeys / 8][4];
@@ -147,15 +203,25 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttentionShap
     }
     // The forward rule, then the online softmax (base 2).
     float tile_max_lo = -FLT_MAX, tile_max_hi = -FLT_MAX;
+    if (key0 + kKeys <= sh.m && tile_max[tile] <= warp_min_pos) {  // every row reads every key of the tile
 #pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt) {
-      const int32_t p0 = sKPos[nt * 8 + 2 * t], p1 = sKPos[nt * 8 + 2 * t + 1];
-      s[nt][0] = p0 <= pos_lo ? s[nt][0] * scale_log2 : -FLT_MAX;
-      s[nt][1] = p1 <= pos_lo ? s[nt][1] * scale_log2 : -FLT_MAX;
-      s[nt][2] = p0 <= pos_hi ? s[nt][2] * scale_log2 : -FLT_MAX;
-      s[nt][3] = p1 <= pos_hi ? s[nt][3] * scale_log2 : -FLT_MAX;
-      tile_max_lo = fmaxf(tile_max_lo, fmaxf(s[nt][0], s[nt][1]));
-      tile_max_hi = fmaxf(tile_max_hi, fmaxf(s[nt][2], s[nt][3]));
+      for (int nt = 0; nt < kKeys / 8; ++nt) {
+        s[nt][0] *= scale_log2, s[nt][1] *= scale_log2, s[nt][2] *= scale_log2, s[nt][3] *= scale_log2;
+        tile_max_lo = fmaxf(tile_max_lo, fmaxf(s[nt][0], s[nt][1]));
+        tile_max_hi = fmaxf(tile_max_hi, fmaxf(s[nt][2], s[nt][3]));
+      }
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < kKeys / 8; ++nt) {
+        const int64_t j0 = key0 + nt * 8 + 2 * t;
+        const int32_t p0 = j0 < sh.m ? k_pos[j0] : INT_MAX, p1 = j0 + 1 < sh.m ? k_pos[j0 + 1] : INT_MAX;
+        s[nt][0] = p0 <= pos_lo ? s[nt][0] * scale_log2 : -FLT_MAX;
+        s[nt][1] = p1 <= pos_lo ? s[nt][1] * scale_log2 : -FLT_MAX;
+        s[nt][2] = p0 <= pos_hi ? s[nt][2] * scale_log2 : -FLT_MAX;
+        s[nt][3] = p1 <= pos_hi ? s[nt][3] * scale_log2 : -FLT_MAX;
+        tile_max_lo = fmaxf(tile_max_lo, fmaxf(s[nt][0], s[nt][1]));
+        tile_max_hi = fmaxf(tile_max_hi, fmaxf(s[nt][2], s[nt][3]));
+      }
     }
     const float new_lo = fmaxf(m_lo, quad_max(tile_max_lo)), new_hi = fmaxf(m_hi, quad_max(tile_max_hi));
     // A row that has seen no key yet keeps max -FLT_MAX: its weights must come out 0, not exp2(0).
@@ -190,9 +256,29 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttentionShap
         mma_bf16(o[nt + 1], pa[kk], b[2], b[3]);
       }
     }
+    if constexpr (kAsync) __syncthreads();  // every warp is done with this stage before it is loaded again
+    stage ^= kStages - 1;
+    tile = following;
   }
 
   l_lo = quad_sum(l_lo), l_hi = quad_sum(l_hi);
+  constexpr float kLn2 = 0.6931471805599453f;  // natural-log units for the merge and the probe
+  if (gridDim.z > 1) {  // a partial state: unnormalised P·V, max and sum, merged by merge_attention_splits
+    const int64_t part = blockIdx.z * sh.n * sh.n_heads;
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt) {
+      const int c = nt * 8 + 2 * t;
+      if (r_lo < sh.n)
+        *reinterpret_cast<float2*>(split.acc + (part + r_lo * sh.n_heads + head) * D + c) = make_float2(o[nt][0], o[nt][1]);
+      if (r_hi < sh.n)
+        *reinterpret_cast<float2*>(split.acc + (part + r_hi * sh.n_heads + head) * D + c) = make_float2(o[nt][2], o[nt][3]);
+    }
+    if (t == 0) {
+      if (r_lo < sh.n) split.max[part + r_lo * sh.n_heads + head] = m_lo * kLn2, split.sum[part + r_lo * sh.n_heads + head] = l_lo;
+      if (r_hi < sh.n) split.max[part + r_hi * sh.n_heads + head] = m_hi * kLn2, split.sum[part + r_hi * sh.n_heads + head] = l_hi;
+    }
+    return;
+  }
   const float inv_lo = l_lo > 0.f ? 1.f / l_lo : 0.f, inv_hi = l_hi > 0.f ? 1.f / l_hi : 0.f;
 #pragma unroll
   for (int nt = 0; nt < D / 8; ++nt) {
@@ -203,23 +289,49 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttentionShap
       *reinterpret_cast<float2*>(out + r_hi * q_stride + head * D + c) = make_float2(o[nt][2] * inv_hi, o[nt][3] * inv_hi);
   }
   if (row_max != nullptr && t == 0) {  // natural-log max and the sum, for the probe's column weights
-    if (r_lo < sh.n) row_max[r_lo * sh.n_heads + head] = m_lo / 1.4426950408889634f, row_sum[r_lo * sh.n_heads + head] = l_lo;
-    if (r_hi < sh.n) row_max[r_hi * sh.n_heads + head] = m_hi / 1.4426950408889634f, row_sum[r_hi * sh.n_heads + head] = l_hi;
+    if (r_lo < sh.n) row_max[r_lo * sh.n_heads + head] = m_lo * kLn2, row_sum[r_lo * sh.n_heads + head] = l_lo;
+    if (r_hi < sh.n) row_max[r_hi * sh.n_heads + head] = m_hi * kLn2, row_sum[r_hi * sh.n_heads + head] = l_hi;
   }
 }
 
-template <int D>
-void launch(const AttentionShape& sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k, const __nv_bfloat16* v,
-            const int32_t* k_pos, int32_t* tile_min, float* out, float* row_max, float* row_sum, cudaStream_t stream) {
-  constexpr size_t smem = (size_t)(kRows + 2 * kKeys) * (D + kPad) * sizeof(__nv_bfloat16) + kKeys * sizeof(int32_t);
+template <int D, bool kAsync, int kMinBlocks>
+void launch(const AttentionShape& sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k,
+            const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, float* out, float* row_max,
+            float* row_sum, const KeySplits& split, int64_t splits, cudaStream_t stream) {
+  constexpr int kStages = kAsync ? 2 : 1;
+  constexpr size_t smem = (size_t)(kRows + 2 * kStages * kKeys) * (D + kPad) * sizeof(__nv_bfloat16);
+  const auto kernel = flash_attention_kernel<D, kAsync, kMinBlocks>;
   static bool configured = false;  // raise the dynamic shared-memory limit once per kernel
   if (!configured) {
-    cudaFuncSetAttribute(flash_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     configured = true;
   }
-  const dim3 grid((unsigned)((sh.n + kRows - 1) / kRows), (unsigned)sh.n_heads);
-  flash_attention_kernel<D><<<grid, kThreads, smem, stream>>>(sh, q, q_pos, k, v, k_pos, tile_min, out, row_max,
-                                                              row_sum);
+  const dim3 grid((unsigned)((sh.n + kRows - 1) / kRows), (unsigned)sh.n_heads, (unsigned)splits);
+  kernel<<<grid, kThreads, smem, stream>>>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split);
+}
+
+// Which form of the kernel runs: KVF_FLASH_VARIANT=0 (one buffer), 1 (double-buffered, the default) or 2
+// (double-buffered, registers capped for three blocks per multiprocessor); bench/gpu/run.sh times each.
+int variant() {
+  static const int v = [] {
+    const char* e = std::getenv("KVF_FLASH_VARIANT");
+    return e && *e >= '0' && *e <= '2' ? *e - '0' : 1;
+  }();
+  return v;
+}
+
+template <int D>
+void launch_variant(const AttentionShape& sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k,
+                    const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, float* out,
+                    float* row_max, float* row_sum, const KeySplits& split, int64_t splits, cudaStream_t stream) {
+  switch (variant()) {
+    case 0:
+      return launch<D, false, 1>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
+    case 2:
+      return launch<D, true, 3>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
+    default:
+      return launch<D, true, 2>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
+  }
 }
 
 }  // namespace
@@ -228,17 +340,31 @@ int64_t flash_attention_tiles(int64_t m) { return (m + kKeys - 1) / kKeys; }
 
 bool flash_attention_supports(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
+int64_t flash_attention_splits(const AttentionShape& sh, int multiprocessors) {
+  // Few rows (a question over a long context): the keys are split until there are two blocks per multiprocessor,
+  // each split at least 8 tiles long.
+  const int64_t blocks = (sh.n + kRows - 1) / kRows * sh.n_heads, want = 2 * (int64_t)multiprocessors;
+  if (blocks <= 0 || blocks >= want) return 1;
+  return std::max<int64_t>(1, std::min((want + blocks - 1) / blocks, flash_attention_tiles(sh.m) / 8));
+}
+
 void flash_attention(const AttentionShape& sh, const float* q, const int32_t* q_pos, const void* k_bf16,
-                     const void* v_bf16, const int32_t* k_pos, int32_t* tile_min, float* out, float* row_max,
-                     float* row_sum, cudaStream_t stream) {
+                     const void* v_bf16, const int32_t* k_pos, int32_t* tile_pos, float* out, float* row_max,
+                     float* row_sum, int64_t splits, float* scratch, cudaStream_t stream) {
   if (sh.n == 0 || sh.n_heads == 0) return;
-  if (sh.m > 0) key_tile_min_kernel<<<(unsigned)flash_attention_tiles(sh.m), 32, 0, stream>>>(k_pos, sh.m, tile_min);
+  const int64_t tiles = flash_attention_tiles(sh.m);
+  if (sh.m > 0) key_tile_bounds_kernel<<<(unsigned)tiles, 32, 0, stream>>>(k_pos, sh.m, tiles, tile_pos);
   const auto* k = static_cast<const __nv_bfloat16*>(k_bf16);
   const auto* v = static_cast<const __nv_bfloat16*>(v_bf16);
+  const int64_t cells = sh.n * sh.n_heads;
+  KeySplits split;
+  split.tiles_per_split = (flash_attention_tiles(sh.m) + splits - 1) / splits;
+  if (splits > 1) split.max = scratch, split.sum = scratch + splits * cells, split.acc = scratch + 2 * splits * cells;
   if (sh.head_dim == 64)
-    launch<64>(sh, q, q_pos, k, v, k_pos, tile_min, out, row_max, row_sum, stream);
+    launch_variant<64>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
   else
-    launch<128>(sh, q, q_pos, k, v, k_pos, tile_min, out, row_max, row_sum, stream);
+    launch_variant<128>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
+  if (splits > 1) merge_attention_splits(sh, splits, scratch, out, row_max, row_sum, stream);
 }
 
 }  // namespace kvf::cuda

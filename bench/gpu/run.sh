@@ -15,6 +15,9 @@
 #   TTFT_CHUNKS     ~512-token chunks in the TTFT benchmark's context (57: about 27K tokens); TTFT_RUNS (3)
 #   COMPUTE         fast (default: bf16 where the backend has it) or f32, for prefill, precompute and TTFT
 #   STEP_TIMEOUT    seconds after which a step is stopped (300), so one slow step cannot cost the whole call
+#   FLASH_VARIANTS  forms of the tensor-core attention kernel to time (0 2 1); PROFILE_TOKENS (8192): the op split
+#   NEIGHBOR_CACHE_MB  similarity precompute: neighbours' KV kept in (device) memory (16384)
+#   STORE_DIR       where the precompute store is written (/tmp/kvfuse-device/store; /dev/shm/... takes the disk out)
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${1:-$here/device-bundle/kvfuse-sm90.tar.xz}
@@ -30,6 +33,7 @@ ttft_chunks=${TTFT_CHUNKS:-57}
 ttft_runs=${TTFT_RUNS:-3}
 compute=${COMPUTE:-fast}
 step_timeout=${STEP_TIMEOUT:-300}
+store=${STORE_DIR:-/tmp/kvfuse-device/store}
 mkdir -p "$out"
 summary=$out/summary.txt log=$out/run.log
 : >"$summary"
@@ -76,6 +80,11 @@ if want tests; then
     --gtest_output="xml:$out/cuda_tests.xml"
   # The counts, and every failed test by name (skipped ones are listed in run.log).
   grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test" "$work/last.log" | sort -u | tee -a "$summary"
+  # The tensor-core kernel's other forms (KVF_FLASH_VARIANT) on the same checks.
+  for variant in ${FLASH_VARIANTS:-0 2 1}; do
+    KVF_FLASH_VARIANT=$variant step "tensor-core tests, variant $variant" "$bin/kvf_unit_tests" \
+      --gtest_filter='*TensorCore*:*FastMode*'
+  done
   # Which instructions the kernels use: HMMA (tensor cores), LDSM (matrix loads), LDL/STL (local-memory spills).
   if command -v cuobjdump >/dev/null; then
     say "sass: $(cuobjdump -sass "$bin/kvf_unit_tests" 2>/dev/null | grep -oE '\b(HMMA|LDSM|LDL|STL)[.A-Z0-9]*' |
@@ -85,8 +94,12 @@ fi
 
 # The sparse prefill's attention op by recompute ratio, against PyTorch SDPA (flash, dense causal) on the GPU.
 if want attention; then
-  step attention "$bin/kvf_attention_bench" --backend "$backend" --context "$attn_context" --heads 28 --kv-heads 4 \
-    --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json && cat "$work/last.log" >>"$out/attention.jsonl"
+  # Each form of the tensor-core kernel (kernels/flash_attention.cu: KVF_FLASH_VARIANT), the default last.
+  for variant in ${FLASH_VARIANTS:-0 2 1}; do
+    KVF_FLASH_VARIANT=$variant step "attention variant $variant" "$bin/kvf_attention_bench" --backend "$backend" \
+      --context "$attn_context" --heads 28 --kv-heads 4 --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json &&
+      sed "s/^{/{\"flash_variant\":$variant,/" "$work/last.log" >>"$out/attention.jsonl"
+  done
   if [ "$backend" = cuda ]; then
     step sdpa python3 "$here/bench/gpu/sdpa_bench.py" --context "$attn_context" &&
       cat "$work/last.log" >>"$out/attention.jsonl"
@@ -109,6 +122,10 @@ if want prefill; then
         tail -1 "$work/last.log" >>"$out/prefill.jsonl"
     done
   done
+  # Where the large shape's prefill spends its time, op by op (each op waited for).
+  [ -f "$big" ] && step "profile $(basename "$big" .gguf) ${PROFILE_TOKENS:-8192}" "$bin/kvf_prefill_bench" \
+    --backend "$backend" --model "$big" --tokens "${PROFILE_TOKENS:-8192}" --runs 2 --threads "$(nproc)" \
+    --compute "$compute" --profile
   # The peer: Hugging Face transformers (SDPA, bf16) on the large shape, same prompt lengths.
   if [ "$backend" = cuda ]; then
     step "hf prefill $big_shape" python3 "$here/bench/gpu/hf_prefill_bench.py" --shape "$big_shape" \
@@ -119,8 +136,11 @@ fi
 # FusionRAG's offline stage on the large shape: each ~512-token chunk's KV after its 10 nearest neighbours'
 # (synthetic text and embeddings: the embedder's weights do not travel either).
 if want precompute && [ -f "$big" ]; then
-  store=$work/store
   rm -rf "$store"
+  # The disk the store is written to, alone: 1 GiB of direct writes.
+  step "disk write $(dirname "$store")" dd if=/dev/zero of="$(dirname "$store")/dd.bin" bs=16M count=64 oflag=direct
+  tail -1 "$work/last.log" | tee -a "$summary"
+  rm -f "$(dirname "$store")/dd.bin"
   step corpus python3 "$here/bench/synthetic_corpus.py" "$work/corpus.jsonl" "$chunks" 420
   step chunk "$bin/kvprep" chunk --corpus "$work/corpus.jsonl" --store "$store" --chunk-tokens 512 --model "$big"
   step embed_synthetic "$bin/kvf_scale_tool" embed-synthetic --store "$store"
@@ -128,15 +148,15 @@ if want precompute && [ -f "$big" ]; then
   step neighbors "$bin/kvprep" neighbors --store "$store" --top-n 10
   step "prefill independent" "$bin/kvprep" prefill --store "$store" --model "$big" --mode independent \
     --backend "$backend" --compute "$compute"
-  tail -1 "$work/last.log" | tee -a "$summary"
+  tail -2 "$work/last.log" | tee -a "$summary"
   step "prefill similarity" "$bin/kvprep" prefill --store "$store" --model "$big" --mode similarity --top-n 10 \
-    --backend "$backend" --compute "$compute"
-  tail -1 "$work/last.log" | tee -a "$summary"
+    --backend "$backend" --compute "$compute" --neighbor-cache-mb "${NEIGHBOR_CACHE_MB:-16384}"
+  tail -2 "$work/last.log" | tee -a "$summary"
 fi
 
 # TTFT of full, reuse and fusion at 15% over TTFT_CHUNKS chunks of the precompute store (one question whose
 # passages are the corpus's first documents), the large shape.
-if want ttft && [ -d "$work/store" ]; then
+if want ttft && [ -d "$store" ]; then
   python3 - "$work/corpus.jsonl" "$ttft_chunks" "$work/questions.jsonl" <<'PY'
 import json, sys
 docs = [json.loads(line) for line in open(sys.argv[1])][: int(sys.argv[2]) + 6]
@@ -144,15 +164,21 @@ q = {"id": "q0", "question": "Which station is next to the old mill by the river
      "contexts": [{"title": d["title"], "text": d["text"]} for d in docs]}
 open(sys.argv[3], "w").write(json.dumps(q) + "\n")
 PY
-  step ttft "$bin/kvf_ttft_bench" --store "$work/store" --model "$big" --queries "$work/questions.jsonl" \
+  step ttft "$bin/kvf_ttft_bench" --store "$store" --model "$big" --queries "$work/questions.jsonl" \
     --questions 1 --chunks "$ttft_chunks" --runs "$ttft_runs" --threads "$(nproc)" --compute "$compute" \
     --backend "$backend" --methods full reuse fusion --ratios 0.15 && cp "$work/last.log" "$out/ttft.md"
+  cat "$work/last.log" >>"$summary"
+  # The same with the chunks' KV held in the engine's cache (device memory on the GPU): serving hot chunks.
+  step "ttft cached" "$bin/kvf_ttft_bench" --store "$store" --model "$big" --queries "$work/questions.jsonl" \
+    --questions 1 --chunks "$ttft_chunks" --runs "$ttft_runs" --threads "$(nproc)" --compute "$compute" \
+    --backend "$backend" --methods full reuse fusion --ratios 0.15 --cache-mb 16384 &&
+    cat "$work/last.log" >>"$out/ttft.md"
   cat "$work/last.log" >>"$summary"
 fi
 
 # kvrun end to end on the large shape: batch (fusion) and a small eval sweep (every method, both stored KV modes).
 # The weights are random, so the answers are noise: this checks that each path runs and how long it takes.
-if want kvrun && [ -d "$work/store" ]; then
+if want kvrun && [ -d "$store" ]; then
   python3 - "$work/corpus.jsonl" "$work/qa.jsonl" <<'PY'
 import json, sys
 docs = [json.loads(line) for line in open(sys.argv[1])]
@@ -162,9 +188,9 @@ with open(sys.argv[2], "w") as f:
         f.write(json.dumps({"id": f"q{i}", "question": "Which river runs past the mill?", "answers": ["river"],
                             "contexts": [{"title": d["title"], "text": d["text"]} for d in ctx]}) + "\n")
 PY
-  step "kvrun batch" "$bin/kvrun" batch --queries "$work/qa.jsonl" --out "$work/batch.jsonl" --store "$work/store" \
+  step "kvrun batch" "$bin/kvrun" batch --queries "$work/qa.jsonl" --out "$work/batch.jsonl" --store "$store" \
     --model "$big" --backend "$backend" --compute "$compute" --method fusion --max-tokens 8 --json
-  step "kvrun eval" "$bin/kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --model "$big" \
+  step "kvrun eval" "$bin/kvrun" eval --dataset "$work/qa.jsonl" --store "$store" --model "$big" \
     --backend "$backend" --methods full,reuse,cacheblend,a3,fusion --ratios 0.15 --kv independent,similarity \
     --max-tokens 8 --out "$work/eval"
   [ -f "$work/eval/report.md" ] && sed -n '1,40p' "$work/eval/report.md" >>"$log"

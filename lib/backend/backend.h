@@ -74,6 +74,9 @@ class Backend {
     return dtype == DType::F32;
   }
 
+  // Waits until every op queued so far has finished (a no-op for a synchronous backend).
+  virtual void synchronize() {}
+
   virtual Tensor empty(DType dtype, const Shape& shape) = 0;
   virtual void copy_from_host(Tensor& dst, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(const Tensor& src, void* dst, size_t bytes) = 0;

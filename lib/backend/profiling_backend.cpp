@@ -4,17 +4,21 @@
 
 namespace kvf {
 
+// Each op is waited for (synchronize) so an asynchronous backend's op is charged its own device time.
 template <typename F>
 auto ProfilingBackend::timed(const char* op, F&& call) {
+  inner_.synchronize();
   const auto t0 = std::chrono::steady_clock::now();
   struct Record {  // records on every exit path, exceptions included
+    Backend& inner;
     OpStats& s;
     std::chrono::steady_clock::time_point t0;
     ~Record() {
+      inner.synchronize();
       s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ++s.calls;
     }
-  } record{stats_[op], t0};
+  } record{inner_, stats_[op], t0};
   return call();
 }
 

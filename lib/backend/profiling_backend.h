@@ -1,5 +1,6 @@
 // A Backend decorator that times every op it forwards, to show where a forward pass spends its time.
-// Times are wall-clock around each call, so they are exact only for synchronous backends (the CPU one).
+// Times are wall-clock around each call, the backend synchronised before and after (so the GPU's ops are waited
+// for: a profiled run is slower, but each op's share is its own).
 #pragma once
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@ class ProfilingBackend final : public Backend {
   bool accepts_weights(DType dtype, int64_t row_elems) const override {
     return inner_.accepts_weights(dtype, row_elems);
   }
+  void synchronize() override { inner_.synchronize(); }
   Tensor empty(DType dtype, const Shape& shape) override;
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override;
   void copy_to_host(const Tensor& src, void* dst, size_t bytes) override;

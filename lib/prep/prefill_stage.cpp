@@ -29,6 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 constexpr const char* kSystemMode = "system";
 
 std::vector<int32_t> iota(int64_t n, int32_t start) {
@@ -86,8 +88,11 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
                    o.store_dir);
   if (similarity) require_settings(m, "prefill_similarity", {{"top_n", o.top_n}}, o.store_dir);
 
+  const auto t_load = Clock::now();
   auto backend = make_backend(o.backend);
   const auto decoder = Decoder::load(o.model_path, *backend, o.compute);
+  PrefillStageResult res;
+  res.load_seconds = seconds_since(t_load);
   const LlamaConfig& c = decoder->config();
   const ChunkTable chunks = ChunkTable::read((fs::path(o.store_dir) / kChunksFile).string());
 
@@ -125,11 +130,10 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     if (todo_here) groups.push_back({begin, end});
     missing += todo_here;
   }
-  PrefillStageResult res;
   res.chunks = chunks.size();
   if (missing == 0 && m.find_stage(stage)) {
     res.unchanged = true;
-    res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    res.seconds = seconds_since(t0);
     return res;
   }
 
@@ -153,12 +157,18 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     std::vector<size_t> rows;
     for (size_t row = begin; row < end; ++row) rows.push_back(row);
     std::vector<std::vector<KvSegment>> placed;
+    auto t = Clock::now();
     std::vector<ForwardRequest> batch = view.chunk_requests(rows, placed);
+    res.view_seconds += seconds_since(t);
     for (ForwardRequest& r : batch) {
       r.return_kv = true;
       if (o.record_anchor_scores && (int64_t)r.tokens.size() > kFewQueryRows) probe_every_layer(r, c.n_layers);
     }
+    t = Clock::now();
     const std::vector<ForwardResult> out = decoder->forward(batch);
+    backend->synchronize();
+    res.forward_seconds += seconds_since(t);
+    t = Clock::now();
     for (size_t i = 0; i < out.size(); ++i) {
       const uint64_t id = chunks.chunks()[begin + i].id;
       if (!needs(begin + i)) continue;  // computed only to keep the batch as it always is
@@ -177,6 +187,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
       ++res.computed;
       progress.advance(1);
     }
+    res.store_seconds += seconds_since(t);
   };
   run_in_rounds(cluster, groups.size(), per_round, compute_group, [&](size_t round, bool) { sink.end_round(round); });
   progress.finish();
@@ -189,7 +200,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   res.computed = totals[0], res.tokens = totals[1], res.context_rows = totals[2];
   res.shards_written = totals[3], res.stored_bytes = totals[4], res.scored = totals[5];
   sink.finish_stage(stage, {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}});
-  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  res.seconds = seconds_since(t0);
   return res;
 }
 

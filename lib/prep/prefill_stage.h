@@ -45,6 +45,9 @@ struct PrefillStageResult {
   uint64_t stored_bytes = 0;   // KV bytes written by this run
   uint64_t scored = 0;         // chunks whose anchor scores were recorded
   double seconds = 0;
+  // Where this rank's time went: loading the model, building requests (neighbour KV reads), the forward passes,
+  // and reading back, converting and storing the KV.
+  double load_seconds = 0, view_seconds = 0, forward_seconds = 0, store_seconds = 0;
 };
 
 PrefillStageResult run_prefill_stage(const PrefillStageOptions& options);

@@ -19,7 +19,7 @@ void add_prefill_command(CLI::App& app) {
                 backend = "cpu";
     int top_n = 10, threads = 0, batch_tokens = 1024, deflate = 0;
     bool refresh = false, wait_lock = false, anchor_scores = false;
-    double shard_mb = 256;
+    double shard_mb = 256, neighbor_cache_mb = 1024;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("prefill", "Compute and store every chunk's KV (store: kv/<mode>-NNNNN.h5)");
@@ -58,6 +58,10 @@ void add_prefill_command(CLI::App& app) {
       ->check(CLI::Range(0, 9));
   cmd->add_option("--batch-tokens", a->batch_tokens, "chunk tokens per forward pass")->capture_default_str();
   cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--neighbor-cache-mb", a->neighbor_cache_mb,
+                  "similarity: neighbours' independent KV kept in memory (on the GPU with --backend cuda), MiB")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--anchor-scores", a->anchor_scores,
                 "also record the attention each token receives, so `kvprep compress --anchors` needs no second pass");
@@ -79,6 +83,7 @@ void add_prefill_command(CLI::App& app) {
     o.record_anchor_scores = a->anchor_scores;
     o.deflate_level = a->deflate;
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
+    o.neighbor_cache_bytes = (uint64_t)(a->neighbor_cache_mb * (1 << 20));
     const PrefillStageResult r = run_prefill_stage(o);
     if (r.unchanged) {
       std::printf("nothing to do: all %llu chunks have %s KV\n", (unsigned long long)r.chunks, a->mode.c_str());
@@ -90,6 +95,10 @@ void add_prefill_command(CLI::App& app) {
                 r.computed / r.seconds, r.tokens / r.seconds, r.computed ? (double)r.context_rows / r.computed : 0.0,
                 (unsigned long long)r.shards_written, r.stored_bytes / 1e6,
                 r.tokens ? (double)r.stored_bytes / r.tokens : 0.0);
+    std::printf("time: model load %.1f s, requests (neighbour KV reads) %.1f s, forward %.1f s (%.1f ms per chunk), "
+                "read back and store %.1f s\n",
+                r.load_seconds, r.view_seconds, r.forward_seconds,
+                r.computed ? 1e3 * r.forward_seconds / r.computed : 0.0, r.store_seconds);
     if (a->anchor_scores)
       std::printf("anchor scores recorded for %llu chunks (chunks of %lld tokens or fewer are scored by compress)\n",
                   (unsigned long long)r.scored, (long long)kFewQueryRows);

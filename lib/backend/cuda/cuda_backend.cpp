@@ -8,6 +8,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -123,6 +124,7 @@ class CudaBackend final : public Backend {
       throw_index_error(err);
     }
   }
+  void synchronize() override { check_cuda(cudaStreamSynchronize(s()), "synchronize"); }
   void copy(const Tensor& src, Tensor& dst) override {
     KVF_CHECK(src.nbytes() == dst.nbytes(), "copy: ", src.nbytes(), " bytes into ", dst.nbytes());
     if (src.nbytes())
@@ -137,12 +139,25 @@ class CudaBackend final : public Backend {
               "cuda backend: matmul w must be an f32 or bf16 device tensor");
     const auto [n, k, m] = matmul_dims(x, w, y);
     if (n == 0 || m == 0) return;
-    if (w.dtype == DType::BF16) return matmul_bf16(x, w, y, n, k, m);
+    if (w.dtype == DType::BF16) return matmul_bf16(to_bf16(x, Tensor{}), w, y, n, k, m);
     // Row-major y[n, m] = x[n, k] w[m, k]^T is column-major y^T[m, n] = w^T... : op(A) = W^T as stored (k x m).
     const float one = 1.0f, zero = 0.0f;
     check_cublas(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)k, &one, w.data<float>(), (int)k,
                              x.data<float>(), (int)k, &zero, y.data<float>(), (int)m),
                  "sgemm");
+  }
+  // Q/K/V and gate/up: x rounded to bf16 once for all the products that share it.
+  void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) override {
+    const bool all_bf16 = std::all_of(ws.begin(), ws.end(), [](const Tensor* w) { return w->dtype == DType::BF16; });
+    if (!all_bf16 || ws.size() < 2) return Backend::matmul_nt_many(x, ws, ys);
+    check_f32(x, "matmul x");
+    const Tensor xb = to_bf16(x, Tensor{});
+    for (size_t i = 0; i < ws.size(); ++i) {
+      check_f32(*ys[i], "matmul y");
+      check_on_device(*ws[i], DType::BF16, "matmul w");
+      const auto [n, k, m] = matmul_dims(x, *ws[i], *ys[i]);
+      if (n && m) matmul_bf16(xb, *ws[i], *ys[i], n, k, m);
+    }
   }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override {
     check_f32(x, "rms_norm x");
@@ -281,9 +296,8 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // Row-major y[n, m] = x[n, k] · w[m, k]^T with w in bf16: x rounded to bf16, f32 accumulate, f32 y.
-  void matmul_bf16(const Tensor& x, const Tensor& w, Tensor& y, int64_t n, int64_t k, int64_t m) {
-    Tensor xb = to_bf16(x, Tensor{});
+  // Row-major y[n, m] = xb[n, k] · w[m, k]^T, both bf16, f32 accumulate, f32 y.
+  void matmul_bf16(const Tensor& xb, const Tensor& w, Tensor& y, int64_t n, int64_t k, int64_t m) {
     const auto key = std::make_tuple(n, k, m, alignment_of(y.data<char>()));
     auto it = lt_plans_.find(key);
     if (it == lt_plans_.end()) it = lt_plans_.emplace(key, make_plan(n, k, m, std::get<3>(key))).first;
@@ -350,9 +364,13 @@ class CudaBackend final : public Backend {
   }
   void flash(const cuda::AttentionShape& sh, const Tensor& q, const Tensor& q_pos, const Tensor& k, const Tensor& v,
              const Tensor& k_pos, const Tensor& out, float* row_max, float* row_sum) {
-    Tensor tile_min = empty(DType::I32, {cuda::flash_attention_tiles(sh.m)});
+    Tensor tile_pos = empty(DType::I32, {2 * cuda::flash_attention_tiles(sh.m)});
+    const int64_t splits = cuda::flash_attention_splits(sh, multiprocessors_);
+    Tensor scratch;
+    if (splits > 1) scratch = empty(DType::F32, {splits * sh.n * sh.n_heads * (sh.head_dim + 2)});
     cuda::flash_attention(sh, q.data<float>(), q_pos.data<int32_t>(), k.data<char>(), v.data<char>(),
-                          k_pos.data<int32_t>(), tile_min.data<int32_t>(), out.data<float>(), row_max, row_sum, s());
+                          k_pos.data<int32_t>(), tile_pos.data<int32_t>(), out.data<float>(), row_max, row_sum, splits,
+                          splits > 1 ? scratch.data<float>() : nullptr, s());
     launched("flash attention");
   }
   void attention_f32(const cuda::AttentionShape& sh, const Tensor& q, const Tensor& q_pos, const Tensor& k,
