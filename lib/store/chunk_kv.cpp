@@ -152,27 +152,49 @@ std::vector<uint64_t> KvModeReader::ids() const {
   return out;
 }
 
-HostKv KvModeReader::read(uint64_t chunk_id) const {
+std::pair<const KvShardReader*, size_t> KvModeReader::locate(uint64_t chunk_id) const {
   const auto it = where_.find(chunk_id);
   KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);
-  HostKv kv;
-  // Checked on every load: a flipped byte or a NaN must be an error naming the chunk and shard, not an answer.
-  shards_[it->second.first]->read_chunk(it->second.second, kv.k, kv.v, kv.positions, true);
-  kv.rows = (int64_t)kv.positions.size();
-  const KvShardLayout& l = shards_[it->second.first]->layout();
-  kv.layers = l.stored_layers;
-  kv.width = (int64_t)l.kv_heads * l.head_dim;
-  return kv;
+  return {shards_[it->second.first].get(), it->second.second};
+}
+
+HostKv KvModeReader::read(uint64_t chunk_id) const {
+  RawKvChunk& raw = thread_raw_chunk();
+  read_raw(chunk_id, raw);
+  return decode(raw);
 }
 
 KvSegment KvModeReader::read_encoded(uint64_t chunk_id) const {
-  const auto it = where_.find(chunk_id);
-  KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);
-  const KvShardReader& shard = *shards_[it->second.first];
+  RawKvChunk raw;  // its bytes end up in the segment
+  read_raw(chunk_id, raw);
+  return encoded(std::move(raw));
+}
+
+void KvModeReader::read_raw(uint64_t chunk_id, RawKvChunk& raw) const {
+  const auto [shard, entry] = locate(chunk_id);
+  shard->read_raw(entry, raw);
+}
+
+HostKv KvModeReader::decode(const RawKvChunk& raw) const {
+  const KvShardReader& shard = *locate(raw.chunk_id).first;
+  HostKv kv;
+  // Checked on every load: a flipped byte or a NaN must be an error naming the chunk and shard, not an answer.
+  shard.decode_chunk(raw, kv.k, kv.v, true);
+  kv.positions = raw.positions;
+  kv.rows = (int64_t)kv.positions.size();
+  kv.layers = shard.layout().stored_layers;
+  kv.width = (int64_t)shard.layout().kv_heads * shard.layout().head_dim;
+  return kv;
+}
+
+KvSegment KvModeReader::encoded(RawKvChunk raw) const {
+  const KvShardReader& shard = *locate(raw.chunk_id).first;
+  shard.check_low_bit_encoded(raw);
   const KvShardLayout& l = shard.layout();
   auto rows = std::make_shared<LowBitRows>();
   KvSegment seg;
-  shard.read_low_bit_encoded(it->second.second, rows->bytes, seg.positions);
+  rows->bytes = std::move(raw.bytes);
+  seg.positions = std::move(raw.positions);
   rows->spec = l.low_bit_spec();
   rows->rows = seg.rows();
   rows->stored_layers = l.stored_layers;
@@ -184,15 +206,13 @@ KvSegment KvModeReader::read_encoded(uint64_t chunk_id) const {
 }
 
 std::vector<double> KvModeReader::anchor_scores(uint64_t chunk_id) const {
-  const auto it = where_.find(chunk_id);
-  KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);
-  return shards_[it->second.first]->read_anchor_scores(it->second.second);
+  const auto [shard, entry] = locate(chunk_id);
+  return shard->read_anchor_scores(entry);
 }
 
 uint64_t KvModeReader::context(uint64_t chunk_id) const {
-  const auto it = where_.find(chunk_id);
-  KVF_CHECK(it != where_.end(), "no stored KV for chunk ", chunk_id);
-  return shards_[it->second.first]->index()[it->second.second].context;
+  const auto [shard, entry] = locate(chunk_id);
+  return shard->index()[entry].context;
 }
 
 const KvShardLayout& KvModeReader::layout() const {

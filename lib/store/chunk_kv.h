@@ -68,12 +68,19 @@ class KvModeReader {
   // A low-bit mode's chunk in engine form, not decoded (KvSegment::encoded; in-chunk positions), checked like
   // read(). Throws kvf::Error for a mode that is not low-bit.
   KvSegment read_encoded(uint64_t chunk_id) const;
+  // read() and read_encoded() in two steps, for callers that serialise HDF5 themselves (ChunkKvCache): read_raw
+  // uses the shard file, one thread at a time; decode and encoded use no HDF5, so any thread may run them at once.
+  void read_raw(uint64_t chunk_id, RawKvChunk& raw) const;
+  HostKv decode(const RawKvChunk& raw) const;
+  KvSegment encoded(RawKvChunk raw) const;  // takes raw's bytes
   uint64_t context(uint64_t chunk_id) const;  // the stored entry's context hash
   // The anchor scores `kvprep prefill --anchor-scores` recorded for the chunk (one per row), or empty.
   std::vector<double> anchor_scores(uint64_t chunk_id) const;
   const KvShardLayout& layout() const;  // of the first shard; throws when the mode has none
 
  private:
+  // The shard holding the chunk and its entry there; throws for a chunk without KV.
+  std::pair<const KvShardReader*, size_t> locate(uint64_t chunk_id) const;
   std::vector<std::unique_ptr<KvShardReader>> shards_;
   // chunk id -> (shard, entry); a later shard's entry replaces an earlier one (recomputed KV)
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> where_;

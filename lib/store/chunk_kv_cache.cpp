@@ -63,24 +63,22 @@ std::shared_ptr<const KvSegment> ChunkKvCache::load(uint64_t chunk_id, const std
   uint64_t bytes = 0;
   std::exception_ptr error;
   try {
-    HostKv host;
-    KvShardLayout layout;
-    std::shared_ptr<const KvSegment> encoded;
+    RawKvChunk& raw = thread_raw_chunk();
     {
       const std::lock_guard<std::mutex> read(read_mutex_);
       if (!source_.contains(chunk_id))
         fail("chunk KV cache: no stored KV for chunk 0x", hex64(chunk_id),
              source_.shards() ? " in mode '" + source_.layout().mode + "'" : std::string(" (the mode has no shards)"));
-      layout = source_.layout();
-      if (layout.low_bit() && !decode_low_bit_at_load_)
-        encoded = std::make_shared<const KvSegment>(source_.read_encoded(chunk_id));
-      else
-        host = source_.read(chunk_id);
+      source_.read_raw(chunk_id, raw);
     }
-    if (encoded) {
+    // Checksum, conversion and checks need no HDF5: outside the lock, concurrent loads do them in parallel.
+    const KvShardLayout& layout = source_.layout();
+    if (layout.low_bit() && !decode_low_bit_at_load_) {
+      auto encoded = std::make_shared<const KvSegment>(source_.encoded(std::move(raw)));
       bytes = encoded->encoded->bytes.size() + encoded->positions.size() * sizeof(int32_t);
       kv = std::move(encoded);
     } else {
+      const HostKv host = source_.decode(raw);
       bytes = (host.k.size() + host.v.size()) * sizeof(float);
       kv = std::make_shared<const KvSegment>(host_to_segment(host, layout, backend_, host.positions));
     }

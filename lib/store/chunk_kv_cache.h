@@ -28,11 +28,13 @@ namespace kvf {
 // Counting: a miss is a load from the store (whichever thread did it, prefetches included); a hit is a get()
 // served without loading, either from memory or by waiting for a load another thread had already started.
 //
-// Threads: every call into the KvModeReader (HDF5) is serialised by a mutex of the cache, since HDF5 files are
-// used from one thread at a time here (lib/store/hdf5_file.h). Loads call the backend's empty() and
-// copy_from_host() outside any lock, at the same time as the query thread's own backend calls: the CPU backend
-// keeps no mutable state of its own (aligned_alloc + memcpy), so that is safe there; a backend that has some
-// (ProfilingBackend's op table, a device stream) must make those two calls thread-safe before it is used here.
+// Threads: every read from the KvModeReader's files (HDF5) is serialised by a mutex of the cache, since HDF5 files
+// are used from one thread at a time here (lib/store/hdf5_file.h); checking and converting what was read
+// (KvModeReader::decode) runs after it is released, so concurrent loads do that in parallel. Loads call the
+// backend's empty() and copy_from_host() outside any lock, at the same time as the query thread's own backend
+// calls: the CPU backend keeps no mutable state of its own (aligned_alloc + memcpy), so that is safe there; a
+// backend that has some (ProfilingBackend's op table, a device stream) must make those two calls thread-safe
+// before it is used here.
 class ChunkKvCache {
  public:
   // budget 0: keep nothing
@@ -73,7 +75,7 @@ class ChunkKvCache {
   Backend& backend_;
   const uint64_t budget_;
   const bool decode_low_bit_at_load_;
-  std::mutex read_mutex_;  // every call into source_
+  std::mutex read_mutex_;  // every read from source_'s files
 
   mutable std::mutex mutex_;  // everything below
   std::condition_variable loaded_;

@@ -355,65 +355,100 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
   return r;
 }
 
+const KvChunkEntry& KvShardReader::entry_at(size_t entry) const {
+  KVF_CHECK(entry < index_.size(), path(), ": no index entry ", entry, " (", index_.size(), " entries)");
+  return index_[entry];
+}
+
+RawKvChunk& thread_raw_chunk() {
+  static thread_local RawKvChunk raw;
+  return raw;
+}
+
 void KvShardReader::read_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v,
                                std::vector<int32_t>& positions, bool verify_checksum) const {
-  KVF_CHECK(entry < index_.size(), path(), ": no index entry ", entry, " (", index_.size(), " entries)");
-  const KvChunkEntry& e = index_[entry];
-  if (layout_.low_bit()) return read_low_bit_chunk(entry, k, v, positions, verify_checksum);
+  RawKvChunk& raw = thread_raw_chunk();
+  read_raw(entry, raw);
+  positions = raw.positions;
+  decode_chunk(raw, k, v, verify_checksum);
+}
+
+void KvShardReader::read_raw(size_t entry, RawKvChunk& raw) const {
+  const KvChunkEntry& e = entry_at(entry);
+  const bool int8 = layout_.dtype == KvDtype::Int8, low_bit = layout_.low_bit();
+  const size_t bytes = low_bit ? 0 : (size_t)e.rows * layout_.row_elems() * layout_.element_bytes();
+  const size_t groups = int8 ? (size_t)e.rows * layout_.stored_layers * layout_.kv_heads : 0;
+  raw.entry = entry;
+  raw.chunk_id = e.chunk_id;
+  raw.k.resize(bytes);
+  raw.v.resize(bytes);
+  raw.k_scale.resize(groups);
+  raw.v_scale.resize(groups);
+  raw.bytes.resize(low_bit ? low_bit_chunk_bytes(layout_.low_bit_spec(), e.rows, layout_.row_elems()) : 0);
+  raw.positions.resize(e.rows);
+  if (low_bit) {
+    file_->read_raw_rows("blob", H5T_STD_U8LE, e.first_byte, raw.bytes.size(), raw.bytes.data());
+  } else {
+    const h5::Handle type = dtype_h5_type(layout_.dtype);
+    file_->read_raw_rows("k", type.get(), e.first_row, e.rows, raw.k.data());
+    file_->read_raw_rows("v", type.get(), e.first_row, e.rows, raw.v.data());
+  }
+  if (int8) {
+    const h5::Handle f16 = h5::ieee_f16_type();
+    file_->read_raw_rows("k_scale", f16.get(), e.first_row, e.rows, raw.k_scale.data());
+    file_->read_raw_rows("v_scale", f16.get(), e.first_row, e.rows, raw.v_scale.data());
+  }
+  file_->read_raw_rows("positions", H5T_NATIVE_INT32, e.first_row, e.rows, raw.positions.data());
+}
+
+// The checksum add_chunk computed, over the same parts.
+void KvShardReader::verify_raw_checksum(const RawKvChunk& raw) const {
+  const KvChunkEntry& e = entry_at(raw.entry);
+  const auto part = [](const auto& x) { return std::pair<const void*, size_t>{x.data(), x.size() * sizeof(x[0])}; };
+  const uint64_t found =
+      layout_.low_bit()                    ? chunk_checksum({part(raw.bytes), part(raw.positions)})
+      : layout_.dtype == KvDtype::Int8 ? chunk_checksum({part(raw.k), part(raw.v), part(raw.k_scale),
+                                                           part(raw.v_scale), part(raw.positions)})
+                                           : chunk_checksum({part(raw.k), part(raw.v), part(raw.positions)});
+  KVF_CHECK(found == e.checksum, path(), ": chunk ", hex64(e.chunk_id), " (index entry ", raw.entry,
+            ") has checksum ", hex64(found), ", the index records ", hex64(e.checksum));
+}
+
+void KvShardReader::decode_chunk(const RawKvChunk& raw, std::vector<float>& k, std::vector<float>& v,
+                                 bool verify_checksum) const {
+  const KvChunkEntry& e = entry_at(raw.entry);
+  const size_t entry = raw.entry;
+  if (verify_checksum) verify_raw_checksum(raw);
   const KvDtype dtype = layout_.dtype;
   const size_t elems = (size_t)e.rows * layout_.row_elems();
-  const size_t bytes = elems * layout_.element_bytes();
   const size_t groups = (size_t)e.rows * layout_.stored_layers * layout_.kv_heads;
-  // The stored bytes land in buffers kept per thread: fresh pages for every chunk cost more than converting them.
-  static thread_local std::vector<uint8_t> k_raw, v_raw;
-  k_raw.resize(bytes);
-  v_raw.resize(bytes);
-  std::vector<uint16_t> k_scale, v_scale;
-  positions.resize(e.rows);
-  const h5::Handle type = dtype_h5_type(dtype);
-  file_->read_raw_rows("k", type.get(), e.first_row, e.rows, k_raw.data());
-  file_->read_raw_rows("v", type.get(), e.first_row, e.rows, v_raw.data());
-  if (dtype == KvDtype::Int8) {
-    const h5::Handle f16 = h5::ieee_f16_type();
-    k_scale.resize(groups);
-    v_scale.resize(groups);
-    file_->read_raw_rows("k_scale", f16.get(), e.first_row, e.rows, k_scale.data());
-    file_->read_raw_rows("v_scale", f16.get(), e.first_row, e.rows, v_scale.data());
-  }
-  file_->read_raw_rows("positions", H5T_NATIVE_INT32, e.first_row, e.rows, positions.data());
-  if (verify_checksum) {
-    const std::pair<const void*, size_t> pos = {positions.data(), e.rows * sizeof(int32_t)};
-    const uint64_t found = dtype == KvDtype::Int8
-                               ? chunk_checksum({{k_raw.data(), bytes},
-                                                 {v_raw.data(), bytes},
-                                                 {k_scale.data(), groups * sizeof(uint16_t)},
-                                                 {v_scale.data(), groups * sizeof(uint16_t)},
-                                                 pos})
-                               : chunk_checksum({{k_raw.data(), bytes}, {v_raw.data(), bytes}, pos});
-    KVF_CHECK(found == e.checksum, path(), ": chunk ", hex64(e.chunk_id), " (index entry ", entry,
-              ") has checksum ", hex64(found), ", the index records ", hex64(e.checksum));
-  }
   k.resize(elems);
   v.resize(elems);
-  if (dtype != KvDtype::Int8) {
-    from_stored(dtype, k_raw.data(), elems, k.data());
-    from_stored(dtype, v_raw.data(), elems, v.data());
-    if (verify_checksum) require_finite(e, entry, k, v);
-    return;
+  if (layout_.low_bit()) {
+    // The writer only makes finite scales and minimums; anything else is damage that unchecked reads must not pass on.
+    KVF_CHECK(decode_low_bit_chunk(layout_.low_bit_spec(), raw.bytes.data(), e.rows, layout_.row_elems(), k.data(),
+                                   v.data()),
+              path(), ": chunk ", hex64(e.chunk_id), " (index entry ", entry,
+              ") has a scale or minimum that is not finite");
+  } else if (dtype != KvDtype::Int8) {
+    from_stored(dtype, raw.k.data(), elems, k.data());
+    from_stored(dtype, raw.v.data(), elems, v.data());
+  } else {
+    // The writer only makes finite scales >= 0; anything else is damage that unchecked reads must not pass on.
+    const size_t heads = layout_.kv_heads, layers = layout_.stored_layers;
+    for (const auto& [name, scales] :
+         {std::make_pair("k_scale", &raw.k_scale), std::make_pair("v_scale", &raw.v_scale)})
+      for (size_t g = 0; g < groups; ++g) {
+        const float s = f16_to_f32((*scales)[g]);
+        KVF_CHECK(s >= 0 && std::isfinite(s), path(), ": chunk ", hex64(e.chunk_id), " (index entry ",
+                  entry, "): ", name, " of row ", e.first_row + g / (layers * heads), ", stored layer ",
+                  g / heads % layers, ", kv head ", g % heads, " is ", s, ", expected a finite scale >= 0");
+      }
+    dequantize_int8_groups(reinterpret_cast<const int8_t*>(raw.k.data()), raw.k_scale.data(), (int64_t)groups,
+                           layout_.head_dim, k.data());
+    dequantize_int8_groups(reinterpret_cast<const int8_t*>(raw.v.data()), raw.v_scale.data(), (int64_t)groups,
+                           layout_.head_dim, v.data());
   }
-  // The writer only makes finite scales >= 0; anything else is damage that unchecked reads must not pass on.
-  const size_t heads = layout_.kv_heads, layers = layout_.stored_layers;
-  for (const auto& [name, scales] : {std::make_pair("k_scale", &k_scale), std::make_pair("v_scale", &v_scale)})
-    for (size_t g = 0; g < groups; ++g) {
-      const float s = f16_to_f32((*scales)[g]);
-      KVF_CHECK(s >= 0 && std::isfinite(s), path(), ": chunk ", hex64(e.chunk_id), " (index entry ",
-                entry, "): ", name, " of row ", e.first_row + g / (layers * heads), ", stored layer ",
-                g / heads % layers, ", kv head ", g % heads, " is ", s, ", expected a finite scale >= 0");
-    }
-  dequantize_int8_groups(reinterpret_cast<const int8_t*>(k_raw.data()), k_scale.data(), (int64_t)groups,
-                         layout_.head_dim, k.data());
-  dequantize_int8_groups(reinterpret_cast<const int8_t*>(v_raw.data()), v_scale.data(), (int64_t)groups,
-                         layout_.head_dim, v.data());
   if (verify_checksum) require_finite(e, entry, k, v);
 }
 
@@ -431,45 +466,13 @@ std::vector<double> KvShardReader::read_anchor_scores(size_t entry) const {
   return scores;
 }
 
-// The chunk's bytes and positions, its checksum checked when asked.
-void KvShardReader::read_low_bit_bytes(size_t entry, std::vector<uint8_t>& bytes, std::vector<int32_t>& positions,
-                                       bool verify_checksum) const {
-  KVF_CHECK(entry < index_.size(), path(), ": no index entry ", entry, " (", index_.size(), " entries)");
+void KvShardReader::check_low_bit_encoded(const RawKvChunk& raw) const {
+  const KvChunkEntry& e = entry_at(raw.entry);
   KVF_CHECK(layout_.low_bit(), path(), ": a ", kv_dtype_name(layout_.dtype), " shard has no low-bit encoding");
-  const KvChunkEntry& e = index_[entry];
-  bytes.resize(low_bit_chunk_bytes(layout_.low_bit_spec(), e.rows, layout_.row_elems()));
-  positions.resize(e.rows);
-  file_->read_raw_rows("blob", H5T_STD_U8LE, e.first_byte, bytes.size(), bytes.data());
-  file_->read_raw_rows("positions", H5T_NATIVE_INT32, e.first_row, e.rows, positions.data());
-  if (verify_checksum) {
-    const uint64_t found = chunk_checksum({{bytes.data(), bytes.size()}, {positions.data(), e.rows * sizeof(int32_t)}});
-    KVF_CHECK(found == e.checksum, path(), ": chunk ", hex64(e.chunk_id), " (index entry ", entry,
-              ") has checksum ", hex64(found), ", the index records ", hex64(e.checksum));
-  }
-}
-
-void KvShardReader::read_low_bit_encoded(size_t entry, std::vector<uint8_t>& bytes,
-                                         std::vector<int32_t>& positions) const {
-  read_low_bit_bytes(entry, bytes, positions, true);
-  const KvChunkEntry& e = index_[entry];
-  KVF_CHECK(low_bit_chunk_finite(layout_.low_bit_spec(), bytes.data(), e.rows, layout_.row_elems()), path(),
-            ": chunk ", hex64(e.chunk_id), " (index entry ", entry,
+  verify_raw_checksum(raw);
+  KVF_CHECK(low_bit_chunk_finite(layout_.low_bit_spec(), raw.bytes.data(), e.rows, layout_.row_elems()), path(),
+            ": chunk ", hex64(e.chunk_id), " (index entry ", raw.entry,
             ") has a kept value, scale or minimum that is not finite; stored KV must be finite");
-}
-
-void KvShardReader::read_low_bit_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v,
-                                       std::vector<int32_t>& positions, bool verify_checksum) const {
-  const KvChunkEntry& e = index_[entry];
-  const int64_t width = layout_.row_elems();
-  const LowBitSpec spec = layout_.low_bit_spec();
-  std::vector<uint8_t> bytes;
-  read_low_bit_bytes(entry, bytes, positions, verify_checksum);
-  k.resize((size_t)(e.rows * width));
-  v.resize(k.size());
-  // The writer only makes finite scales and minimums; anything else is damage that unchecked reads must not pass on.
-  KVF_CHECK(decode_low_bit_chunk(spec, bytes.data(), e.rows, width, k.data(), v.data()), path(), ": chunk ",
-            hex64(e.chunk_id), " (index entry ", entry, ") has a scale or minimum that is not finite");
-  if (verify_checksum) require_finite(e, entry, k, v);
 }
 
 void KvShardReader::require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,

@@ -58,6 +58,21 @@ struct KvChunkEntry {
   uint64_t first_byte = 0;  // low-bit only: where the chunk's bytes start in `blob` (their count follows from rows)
 };
 
+// One chunk as the shard stores it, neither checked nor converted: KvShardReader::read_raw fills it (HDF5, one
+// thread at a time) and decode_chunk checks and converts it (no HDF5: any thread, so loads decode in parallel).
+struct RawKvChunk {
+  size_t entry = 0;                        // in the reader's index, which holds the chunk's rows and checksum
+  uint64_t chunk_id = 0;                   // the entry's: a KvModeReader finds the shard by it
+  std::vector<uint8_t> k, v;               // f16, bf16, int8: the stored elements
+  std::vector<uint16_t> k_scale, v_scale;  // int8 only: f16 bits, [rows, stored_layers, kv_heads]
+  std::vector<uint8_t> bytes;              // low-bit only: the chunk's encoding (core/low_bit_kv.h)
+  std::vector<int32_t> positions;
+};
+
+// This thread's RawKvChunk, whose buffers outlive the chunk: fresh pages for every chunk cost more than converting
+// them. Whoever holds it must not call anything that takes it too (read_chunk does).
+RawKvChunk& thread_raw_chunk();
+
 class KvShardWriter {
  public:
   explicit KvShardWriter(KvShardLayout layout);  // throws kvf::Error on an inconsistent layout
@@ -102,26 +117,29 @@ class KvShardReader {
   const std::string& path() const;
   const KvShardLayout& layout() const { return layout_; }
   const std::vector<KvChunkEntry>& index() const { return index_; }
-  // Reads one chunk's rows (a row-range read; low-bit: its byte range) converted to f32 [rows, stored_layers, kv_heads, head_dim];
-  // checks its checksum and that every value is finite when verify_checksum (kvf::Error naming the file, the
-  // chunk and the mismatch or value). Int8: dequantized with the scales of the same rows; a negative, NaN or
-  // infinite scale is a kvf::Error naming the chunk and the value.
+  // Reads one chunk's rows (a row-range read; low-bit: its byte range) converted to f32 [rows, stored_layers,
+  // kv_heads, head_dim]; checks its checksum and that every value is finite when verify_checksum (kvf::Error naming
+  // the file, the chunk and the mismatch or value). Int8: dequantized with the scales of the same rows; a negative,
+  // NaN or infinite scale is a kvf::Error naming the chunk and the value. It is read_raw, then decode_chunk.
   void read_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v, std::vector<int32_t>& positions,
                   bool verify_checksum = false) const;
-  // A low-bit shard's chunk as stored: its encoding (core/low_bit_kv.h) and positions, its checksum checked and
-  // every kept value, scale and minimum finite (so every value it decodes to is), kvf::Error naming the chunk
-  // otherwise. For readers that decode only what they need (KvSegment::encoded).
-  void read_low_bit_encoded(size_t entry, std::vector<uint8_t>& bytes, std::vector<int32_t>& positions) const;
+  // Only the HDF5 reads of read_chunk, into raw's buffers (kept: their pages are reused). One thread at a time.
+  void read_raw(size_t entry, RawKvChunk& raw) const;
+  // The rest of read_chunk, on what read_raw filled (raw.positions are the chunk's). No HDF5: any thread, any time.
+  void decode_chunk(const RawKvChunk& raw, std::vector<float>& k, std::vector<float>& v,
+                    bool verify_checksum = false) const;
+  // For readers that keep a low-bit chunk encoded (KvSegment::encoded; raw.bytes, core/low_bit_kv.h): its checksum
+  // and that every kept value, scale and minimum is finite (so every value it decodes to is), kvf::Error naming
+  // the chunk otherwise, or the shard if it is not low-bit. No HDF5, like decode_chunk.
+  void check_low_bit_encoded(const RawKvChunk& raw) const;
   // The chunk's anchor scores recorded during prefill (one per row), or empty when the shard or chunk has none.
   std::vector<double> read_anchor_scores(size_t entry) const;
 
  private:
   void require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,
                       const std::vector<float>& v) const;
-  void read_low_bit_chunk(size_t entry, std::vector<float>& k, std::vector<float>& v, std::vector<int32_t>& positions,
-                          bool verify_checksum) const;
-  void read_low_bit_bytes(size_t entry, std::vector<uint8_t>& bytes, std::vector<int32_t>& positions,
-                          bool verify_checksum) const;
+  const KvChunkEntry& entry_at(size_t entry) const;  // throws for an entry past the index
+  void verify_raw_checksum(const RawKvChunk& raw) const;
   explicit KvShardReader(const std::string& path);
   std::unique_ptr<h5::File> file_;  // kept open for row-range reads; one thread at a time (HDF5 1.10)
   KvShardLayout layout_;

@@ -1,8 +1,10 @@
 // The chunk KV cache over a real store mode (shards + manifest, read by KvModeReader): hit/miss counting, LRU
 // eviction under a byte budget, the f16 round trip, errors naming the chunk id, one load for concurrent gets,
-// and the background loader (prefetches become hits; a failed prefetch is reported by the later get).
+// and the background loader (prefetches become hits; a failed prefetch is reported by the later get); loads
+// decoding in parallel (many threads, many chunks, a damaged one), low-bit modes kept encoded or decoded.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <filesystem>
 #include <functional>
@@ -13,6 +15,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/hex.h"
+#include "core/low_bit_kv.h"
 #include "model/fingerprint.h"
 #include "store/chunk_kv.h"
 #include "store/chunk_kv_cache.h"
@@ -60,8 +63,7 @@ class ChunkKvCacheTest : public ::testing::Test {
     source = std::make_unique<KvModeReader>(dir.string(), manifest, "independent", kFingerprint);
   }
 
-  void write_store(const std::vector<int64_t>& rows) {
-    const KvShardLayout l = small_layout();
+  void write_store(const std::vector<int64_t>& rows, const KvShardLayout& l = small_layout()) {
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (size_t c = 0; c < rows.size(); ++c) {
@@ -89,6 +91,45 @@ class ChunkKvCacheTest : public ::testing::Test {
 
   uint64_t bytes_of(size_t c) const { return (uint64_t)chunks[c].kv.rows * small_layout().row_elems() * 4 * 2; }
   uint64_t id(size_t c) const { return chunks[c].id; }
+
+  // Whether seg is chunk c as written, rounded to f16, in every layer.
+  bool holds_chunk(const KvSegment& seg, size_t c) const {
+    const KvShardLayout l = small_layout();
+    const int64_t row = (int64_t)l.kv_heads * l.head_dim;
+    const HostKv& want = chunks[c].kv;
+    if (seg.positions != want.positions || seg.k.size() != (size_t)l.n_layers || seg.v.size() != seg.k.size())
+      return false;
+    std::vector<float> k((size_t)(want.rows * row)), v(k.size());
+    for (int64_t layer = 0; layer < l.n_layers; ++layer) {
+      if (seg.k[layer].shape != Shape{want.rows, l.kv_heads, l.head_dim}) return false;
+      backend->copy_to_host(seg.k[layer], k.data(), k.size() * sizeof(float));
+      backend->copy_to_host(seg.v[layer], v.data(), v.size() * sizeof(float));
+      for (int64_t r = 0; r < want.rows; ++r)
+        for (int64_t i = 0; i < row; ++i) {
+          const size_t stored = (size_t)((r * l.stored_layers + layer) * row + i);
+          if (k[r * row + i] != f16_to_f32(f32_to_f16(want.k[stored])) ||
+              v[r * row + i] != f16_to_f32(f32_to_f16(want.v[stored])))
+            return false;
+        }
+    }
+    return true;
+  }
+
+  // Flips one bit of element `at` of a dataset of shard `shard`, in place.
+  void flip_stored_bit(size_t shard, const char* dataset, size_t at) const {
+    const std::string path = (dir / kv_shard_name("independent", shard)).string();
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hid_t dset = H5Dopen2(file, dataset, H5P_DEFAULT), type = H5Dget_type(dset), space = H5Dget_space(dset);
+    std::vector<uint8_t> data((size_t)H5Sget_simple_extent_npoints(space) * H5Tget_size(type));
+    EXPECT_GE(H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), 0);
+    data.at(at * H5Tget_size(type)) ^= 0x10;
+    EXPECT_GE(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), 0);
+    H5Sclose(space);
+    H5Tclose(type);
+    H5Dclose(dset);
+    H5Fclose(file);
+  }
 
   fs::path dir;
   std::unique_ptr<Backend> backend;
@@ -165,27 +206,7 @@ TEST_F(ChunkKvCacheTest, AnEntryBiggerThanTheBudgetIsReturnedButNotKept) {
 
 TEST_F(ChunkKvCacheTest, LoadedKvIsWhatWasWrittenRoundedToF16) {
   ChunkKvCache cache(*source, *backend, 1ull << 30);
-  const KvShardLayout l = small_layout();
-  const int64_t row = (int64_t)l.kv_heads * l.head_dim;
-  for (size_t c : {3, 4}) {
-    const std::shared_ptr<const KvSegment> seg = cache.get(id(c)).kv;
-    const HostKv& want = chunks[c].kv;
-    EXPECT_EQ(seg->positions, want.positions);
-    ASSERT_EQ(seg->k.size(), (size_t)l.n_layers);
-    ASSERT_EQ(seg->v.size(), (size_t)l.n_layers);
-    std::vector<float> k((size_t)(want.rows * row)), v(k.size());
-    for (int64_t layer = 0; layer < l.n_layers; ++layer) {
-      EXPECT_EQ(seg->k[layer].shape, (Shape{want.rows, l.kv_heads, l.head_dim}));
-      backend->copy_to_host(seg->k[layer], k.data(), k.size() * sizeof(float));
-      backend->copy_to_host(seg->v[layer], v.data(), v.size() * sizeof(float));
-      for (int64_t r = 0; r < want.rows; ++r)
-        for (int64_t i = 0; i < row; ++i) {
-          const size_t stored = (size_t)((r * l.stored_layers + layer) * row + i);
-          ASSERT_EQ(k[r * row + i], f16_to_f32(f32_to_f16(want.k[stored]))) << "layer " << layer << " row " << r;
-          ASSERT_EQ(v[r * row + i], f16_to_f32(f32_to_f16(want.v[stored]))) << "layer " << layer << " row " << r;
-        }
-    }
-  }
+  for (size_t c : {3, 4}) EXPECT_TRUE(holds_chunk(*cache.get(id(c)).kv, c)) << "chunk " << c;
   EXPECT_EQ(cache.stats().bytes_held, bytes_of(3) + bytes_of(4));
 }
 
@@ -210,6 +231,101 @@ TEST_F(ChunkKvCacheTest, ConcurrentGetsOfOneChunkLoadItOnce) {
     EXPECT_EQ(s.hits, 3u);  // a thread that waited for another's load counts a hit
     for (const auto& kv : got) EXPECT_EQ(kv, got[0]);  // one segment, shared
   }
+}
+
+// Loads read under the cache's lock and decode after it (in parallel): with nothing kept, every get of every
+// thread loads, and each gets its own chunk's KV, never rows another thread's load was decoding at the same time.
+TEST_F(ChunkKvCacheTest, ConcurrentLoadsOfManyChunksEachGetTheirOwnKv) {
+  ChunkKvCache cache(*source, *backend, 0);
+  std::vector<int> wrong(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < wrong.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < 25 * chunks.size(); ++i) {
+        const size_t c = (i * (t + 1) + t) % chunks.size();
+        try {
+          wrong[t] += !holds_chunk(*cache.get(id(c)).kv, c);
+        } catch (const Error&) {  // bytes another load overwrote: a checksum error
+          ++wrong[t];
+        }
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong, std::vector<int>(4, 0));
+  EXPECT_EQ(cache.stats().misses + cache.stats().hits, 4 * 25 * chunks.size());  // hits: waited for another's load
+}
+
+// The checksum is checked after the lock is released: a damaged chunk is still an error naming its shard and
+// chunk for every thread that asks, while the other chunks load as usual.
+TEST_F(ChunkKvCacheTest, ADamagedChunkIsAChecksumErrorForEveryThreadAndOnlyForIt) {
+  source.reset();  // HDF5 opens a file for writing only where it is not open already
+  flip_stored_bit(1, "k", 5);  // shard 1 holds chunks 1 and 3: chunk 1's first row
+  source = std::make_unique<KvModeReader>(dir.string(), manifest, "independent", kFingerprint);
+  ChunkKvCache cache(*source, *backend, 0);
+  const std::string want = (dir / kv_shard_name("independent", 1)).string() + ": chunk " + hex64(id(1)) +
+                           " (index entry 0) has checksum ";
+  std::vector<std::string> errors(4);
+  std::vector<int> wrong(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < errors.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < 10 * chunks.size(); ++i) {
+        const size_t c = (i + t) % chunks.size();
+        try {
+          const std::shared_ptr<const KvSegment> kv = cache.get(id(c)).kv;
+          wrong[t] += c == 1 || !holds_chunk(*kv, c);
+        } catch (const Error& e) {
+          wrong[t] += c != 1 || std::string(e.what()).find(want) == std::string::npos;
+          errors[t] = e.what();
+        }
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong, std::vector<int>(4, 0)) << ::testing::PrintToString(errors);
+  for (const std::string& e : errors) EXPECT_THAT(e, HasSubstr(want));
+}
+
+// A low-bit mode's chunk is kept as stored (its codec bytes, checked: a flipped byte is a checksum error), or
+// decoded to f32 at load when asked, exactly as the codec decodes it.
+TEST_F(ChunkKvCacheTest, ALowBitChunkIsKeptEncodedOrDecodedAsAsked) {
+  KvShardLayout l = small_layout();
+  l.dtype = KvDtype::Int4;
+  l.quant_group = 4;
+  dir = test::fresh_test_dir();
+  manifest = Manifest();
+  chunks.clear();
+  write_store({4, 9, 600}, l);
+  flip_stored_bit(1, "blob", 7);  // shard 1 holds chunk 1
+  source = std::make_unique<KvModeReader>(dir.string(), manifest, "independent", kFingerprint);
+  ChunkKvCache encoded(*source, *backend, 1ull << 30), decoded(*source, *backend, 1ull << 30, true);
+  const int64_t row = (int64_t)l.kv_heads * l.head_dim;
+  for (size_t c : {0, 2}) {
+    const HostKv& kv = chunks[c].kv;
+    std::vector<uint8_t> bytes;
+    encode_low_bit_chunk(l.low_bit_spec(), kv.k.data(), kv.v.data(), kv.rows, l.row_elems(), bytes);
+    const std::shared_ptr<const KvSegment> kept = encoded.get(id(c)).kv;
+    ASSERT_TRUE(kept->encoded);
+    EXPECT_EQ(kept->encoded->bytes, bytes);
+    EXPECT_EQ(kept->positions, kv.positions);
+    std::vector<float> k_want(kv.k.size()), v_want(k_want.size()), k((size_t)(kv.rows * row)), v(k.size());
+    ASSERT_TRUE(decode_low_bit_chunk(l.low_bit_spec(), bytes.data(), kv.rows, l.row_elems(), k_want.data(),
+                                     v_want.data()));
+    const std::shared_ptr<const KvSegment> seg = decoded.get(id(c)).kv;
+    ASSERT_FALSE(seg->encoded);
+    EXPECT_EQ(seg->positions, kv.positions);
+    for (int layer = 0; layer < l.n_layers; ++layer) {
+      backend->copy_to_host(seg->k[layer], k.data(), k.size() * sizeof(float));
+      backend->copy_to_host(seg->v[layer], v.data(), v.size() * sizeof(float));
+      for (int64_t r = 0; r < kv.rows; ++r)
+        for (int64_t i = 0; i < row; ++i) {
+          ASSERT_EQ(k[r * row + i], k_want[(r * l.stored_layers + layer) * row + i]) << c << " " << layer;
+          ASSERT_EQ(v[r * row + i], v_want[(r * l.stored_layers + layer) * row + i]) << c << " " << layer;
+        }
+    }
+  }
+  for (ChunkKvCache* cache : {&encoded, &decoded})
+    EXPECT_THAT(error_of([&] { cache->get(id(1)); }),
+                HasSubstr("chunk " + hex64(id(1)) + " (index entry 0) has checksum"));
 }
 
 TEST_F(ChunkKvCacheTest, APrefetchedChunkIsAHit) {

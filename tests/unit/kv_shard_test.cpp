@@ -14,6 +14,7 @@
 #include <iterator>
 #include <limits>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include "core/error.h"
@@ -632,6 +633,56 @@ TEST(KvShard, LowBitDamageIsCaught) {
   KvShardLayout bad = l;
   bad.quant_group = 5;
   EXPECT_THAT(error_of([&] { KvShardWriter w(bad); }), HasSubstr("group size 5 must be 4..4096 and divide the head dimension 8"));
+}
+
+// The split that lets chunk loads decode in parallel: read_raw does the file reads, decode_chunk works on the raw
+// bytes alone (a byte flipped in memory fails the checksum the file would pass), from many threads at once, and
+// gives exactly what read_chunk gives.
+TEST(KvShard, RawChunksDecodeApartFromTheFile) {
+  for (const KvDtype dtype : {KvDtype::F16, KvDtype::BF16, KvDtype::Int8, KvDtype::Int4}) {
+    KvShardLayout l = small_layout(dtype);
+    l.quant_group = 4;
+    const auto chunks = random_chunks(l, {3, 70, 9, 130}, 31);
+    const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
+    write_shard(path, l, chunks);
+    const KvShardReader r = KvShardReader::open(path, kFingerprint);
+    std::vector<RawKvChunk> raws(chunks.size());
+    std::vector<std::vector<float>> k_want(chunks.size()), v_want(chunks.size());
+    std::vector<int32_t> positions;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      r.read_raw(c, raws[c]);
+      EXPECT_EQ(raws[c].chunk_id, chunks[c].id);
+      EXPECT_EQ(raws[c].positions, chunks[c].positions);
+      r.read_chunk(c, k_want[c], v_want[c], positions, true);
+    }
+    std::vector<std::thread> threads;
+    std::vector<int> wrong(4);
+    for (size_t t = 0; t < wrong.size(); ++t)
+      threads.emplace_back([&, t] {
+        std::vector<float> k, v;
+        for (int round = 0; round < 20; ++round)
+          for (size_t c = 0; c < raws.size(); ++c) {
+            const size_t at = (c + t) % raws.size();
+            r.decode_chunk(raws[at], k, v, true);
+            wrong[t] += k != k_want[at] || v != v_want[at];
+          }
+      });
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(wrong, std::vector<int>(4, 0)) << kv_dtype_name(dtype);
+
+    RawKvChunk flipped = raws[1];
+    (dtype == KvDtype::Int4 ? flipped.bytes : flipped.v)[5] ^= 0x10;
+    std::vector<float> k, v;
+    const std::string error = error_of([&] { r.decode_chunk(flipped, k, v, true); });
+    EXPECT_THAT(error, HasSubstr(path + ": chunk " + hex64(chunks[1].id) + " (index entry 1) has checksum"));
+    if (dtype == KvDtype::Int4) {
+      EXPECT_THAT(error_of([&] { r.check_low_bit_encoded(flipped); }), HasSubstr(error));
+      r.check_low_bit_encoded(raws[1]);
+    } else {
+      EXPECT_THAT(error_of([&] { r.check_low_bit_encoded(raws[1]); }),
+                  HasSubstr(std::string("a ") + kv_dtype_name(dtype) + " shard has no low-bit encoding"));
+    }
+  }
 }
 
 }  // namespace
