@@ -5,13 +5,14 @@
 // of the rows actually computed.
 //
 // Block: 4 warps, 64 query rows of one head (16 per warp), 64-key tiles. S = Q·K^T and O += P·V are bf16
-// mma.sync m16n8k16 with f32 accumulators; the online softmax (running max and sum per row) stays in registers.
-// Q arrives in f32 and is rounded to bf16 once, K and V in bf16 (the backend converts them once per call).
+// mma.sync m16n8k16 with f32 accumulators, their B fragments by matrix loads; the online softmax (running max and
+// sum per row) stays in registers. K/V tiles are double-buffered with cp.async: the next visited tile loads while
+// this one is computed. Q arrives in f32 and is rounded to bf16 once, K and V in bf16 (the backend converts them
+// once per call). Measured forms and their times: docs/results/gpu_h100.md.
 #include <cfloat>
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 
 #include <cuda_bf16.h>
 #include "cuda_ops.cuh"
@@ -38,7 +39,15 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Four 8x8 bf16 matrices from shared memory, transposed: lane l names row l % 8 of matrix l / 8.
+// Four 8x8 bf16 matrices from shared memory: lane l names row l % 8 of matrix l / 8.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  const uint32_t addr = (uint32_t)__cvta_generic_to_shared(row);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// The same, transposed.
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
   const uint32_t addr = (uint32_t)__cvta_generic_to_shared(row);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -80,16 +89,14 @@ __global__ void key_tile_bounds_kernel(const int32_t* k_pos, int64_t m, int64_t 
   if (threadIdx.x == 0) tile_pos[tile] = lo, tile_pos[tiles + tile] = hi;
 }
 
-// kAsync: K/V tiles double-buffered with cp.async, the next visited tile loading while this one is computed
-// (else one buffer, loaded through registers); kMinBlocks: blocks per multiprocessor the registers must allow.
-template <int D, bool kAsync, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+template <int D>
+__global__ void __launch_bounds__(kThreads, 2)
     flash_attention_kernel(AttentionShape sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k,
                            const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, float* out,
                            float* row_max, float* row_sum, KeySplits split) {
   constexpr int kStride = D + kPad;
   extern __shared__ __align__(16) unsigned char smem[];
-  constexpr int kStages = kAsync ? 2 : 1;
+  constexpr int kStages = 2;
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem);  // [kRows][kStride]
   __nv_bfloat16* sK0 = sQ + kRows * kStride;                    // [kStages][kKeys][kStride]
   __nv_bfloat16* sV0 = sK0 + kStages * kKeys * kStride;         // [kStages][kKeys][kStride]
@@ -136,7 +143,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   float o[D / 8][4];
 #pragma unroll
   for (int nt = 0; nt < D / 8; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.f;
-  float m_lo = -FLT_MAX, m_hi = -FLT_MAX, l_lo = 0.f, l_hi = 0.f;  // running max (log2 units) and partial sums
+  // Running max (scaled, log2 units) and partial sums; a row that has read nothing has max -inf.
+  float m_lo = -INFINITY, m_hi = m_lo, l_lo = 0.f, l_hi = 0.f;
   const float scale_log2 = sh.scale * 1.4426950408889634f;
   const int32_t max_pos = block_max_pos;
   // This block's share of the key tiles (all of them unless the keys are split over blocks).
@@ -157,33 +165,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const int r = i / (D / 8), c = (i % (D / 8)) * 8;
       const bool valid = key0 + r < sh.m;
       const int64_t at = valid ? (key0 + r) * kv_stride + kv_head * D + c : 0;
-      if constexpr (kAsync) {
-        cp_async16(sK + r * kStride + c, k + at, valid);
-        cp_async16(sV + r * kStride + c, v + at, valid);
-      } else {
-        const uint4 zero = make_uint4(0, 0, 0, 0);
-        *reinterpret_cast<uint4*>(sK + r * kStride + c) = valid ? *reinterpret_cast<const uint4*>(k + at) : zero;
-        *reinterpret_cast<uint4*>(sV + r * kStride + c) = valid ? *reinterpret_cast<const uint4*>(v + at) : zero;
-      }
+      cp_async16(sK + r * kStride + c, k + at, valid);
+      cp_async16(sV + r * kStride + c, v + at, valid);
     }
   };
 
   int64_t tile = next_tile(first_tile - 1);
   int stage = 0;
-  if constexpr (kAsync) {
-    if (tile < tiles) load_tile(tile, 0);
-    cp_async_commit();
-  }
+  if (tile < tiles) load_tile(tile, 0);
+  cp_async_commit();
   while (tile < tiles) {
     const int64_t key0 = tile * kKeys, following = next_tile(tile);
-    if constexpr (kAsync) {
-      if (following < tiles) load_tile(following, stage ^ 1);
-      cp_async_commit();
-      cp_async_wait<1>();  // this tile's group has landed; the next one may still be in flight
-    } else {
-      __syncthreads();  // the previous tile's shared reads are done
-      load_tile(tile, 0);
-    }
+    if (following < tiles) load_tile(following, stage ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();  // this tile's group has landed; the next one may still be in flight
     __syncthreads();
     const __nv_bfloat16* sK = sK0 + stage * kKeys * kStride;
     const __nv_bfloat16* sV = sV0 + stage * kKeys * kStride;
@@ -193,53 +188,49 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
     for (int nt = 0; nt < kKeys / 8; ++nt) {
       s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-      const __nv_bfloat16* krow = sK + (nt * 8 + g) * kStride + 2 * t;
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(krow + kk * 16);
-        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(krow + kk * 16 + 8);
-        mma_bf16(s[nt], qa[kk], b0, b1);
+      for (int kk = 0; kk < D / 16; kk += 2) {  // one load: the B fragments of two 16-dim steps
+        uint32_t b[4];
+        ldmatrix_x4(b, sK + (nt * 8 + lane % 8) * kStride + kk * 16 + (lane / 8) * 8);
+        mma_bf16(s[nt], qa[kk], b[0], b[1]);
+        mma_bf16(s[nt], qa[kk + 1], b[2], b[3]);
       }
     }
-    // The forward rule, then the online softmax (base 2).
-    float tile_max_lo = -FLT_MAX, tile_max_hi = -FLT_MAX;
-    if (key0 + kKeys <= sh.m && tile_max[tile] <= warp_min_pos) {  // every row reads every key of the tile
-#pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt) {
-        s[nt][0] *= scale_log2, s[nt][1] *= scale_log2, s[nt][2] *= scale_log2, s[nt][3] *= scale_log2;
-        tile_max_lo = fmaxf(tile_max_lo, fmaxf(s[nt][0], s[nt][1]));
-        tile_max_hi = fmaxf(tile_max_hi, fmaxf(s[nt][2], s[nt][3]));
-      }
-    } else {
+    uint32_t pa[kKeys / 16][4];
+    // The forward rule (a key a row must not read scores -inf), then the online softmax in base 2 on the raw
+    // scores: one FFMA scales and shifts each, and exp2(-inf) = 0 weighs out what the rule removed.
+    float raw_lo = -INFINITY, raw_hi = -INFINITY;
+    if (!(key0 + kKeys <= sh.m && tile_max[tile] <= warp_min_pos)) {
 #pragma unroll
       for (int nt = 0; nt < kKeys / 8; ++nt) {
         const int64_t j0 = key0 + nt * 8 + 2 * t;
         const int32_t p0 = j0 < sh.m ? k_pos[j0] : INT_MAX, p1 = j0 + 1 < sh.m ? k_pos[j0 + 1] : INT_MAX;
-        s[nt][0] = p0 <= pos_lo ? s[nt][0] * scale_log2 : -FLT_MAX;
-        s[nt][1] = p1 <= pos_lo ? s[nt][1] * scale_log2 : -FLT_MAX;
-        s[nt][2] = p0 <= pos_hi ? s[nt][2] * scale_log2 : -FLT_MAX;
-        s[nt][3] = p1 <= pos_hi ? s[nt][3] * scale_log2 : -FLT_MAX;
-        tile_max_lo = fmaxf(tile_max_lo, fmaxf(s[nt][0], s[nt][1]));
-        tile_max_hi = fmaxf(tile_max_hi, fmaxf(s[nt][2], s[nt][3]));
+        if (p0 > pos_lo) s[nt][0] = -INFINITY;
+        if (p1 > pos_lo) s[nt][1] = -INFINITY;
+        if (p0 > pos_hi) s[nt][2] = -INFINITY;
+        if (p1 > pos_hi) s[nt][3] = -INFINITY;
       }
     }
-    const float new_lo = fmaxf(m_lo, quad_max(tile_max_lo)), new_hi = fmaxf(m_hi, quad_max(tile_max_hi));
-    // A row that has seen no key yet keeps max -FLT_MAX: its weights must come out 0, not exp2(0).
-    const bool none_lo = new_lo == -FLT_MAX, none_hi = new_hi == -FLT_MAX;
-    const float corr_lo = none_lo ? 1.f : exp2f(m_lo - new_lo), corr_hi = none_hi ? 1.f : exp2f(m_hi - new_hi);
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
+      raw_lo = fmaxf(raw_lo, fmaxf(s[nt][0], s[nt][1]));
+      raw_hi = fmaxf(raw_hi, fmaxf(s[nt][2], s[nt][3]));
+    }
+    const float new_lo = fmaxf(m_lo, quad_max(raw_lo) * scale_log2);
+    const float new_hi = fmaxf(m_hi, quad_max(raw_hi) * scale_log2);
+    // A row that has read no key yet has max -inf: shift by 0 so its weights come out exp2(-inf) = 0, not NaN.
+    const float use_lo = new_lo == -INFINITY ? 0.f : new_lo, use_hi = new_hi == -INFINITY ? 0.f : new_hi;
+    const float corr_lo = exp2f(m_lo - use_lo), corr_hi = exp2f(m_hi - use_hi);
     m_lo = new_lo, m_hi = new_hi;
     l_lo *= corr_lo, l_hi *= corr_hi;
 #pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt) o[nt][0] *= corr_lo, o[nt][1] *= corr_lo, o[nt][2] *= corr_hi, o[nt][3] *= corr_hi;
-    uint32_t pa[kKeys / 16][4];
+    for (int nt = 0; nt < D / 8; ++nt)
+      o[nt][0] *= corr_lo, o[nt][1] *= corr_lo, o[nt][2] *= corr_hi, o[nt][3] *= corr_hi;
 #pragma unroll
     for (int nt = 0; nt < kKeys / 8; ++nt) {
-      const float e0 = none_lo || s[nt][0] == -FLT_MAX ? 0.f : exp2f(s[nt][0] - m_lo);
-      const float e1 = none_lo || s[nt][1] == -FLT_MAX ? 0.f : exp2f(s[nt][1] - m_lo);
-      const float e2 = none_hi || s[nt][2] == -FLT_MAX ? 0.f : exp2f(s[nt][2] - m_hi);
-      const float e3 = none_hi || s[nt][3] == -FLT_MAX ? 0.f : exp2f(s[nt][3] - m_hi);
+      const float e0 = exp2f(fmaf(s[nt][0], scale_log2, -use_lo)), e1 = exp2f(fmaf(s[nt][1], scale_log2, -use_lo));
+      const float e2 = exp2f(fmaf(s[nt][2], scale_log2, -use_hi)), e3 = exp2f(fmaf(s[nt][3], scale_log2, -use_hi));
       l_lo += e0 + e1, l_hi += e2 + e3;
-      // The C fragments of two neighbouring 8-key tiles are the A fragment of one 16-key step.
       pa[nt / 2][(nt % 2) * 2 + 0] = pack_bf16(e0, e1);
       pa[nt / 2][(nt % 2) * 2 + 1] = pack_bf16(e2, e3);
     }
@@ -256,8 +247,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         mma_bf16(o[nt + 1], pa[kk], b[2], b[3]);
       }
     }
-    if constexpr (kAsync) __syncthreads();  // every warp is done with this stage before it is loaded again
-    stage ^= kStages - 1;
+    __syncthreads();  // every warp is done with this stage before it is loaded again
+    stage ^= 1;
     tile = following;
   }
 
@@ -294,44 +285,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 }
 
-template <int D, bool kAsync, int kMinBlocks>
+template <int D>
 void launch(const AttentionShape& sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k,
             const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, float* out, float* row_max,
             float* row_sum, const KeySplits& split, int64_t splits, cudaStream_t stream) {
-  constexpr int kStages = kAsync ? 2 : 1;
-  constexpr size_t smem = (size_t)(kRows + 2 * kStages * kKeys) * (D + kPad) * sizeof(__nv_bfloat16);
-  const auto kernel = flash_attention_kernel<D, kAsync, kMinBlocks>;
+  constexpr size_t smem = (size_t)(kRows + 2 * 2 * kKeys) * (D + kPad) * sizeof(__nv_bfloat16);
   static bool configured = false;  // raise the dynamic shared-memory limit once per kernel
   if (!configured) {
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaFuncSetAttribute(flash_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     configured = true;
   }
   const dim3 grid((unsigned)((sh.n + kRows - 1) / kRows), (unsigned)sh.n_heads, (unsigned)splits);
-  kernel<<<grid, kThreads, smem, stream>>>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split);
-}
-
-// Which form of the kernel runs: KVF_FLASH_VARIANT=0 (one buffer), 1 (double-buffered, the default) or 2
-// (double-buffered, registers capped for three blocks per multiprocessor); bench/gpu/run.sh times each.
-int variant() {
-  static const int v = [] {
-    const char* e = std::getenv("KVF_FLASH_VARIANT");
-    return e && *e >= '0' && *e <= '2' ? *e - '0' : 1;
-  }();
-  return v;
-}
-
-template <int D>
-void launch_variant(const AttentionShape& sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k,
-                    const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, float* out,
-                    float* row_max, float* row_sum, const KeySplits& split, int64_t splits, cudaStream_t stream) {
-  switch (variant()) {
-    case 0:
-      return launch<D, false, 1>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
-    case 2:
-      return launch<D, true, 3>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
-    default:
-      return launch<D, true, 2>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
-  }
+  flash_attention_kernel<D>
+      <<<grid, kThreads, smem, stream>>>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split);
 }
 
 }  // namespace
@@ -361,9 +327,9 @@ void flash_attention(const AttentionShape& sh, const float* q, const int32_t* q_
   split.tiles_per_split = (flash_attention_tiles(sh.m) + splits - 1) / splits;
   if (splits > 1) split.max = scratch, split.sum = scratch + splits * cells, split.acc = scratch + 2 * splits * cells;
   if (sh.head_dim == 64)
-    launch_variant<64>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
+    launch<64>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
   else
-    launch_variant<128>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
+    launch<128>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
   if (splits > 1) merge_attention_splits(sh, splits, scratch, out, row_max, row_sum, stream);
 }
 

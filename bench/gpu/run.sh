@@ -15,7 +15,7 @@
 #   TTFT_CHUNKS     ~512-token chunks in the TTFT benchmark's context (57: about 27K tokens); TTFT_RUNS (3)
 #   COMPUTE         fast (default: bf16 where the backend has it) or f32, for prefill, precompute and TTFT
 #   STEP_TIMEOUT    seconds after which a step is stopped (300), so one slow step cannot cost the whole call
-#   FLASH_VARIANTS  forms of the tensor-core attention kernel to time (0 2 1); PROFILE_TOKENS (8192): the op split
+#   PROFILE_TOKENS  prompt length of the large shape's op profile (8192)
 #   NEIGHBOR_CACHE_MB  similarity precompute: neighbours' KV kept in (device) memory (16384)
 #   STORE_DIR       where the precompute store is written (/tmp/kvfuse-device/store; /dev/shm/... takes the disk out)
 set -uo pipefail
@@ -80,11 +80,6 @@ if want tests; then
     --gtest_output="xml:$out/cuda_tests.xml"
   # The counts, and every failed test by name (skipped ones are listed in run.log).
   grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test" "$work/last.log" | sort -u | tee -a "$summary"
-  # The tensor-core kernel's other forms (KVF_FLASH_VARIANT) on the same checks.
-  for variant in ${FLASH_VARIANTS:-0 2 1}; do
-    KVF_FLASH_VARIANT=$variant step "tensor-core tests, variant $variant" "$bin/kvf_unit_tests" \
-      --gtest_filter='*TensorCore*:*FastMode*'
-  done
   # Which instructions the kernels use: HMMA (tensor cores), LDSM (matrix loads), LDL/STL (local-memory spills).
   if command -v cuobjdump >/dev/null; then
     say "sass: $(cuobjdump -sass "$bin/kvf_unit_tests" 2>/dev/null | grep -oE '\b(HMMA|LDSM|LDL|STL)[.A-Z0-9]*' |
@@ -94,12 +89,8 @@ fi
 
 # The sparse prefill's attention op by recompute ratio, against PyTorch SDPA (flash, dense causal) on the GPU.
 if want attention; then
-  # Each form of the tensor-core kernel (kernels/flash_attention.cu: KVF_FLASH_VARIANT), the default last.
-  for variant in ${FLASH_VARIANTS:-0 2 1}; do
-    KVF_FLASH_VARIANT=$variant step "attention variant $variant" "$bin/kvf_attention_bench" --backend "$backend" \
-      --context "$attn_context" --heads 28 --kv-heads 4 --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json &&
-      sed "s/^{/{\"flash_variant\":$variant,/" "$work/last.log" >>"$out/attention.jsonl"
-  done
+  step attention "$bin/kvf_attention_bench" --backend "$backend" --context "$attn_context" --heads 28 --kv-heads 4 \
+    --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json && cat "$work/last.log" >>"$out/attention.jsonl"
   if [ "$backend" = cuda ]; then
     step sdpa python3 "$here/bench/gpu/sdpa_bench.py" --context "$attn_context" &&
       cat "$work/last.log" >>"$out/attention.jsonl"
