@@ -14,6 +14,8 @@ import torch
 import transformers
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
+from cuda_timing import median_ms
+
 # The shapes of lib/io/random_model.cpp's real_model_shape (vocabulary as the released models ship it).
 SHAPES = {
     "qwen2.5-0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
@@ -23,21 +25,6 @@ SHAPES = {
     "qwen2.5-7b": dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
                        num_key_value_heads=4, vocab_size=152064, tie_word_embeddings=False),
 }
-
-
-def timed(fn, runs):
-    """Median milliseconds of `runs` calls after one warm-up, by CUDA events."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
 
 
 def main():
@@ -64,7 +51,7 @@ def main():
             with torch.inference_mode():
                 return model(input_ids=ids, use_cache=True, logits_to_keep=1)
 
-        ms = timed(forward, a.runs)
+        ms = median_ms(forward, a.runs)
         print(json.dumps({"peer": "hf transformers sdpa", "transformers": transformers.__version__,
                           "torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "shape": a.shape,
                           "layers": shape["num_hidden_layers"], "dtype": "bf16", "tokens": n, "median_ms": ms,

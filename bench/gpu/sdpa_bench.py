@@ -14,19 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-
-def timed(fn, runs):
-    """Median milliseconds of `runs` calls after one warm-up, by CUDA events."""
-    fn()
-    times = []
-    for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
+from cuda_timing import median_ms
 
 
 def main():
@@ -47,14 +35,14 @@ def main():
     common = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "context": n, "heads": h,
               "kv_heads": hk, "head_dim": d, "dtype": "bf16"}
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        dense = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), a.runs)
+        dense = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), a.runs)
     print(json.dumps({**common, "kernel": "sdpa flash, dense causal", "ratio": 1.0, "median_ms": dense}), flush=True)
     for ratio in [float(r) for r in a.ratios.split(",")]:
         rows = max(1, round(ratio * n))
         pos = torch.randperm(n, device=dev)[:rows].sort().values
         mask = torch.arange(n, device=dev)[None, :] <= pos[:, None]  # row r reads keys at or before pos[r]
         qs = q[:, :, pos, :]
-        ms = timed(lambda: F.scaled_dot_product_attention(qs, k, v, attn_mask=mask, enable_gqa=True), a.runs)
+        ms = median_ms(lambda: F.scaled_dot_product_attention(qs, k, v, attn_mask=mask, enable_gqa=True), a.runs)
         print(json.dumps({**common, "kernel": "sdpa, recomputed rows with a mask", "ratio": ratio,
                           "query_rows": rows, "median_ms": ms, "dense_flash_over_this": dense / ms}), flush=True)
 

@@ -68,6 +68,20 @@ class CudaVsCpu : public ::testing::Test {
   // Largest |cpu - gpu| over the pair, relative to the largest |cpu|.
   double relative_diff(const Pair& p) { return relative_difference(host(*cpu, p.cpu), host(*gpu, p.gpu)); }
 
+  // One attention call with probes on either backend, over the same values.
+  struct AttentionPairs {
+    Pair q, q_pos, k, v, k_pos, out, probe_rows, colsum;
+  };
+  void attend(bool on_gpu, const AttentionPairs& p, int64_t head_dim, bool bf16_inputs) {
+    const auto pick = [&](const Pair& x) { return on_gpu ? x.gpu : x.cpu; };
+    AttentionArgs a;
+    a.q = pick(p.q), a.q_pos = pick(p.q_pos), a.k = pick(p.k), a.v = pick(p.v), a.k_pos = pick(p.k_pos);
+    a.out = pick(p.out), a.probe_rows = pick(p.probe_rows), a.probe_colsum = pick(p.colsum);
+    a.scale = 1.0f / std::sqrt((float)head_dim);
+    a.bf16_inputs = bf16_inputs;
+    (on_gpu ? *gpu : *cpu).attention(a);
+  }
+
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   std::unique_ptr<Backend> gpu;
 };
@@ -185,26 +199,13 @@ TEST_F(CudaVsCpu, AttentionByPositionWithGqaAndProbes) {
     if (c.shuffled_keys) std::shuffle(k_pos.begin(), k_pos.end(), rng);
     // Queries after, inside and before the keys (the first sees no key at all when its position is -1).
     for (int i = 0; i < c.n; ++i) q_pos[i] = i == 0 && c.n > 2 ? -1 : (int32_t)(rng() % (c.m + 5));
-    Pair q = random({c.n, c.heads, c.head_dim}, 8), k = random({c.m, c.kv_heads, c.head_dim}, 9),
-         v = random({c.m, c.kv_heads, c.head_dim}, 10), out_pair = zeros({c.n, c.heads, c.head_dim});
-    const Pair qp = ints(q_pos), kp = ints(k_pos), probe_rows = ints({c.n - 1, 0});
-    Pair colsum = zeros({c.m});
-    for (Backend* b : {cpu.get(), gpu.get()}) {
-      const bool on_gpu = b == gpu.get();
-      AttentionArgs a;
-      a.q = on_gpu ? q.gpu : q.cpu;
-      a.q_pos = on_gpu ? qp.gpu : qp.cpu;
-      a.k = on_gpu ? k.gpu : k.cpu;
-      a.v = on_gpu ? v.gpu : v.cpu;
-      a.k_pos = on_gpu ? kp.gpu : kp.cpu;
-      a.out = on_gpu ? out_pair.gpu : out_pair.cpu;
-      a.scale = 1.0f / std::sqrt((float)c.head_dim);
-      a.probe_rows = on_gpu ? probe_rows.gpu : probe_rows.cpu;
-      a.probe_colsum = on_gpu ? colsum.gpu : colsum.cpu;
-      b->attention(a);
-    }
-    EXPECT_LT(relative_diff(out_pair), 1e-5) << c.n << " rows over " << c.m << " keys";
-    EXPECT_LT(relative_diff(colsum), 1e-5) << "probe column sums";
+    AttentionPairs p{random({c.n, c.heads, c.head_dim}, 8),  ints(q_pos),
+                     random({c.m, c.kv_heads, c.head_dim}, 9), random({c.m, c.kv_heads, c.head_dim}, 10),
+                     ints(k_pos),                              zeros({c.n, c.heads, c.head_dim}),
+                     ints({c.n - 1, 0}),                       zeros({c.m})};
+    for (bool on_gpu : {false, true}) attend(on_gpu, p, c.head_dim, false);
+    EXPECT_LT(relative_diff(p.out), 1e-5) << c.n << " rows over " << c.m << " keys";
+    EXPECT_LT(relative_diff(p.colsum), 1e-5) << "probe column sums";
   }
 }
 
@@ -231,40 +232,28 @@ TEST_F(CudaVsCpu, TensorCoreAttentionByPosition) {
       for (float& x : v) x = bf16_to_f32(f32_to_bf16(d(rng)));
       return upload(v, shape);
     };
-    Pair q = rounded({c.n, c.heads, c.head_dim}, 1.0f), k = rounded({c.m, c.kv_heads, c.head_dim}, 1.0f),
-         v = rounded({c.m, c.kv_heads, c.head_dim}, 1.0f), out_pair = zeros({c.n, c.heads, c.head_dim});
-    const Pair qp = ints(q_pos), kp = ints(k_pos), probe_rows = ints({c.n - 1, c.n / 2, 0});
-    Pair colsum = zeros({c.m});
+    AttentionPairs p{rounded({c.n, c.heads, c.head_dim}, 1.0f),  ints(q_pos),
+                     rounded({c.m, c.kv_heads, c.head_dim}, 1.0f), rounded({c.m, c.kv_heads, c.head_dim}, 1.0f),
+                     ints(k_pos),                                  zeros({c.n, c.heads, c.head_dim}),
+                     ints({c.n - 1, c.n / 2, 0}),                  zeros({c.m})};
+    attend(false, p, c.head_dim, false);  // the CPU computes the rounded inputs in f32: the reference
     std::vector<float> first_colsum;
-    for (int run = 0; run < 3; ++run)
-      for (Backend* b : {cpu.get(), gpu.get()}) {
-        const bool on_gpu = b == gpu.get();
-        if (run > 0 && !on_gpu) continue;
-        if (on_gpu) gpu->copy_from_host(colsum.gpu, std::vector<float>(c.m, 0.0f).data(), c.m * 4);
-        AttentionArgs a;
-        a.q = on_gpu ? q.gpu : q.cpu;
-        a.q_pos = on_gpu ? qp.gpu : qp.cpu;
-        a.k = on_gpu ? k.gpu : k.cpu;
-        a.v = on_gpu ? v.gpu : v.cpu;
-        a.k_pos = on_gpu ? kp.gpu : kp.cpu;
-        a.out = on_gpu ? out_pair.gpu : out_pair.cpu;
-        a.scale = 1.0f / std::sqrt((float)c.head_dim);
-        a.bf16_inputs = on_gpu;  // the CPU computes the rounded inputs in f32: the reference
-        a.probe_rows = on_gpu ? probe_rows.gpu : probe_rows.cpu;
-        a.probe_colsum = on_gpu ? colsum.gpu : colsum.cpu;
-        b->attention(a);
-        if (on_gpu && run == 0) first_colsum = host(*gpu, colsum.gpu);
-        if (on_gpu && run > 0) {
-          EXPECT_EQ(host(*gpu, colsum.gpu), first_colsum) << "probe sums repeat, run " << run;
-        }
+    for (int run = 0; run < 3; ++run) {
+      gpu->copy_from_host(p.colsum.gpu, std::vector<float>(c.m, 0.0f).data(), c.m * 4);
+      attend(true, p, c.head_dim, true);
+      if (run == 0) {
+        first_colsum = host(*gpu, p.colsum.gpu);
+      } else {
+        EXPECT_EQ(host(*gpu, p.colsum.gpu), first_colsum) << "probe sums repeat, run " << run;
       }
+    }
     // P is rounded to bf16 before P·V: about 3 significant digits.
-    EXPECT_LT(relative_diff(out_pair), 2e-2) << c.n << " rows over " << c.m << " keys, head_dim " << c.head_dim;
-    const std::vector<float> out = host(*gpu, out_pair.gpu);
+    EXPECT_LT(relative_diff(p.out), 2e-2) << c.n << " rows over " << c.m << " keys, head_dim " << c.head_dim;
+    const std::vector<float> out = host(*gpu, p.out.gpu);
     for (size_t i = 0; i < out.size(); ++i) ASSERT_TRUE(std::isfinite(out[i])) << "output " << i;
-    for (int r = 0; r < std::min(c.n, 1); ++r)  // row 0 sits at position -1: it sees no key and outputs zeros
-      for (int64_t d = 0; d < (int64_t)c.heads * c.head_dim; ++d) ASSERT_EQ(out[d], 0.0f);
-    EXPECT_LT(relative_diff(colsum), 1e-4) << "probe column sums";
+    for (int64_t d = 0; d < (int64_t)c.heads * c.head_dim; ++d)  // row 0 sits at position -1: it reads no key
+      ASSERT_EQ(out[d], 0.0f) << "row 0, value " << d;
+    EXPECT_LT(relative_diff(p.colsum), 1e-4) << "probe column sums";
   }
 }
 
