@@ -231,6 +231,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       const float e0 = exp2f(fmaf(s[nt][0], scale_log2, -use_lo)), e1 = exp2f(fmaf(s[nt][1], scale_log2, -use_lo));
       const float e2 = exp2f(fmaf(s[nt][2], scale_log2, -use_hi)), e3 = exp2f(fmaf(s[nt][3], scale_log2, -use_hi));
       l_lo += e0 + e1, l_hi += e2 + e3;
+      // The C fragments of two neighbouring 8-key tiles are the A fragment of one 16-key step.
       pa[nt / 2][(nt % 2) * 2 + 0] = pack_bf16(e0, e1);
       pa[nt / 2][(nt % 2) * 2 + 1] = pack_bf16(e2, e3);
     }
