@@ -79,7 +79,9 @@ class Config {
          {"kind", "ivf_nlist", "ivf_nprobe", "pq_m", "pq_refine", "train_sample", "hnsw_m", "hnsw_ef_construction",
           "hnsw_ef_search"}},
         {"neighbors", {"top_n"}},
-        {"prefill", {"modes", "dtype", "compute", "backend", "system", "batch_tokens", "shard_mb", "anchor_scores"}}};
+        {"prefill",
+         {"modes", "dtype", "compute", "backend", "system", "batch_tokens", "shard_mb", "neighbor_cache_mb",
+          "anchor_scores"}}};
     const std::set<std::string> scalars = {"store", "corpus", "model", "embedder", "threads"};
     KVF_CHECK(root_.IsMap(), file_, ": expected a mapping of settings");
     for (const auto& kv : root_) {
@@ -126,6 +128,7 @@ class Config {
     in_range("neighbors", "top_n", 10, 1, 100, "1 to 100 neighbours (prefill's similarity view reads them all)");
     in_range("prefill", "batch_tokens", 1024, 1, 1 << 24, "a positive number of tokens per forward pass");
     in_range("prefill", "shard_mb", 256, 1, 1 << 20, "1 to 1048576 MB of KV per shard");
+    in_range("prefill", "neighbor_cache_mb", 1024, 0, 1 << 24, "0 to 16777216 MiB of neighbour KV kept in memory");
     for (const char* key : {"ivf_nlist", "pq_m", "train_sample"})
       in_range("index", key, 0, 0, 1 << 30, "0 (automatic) or a positive count");
     in_range("index", "pq_refine", 4, 0, 1 << 10, "0 (no exact re-ranking) or a positive factor");
@@ -300,6 +303,7 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     p.system_message = cfg.get<std::string>("prefill", "system", "");
     p.batch_tokens = cfg.get<int>("prefill", "batch_tokens", p.batch_tokens);
     p.shard_bytes = cfg.get<uint64_t>("prefill", "shard_mb", p.shard_bytes >> 20) << 20;
+    p.neighbor_cache_bytes = cfg.get<uint64_t>("prefill", "neighbor_cache_mb", p.neighbor_cache_bytes >> 20) << 20;
     p.record_anchor_scores = cfg.get<bool>("prefill", "anchor_scores", false);
     const PrefillStageResult r = run_prefill_stage(p);
     step({"prefill " + mode, r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed"});

@@ -34,6 +34,7 @@ TEST(PipelineConfig, BadValuesAreNamedBeforeAnyStage) {
       {"prefill: {modes: independent}\n", "'prefill.modes' is independent: expected a list"},
       {"prefill: {modes: [bogus]}\n", "prefill.modes: 'bogus' is not a prefill mode"},
       {"prefill: {batch_tokens: 0}\n", "'prefill.batch_tokens' is 0: expected a positive number"},
+      {"prefill: {neighbor_cache_mb: -1}\n", "'prefill.neighbor_cache_mb' is -1: expected 0 to 16777216 MiB"},
       {"index: {kind: lsh}\n", "'index.kind' is 'lsh': expected flat, ivf, ivfpq or hnsw"},
       {"neighbors: {top_n: 100000}\n", "'neighbors.top_n' is 100000: expected 1 to 100"},
       {"neighbors: {top_n: 0}\n", "'neighbors.top_n' is 0: expected 1 to 100"},
