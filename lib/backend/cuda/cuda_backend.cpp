@@ -243,9 +243,7 @@ class CudaBackend final : public Backend {
   // the computed tokens straight into one bf16 K/V, then the tensor-core kernel; few rows take the portable path.
   void attention_blocks(const BlockAttentionArgs& a) override {
     const BlockAttentionDims d = block_attention_dims(a);
-    cuda::AttentionShape sh;
-    sh.n = d.n, sh.m = d.m, sh.n_heads = d.n_heads, sh.n_kv_heads = d.n_kv_heads, sh.head_dim = d.head_dim;
-    sh.scale = a.scale;
+    const cuda::AttentionShape sh = shape_of(d, a.scale);
     if (!use_flash(a.bf16_inputs, sh)) return Backend::attention_blocks(a);
     Tensor k = empty(DType::BF16, {d.m, d.n_kv_heads, d.head_dim}), v = empty(DType::BF16, {d.m, d.n_kv_heads, d.head_dim});
     Tensor k_pos = empty(DType::I32, {d.m});
@@ -353,7 +351,8 @@ class CudaBackend final : public Backend {
     launched("bf16 conversion");
   }
 
-  static cuda::AttentionShape shape_of(const AttentionDims& d, float scale) {
+  template <typename Dims>  // AttentionDims or BlockAttentionDims
+  static cuda::AttentionShape shape_of(const Dims& d, float scale) {
     cuda::AttentionShape sh;
     sh.n = d.n, sh.m = d.m, sh.n_heads = d.n_heads, sh.n_kv_heads = d.n_kv_heads, sh.head_dim = d.head_dim;
     sh.scale = scale;
