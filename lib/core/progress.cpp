@@ -22,15 +22,23 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-std::string format_rate(double per_s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, per_s >= 100 ? "%.0f/s" : "%.1f/s", per_s);
-  return buf;
-}
-
 int64_t seconds_to_ns(double s) { return (int64_t)(s * 1e9); }
 
 }  // namespace
+
+std::string format_rate(double per_s) {
+  char buf[32];
+  if (per_s > 0 && per_s < 0.1) {  // "0.0/s" would say nothing: give the time one item takes
+    const double each_s = 1 / per_s;
+    if (each_s < 120)
+      std::snprintf(buf, sizeof buf, "%.0f s each", each_s);
+    else
+      std::snprintf(buf, sizeof buf, "%.1f min each", each_s / 60);
+  } else {
+    std::snprintf(buf, sizeof buf, per_s >= 100 ? "%.0f/s" : "%.1f/s", per_s);
+  }
+  return buf;
+}
 
 Progress::Progress(std::string label, std::string unit, uint64_t total, ProgressOptions options)
     : label_(std::move(label)), unit_(std::move(unit)), total_(total), options_(options), start_(Clock::now()) {

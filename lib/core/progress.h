@@ -20,6 +20,10 @@ struct ProgressOptions {
   ProgressMode mode = ProgressMode::Auto;
 };
 
+// A rate as progress lines show it: "733/s", "2.5/s", or for items slower than one per 10 s the time each takes
+// ("37 s each", "2.3 min each").
+std::string format_rate(double per_s);
+
 class Progress {
  public:
   // `label` names the stage ("chunk"), `unit` the items ("documents"); total 0 means unknown (no bar, no ETA).

@@ -61,6 +61,15 @@ TEST(Progress, PlainLinesThenASummary) {
   EXPECT_EQ(text.back(), '\n');
 }
 
+TEST(Progress, SlowItemsShowTheTimeEachTakes) {
+  EXPECT_EQ(format_rate(733.4), "733/s");
+  EXPECT_EQ(format_rate(2.54), "2.5/s");
+  EXPECT_EQ(format_rate(0.1), "0.1/s");
+  EXPECT_EQ(format_rate(1 / 37.0), "37 s each");
+  EXPECT_EQ(format_rate(1 / 138.0), "2.3 min each");
+  EXPECT_EQ(format_rate(0), "0.0/s");  // nothing done yet
+}
+
 TEST(Progress, TerminalBarIsRedrawnInPlace) {
   Capture capture;
   Progress p("embed", "chunks", 10, every_call(capture.file(), ProgressMode::Terminal));
