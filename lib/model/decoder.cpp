@@ -32,10 +32,16 @@ class ForwardPass {
     const bool span = first <= last && first < layers_;
     KVF_CHECK(!span || last < layers_, "forward: the batch stops after layer ", layers_ - 1,
               ", inside the condensed-KV span of layers ", first, "-", last, " (run every layer up to ", last, ")");
-    for (int l = 0; l < (span ? first : layers_); ++l) run_layer(l);
+    // Without logits or hidden states nothing reads the last layer's output (a selector's probe pass): that layer
+    // runs only as far as its KV and probes need.
+    const bool output_read = !logit_rows_.empty() || std::any_of(batch_.begin(), batch_.end(), [](const auto& r) {
+      return r.return_hidden;
+    });
+    const auto run_plain_layer = [&](int l) { run_layer(l, output_read || l + 1 < layers_); };
+    for (int l = 0; l < (span ? first : layers_); ++l) run_plain_layer(l);
     if (span) {
       run_condensed_span(first, last);
-      for (int l = last + 1; l < layers_; ++l) run_layer(l);
+      for (int l = last + 1; l < layers_; ++l) run_plain_layer(l);
     }
     share_returned_kv();
     return_hidden_states();
@@ -46,11 +52,19 @@ class ForwardPass {
  private:
   int source_of(int layer) const { return kv_sources_.empty() ? layer : kv_sources_[layer]; }
 
-  void run_layer(int l) {
+  // With `output_used` false the layer's output is never read: attention runs only for sequences that probe the
+  // layer, the others just return their KV, and the output projection and MLP are skipped.
+  void run_layer(int l, bool output_used = true) {
     const int src = source_of(l);
     project_qkv(l, src);
-    for (size_t s = 0; s < batch_.size(); ++s) attend_sequence(l, src, s);
-    output_and_mlp(l);
+    for (size_t s = 0; s < batch_.size(); ++s) {
+      const std::vector<int>& probes = batch_[s].probe_layers;
+      if (output_used || std::find(probes.begin(), probes.end(), l) != probes.end())
+        attend_sequence(l, src, s);
+      else
+        return_layer_kv(l, src, s);
+    }
+    if (output_used) output_and_mlp(l);
   }
 
   // Layers first..last of a condensed-KV model, where lower layers read the KV a higher layer writes: each pass
@@ -159,16 +173,21 @@ class ForwardPass {
   }
 
   // Attention of sequence s in layer l: its computed tokens over its kept view rows and themselves.
+  // Sequence s's computed K and V of layer l into its result, when it asks for them (a layer computing its own KV).
+  void return_layer_kv(int l, int src, size_t s) {
+    if (!batch_[s].return_kv || src != l) return;
+    const SequencePlan& p = plans_[s];
+    b_.copy(k_.rows(p.offset, p.n), results_[s].kv.k[l]);
+    b_.copy(v_.rows(p.offset, p.n), results_[s].kv.v[l]);
+  }
+
   void attend_sequence(int l, int src, size_t s) {
     const ForwardRequest& r = batch_[s];
     SequencePlan& p = plans_[s];
     const Tensor& k_layer = src == l ? k_ : shared_k_[src];
     const Tensor& v_layer = src == l ? v_ : shared_v_[src];
     const Tensor ks = k_layer.rows(p.offset, p.n), vs = v_layer.rows(p.offset, p.n);
-    if (r.return_kv && src == l) {
-      b_.copy(ks, results_[s].kv.k[l]);
-      b_.copy(vs, results_[s].kv.v[l]);
-    }
+    return_layer_kv(l, src, s);
     Tensor qs = q_.rows(p.offset, p.n);
     b_.rope_inplace(qs, p.pos, rope_);
     // A layer that masks its own token reads only keys before it: a query at p is bounded as if at p - 1.

@@ -190,6 +190,39 @@ TEST_P(DecoderForward, SupersededViewRowsAreReplacedByTheComputedTokens) {
   }
 }
 
+// A pass without logits or hidden states skips what only the last layer's output needs; its KV and probes are those
+// of the same pass run in full, bit for bit: a probe on the last layer (fusion), on an early last layer with
+// run_layers (a3), and none (cacheblend, kvprep's chunk prefill).
+TEST_P(DecoderForward, PassesWithoutLogitsReturnTheKvAndProbesOfAFullPass) {
+  const int n_layers = decoder->config().n_layers;
+  const auto ctx = random_tokens(15, vocab, 40), question = random_tokens(6, vocab, 41);
+  const ForwardResult stored = prefill(ctx, iota_positions(15));
+  for (const auto& [run_layers, probes] : std::vector<std::pair<int, std::vector<int>>>{
+           {0, {n_layers - 1}}, {2, {1}}, {2, {}}, {0, {}}}) {
+    ForwardRequest r;
+    r.tokens = {ctx[4], ctx[9]};
+    r.positions = {4, 9};
+    for (int i = 0; i < 6; ++i) {
+      r.tokens.push_back(question[i]);
+      r.positions.push_back(15 + i);
+    }
+    r.view = {&stored.kv};
+    r.return_kv = true;
+    r.run_layers = run_layers;
+    r.probe_layers = probes;
+    if (!probes.empty()) r.probe_rows = {2, 3, 4, 5, 6, 7};
+    const ForwardResult lean = decoder->forward(r);
+    r.return_hidden = true;  // its output read: every layer runs in full
+    const ForwardResult whole = decoder->forward(r);
+    EXPECT_EQ(lean.attn_colsum, whole.attn_colsum) << "run_layers " << run_layers;
+    const int layers = run_layers ? run_layers : n_layers;
+    for (int l = 0; l < layers; ++l) {
+      EXPECT_EQ(host(*backend, lean.kv.k[l]), host(*backend, whole.kv.k[l])) << "layer " << l;
+      EXPECT_EQ(host(*backend, lean.kv.v[l]), host(*backend, whole.kv.v[l])) << "layer " << l;
+    }
+  }
+}
+
 // Keys rotated once per segment (Decoder::with_roped_keys) read exactly as keys rotated in every layer: mixed with
 // unrotated segments, with superseded rows, and with probes.
 TEST_P(DecoderForward, SegmentsWithRotatedKeysGiveTheSameResultsBitForBit) {
