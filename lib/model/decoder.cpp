@@ -172,7 +172,6 @@ class ForwardPass {
     }
   }
 
-  // Attention of sequence s in layer l: its computed tokens over its kept view rows and themselves.
   // Sequence s's computed K and V of layer l into its result, when it asks for them (a layer computing its own KV).
   void return_layer_kv(int l, int src, size_t s) {
     if (!batch_[s].return_kv || src != l) return;
@@ -181,6 +180,7 @@ class ForwardPass {
     b_.copy(v_.rows(p.offset, p.n), results_[s].kv.v[l]);
   }
 
+  // Attention of sequence s in layer l: its computed tokens over its kept view rows and themselves.
   void attend_sequence(int l, int src, size_t s) {
     const ForwardRequest& r = batch_[s];
     SequencePlan& p = plans_[s];
