@@ -3,9 +3,10 @@
 (llama-cpp-python, built from source for this CPU) with and without its repacked weight layouts.
 
 For every model, prompt length and thread count, each configuration prefills the same fixed-seed random token ids
-into an empty cache of the same GGUF, then (with --decode D) decodes D tokens one at a time after a prompt of the
-first length; every measurement runs in its own subprocess, one after another (never overlapping): one warm-up
-and --runs timed runs, median reported. Prints a table and writes it as markdown with the CPU model and its
+into an empty cache of the same GGUF; then (with --decode D) B sequences, for each B of --decode-batch, are each
+prefilled with their own prompt of the first length and decoded greedily together, D steps of one token per
+sequence (one forward call per step for all of them); every measurement runs in its own subprocess, one after
+another (never overlapping): one warm-up and --runs timed runs, median reported. Prints a table and writes it as markdown with the CPU model and its
 flags, versions, load averages and this exact command.
 
 Run it with the reference venv (scripts/setup-reference.sh), e.g. `make bench`.
@@ -60,6 +61,8 @@ def parse_args():
     p.add_argument("--threads", type=int_list, default=[2], help="comma-separated thread counts (default: 2)")
     p.add_argument("--decode", type=int, default=64,
                    help="decode steps timed after a prompt of the first length; 0: none (default: 64)")
+    p.add_argument("--decode-batch", type=int_list, default=[1, 4, 16],
+                   help="comma-separated numbers of sequences decoded together (default: 1,4,16)")
     p.add_argument("--runs", type=int, default=5, help="timed runs per measurement, after one warm-up (default: 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random token ids (default: 0)")
     p.add_argument("--kvfuse-bin", type=Path, default=DEFAULT_BIN, help="kvfuse's benchmark (default: %(default)s)")
@@ -77,26 +80,69 @@ def parse_args():
 
 # --- llama.cpp, measured inside a worker subprocess ----------------------------------------------------------
 
-def llama_measure(model, n_tokens, threads, runs, seed, use_extra_bufts, decode):
+def llama_measure(model, n_tokens, threads, runs, seed, use_extra_bufts, decode, decode_batch):
     with extra_bufts(use_extra_bufts):
-        llm = llama_cpp.Llama(model_path=str(model), n_ctx=n_tokens + decode + 8, n_batch=n_tokens,
+        llm = llama_cpp.Llama(model_path=str(model), n_ctx=n_tokens + 8, n_batch=n_tokens,
                               n_threads=threads, n_threads_batch=threads, logits_all=False, verbose=False)
-    tokens = np.random.default_rng(seed).integers(0, llm.n_vocab(), n_tokens + decode).tolist()
-    prefill, decode_tps = [], []
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, llm.n_vocab(), n_tokens).tolist()
+    prefill = []
     for _ in range(runs + 1):  # the first is the warm-up
         llm.reset()
         start = time.perf_counter()
-        llm.eval(tokens[:n_tokens])
+        llm.eval(tokens)
         prefill.append(time.perf_counter() - start)
-        if decode:
-            start = time.perf_counter()
-            for t in tokens[n_tokens:]:
-                llm.eval([t])
-            decode_tps.append(decode / (time.perf_counter() - start))
     out = {"tokens": n_tokens, "threads": threads, "median_s": statistics.median(prefill[1:])}
     if decode:
-        out["decode_tokens_per_s"] = statistics.median(decode_tps[1:])
+        prompts = [tokens] + [rng.integers(0, llm.n_vocab(), n_tokens).tolist() for _ in range(decode_batch - 1)]
+        rates = llama_batched_decode(llm, prompts, decode, runs)
+        out["decode_tokens_per_s"] = statistics.median(rates[1:])
     return out
+
+
+def llama_batched_decode(llm, prompts, steps, runs):
+    """Tokens/s of each of runs + 1 rounds (the first a warm-up): every prompt prefilled as its own sequence
+    (untimed), then `steps` greedy steps of all sequences together, one llama_decode of one token per sequence each,
+    the logits of every sequence read for its argmax. A context of its own, made with the Llama object's settings
+    and one KV stream per sequence, so that each sequence attends only to itself as in kvfuse."""
+    n, count, vocab = len(prompts[0]), len(prompts), llm.n_vocab()
+    params = type(llm.context_params).from_buffer_copy(llm.context_params)
+    params.n_seq_max = count
+    params.n_ctx = count * (n + steps + 8)  # llama.cpp gives each sequence n_ctx / n_seq_max cells
+    params.n_batch = params.n_ubatch = max(n, count)
+    ctx = llama_cpp.llama_init_from_model(llm.model, params)
+    if not ctx:
+        raise RuntimeError(f"llama.cpp made no context for {count} sequences")
+    batch = llama_cpp.llama_batch_init(max(n, count), 0, 1)
+
+    def submit(entries):  # (token, position, sequence, wants logits) per row
+        batch.n_tokens = len(entries)
+        for i, (token, pos, seq, logits) in enumerate(entries):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, pos, 1, logits
+            batch.seq_id[i][0] = seq
+        if llama_cpp.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+
+    def greedy(row):
+        return int(np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, row), shape=(vocab,)).argmax())
+
+    rates = []
+    try:
+        for _ in range(runs + 1):
+            llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
+            following = []
+            for seq, prompt in enumerate(prompts):
+                submit([(t, i, seq, i == n - 1) for i, t in enumerate(prompt)])
+                following.append(greedy(-1))
+            start = time.perf_counter()
+            for step in range(steps):
+                submit([(following[seq], n + step, seq, True) for seq in range(count)])
+                following = [greedy(seq) for seq in range(count)]
+            rates.append(steps * count / (time.perf_counter() - start))
+    finally:
+        llama_cpp.llama_batch_free(batch)
+        llama_cpp.llama_free(ctx)
+    return rates
 
 
 # --- the driver ------------------------------------------------------------------------------------------------
@@ -113,38 +159,40 @@ def run_json(cmd):
         sys.exit(f"error: {shlex.join(map(str, cmd))} printed no JSON object on its last line:\n{proc.stdout}")
 
 
-def measure_cmd(args, engine, setting, model, n_tokens, threads, decode):
+def measure_cmd(args, engine, setting, model, n_tokens, threads, decode, decode_batch):
     if engine == "llama":
         cmd = [sys.executable, __file__, "--llama-worker", "--model", model, "--tokens", n_tokens,
-               "--threads", threads, "--runs", args.runs, "--seed", args.seed, "--decode", decode]
+               "--threads", threads, "--runs", args.runs, "--seed", args.seed, "--decode", decode,
+               "--decode-batch", decode_batch]
         return [str(c) for c in cmd] + (["--llama-extra-bufts"] if setting else [])
     return [str(c) for c in (args.kvfuse_bin, "--model", model, "--tokens", n_tokens, "--threads", threads,
-                             "--runs", args.runs, "--compute", setting, "--decode", decode, "--json")]
+                             "--runs", args.runs, "--compute", setting, "--decode", decode, "--decode-batch",
+                             decode_batch, "--json")]
 
 
 def measure_all(args):
-    """rows: (model, tokens, threads, {label: tokens/s}) with tokens = 'decode' for the decode rows."""
+    """rows: (model, tokens, threads, {label: tokens/s}) with tokens a description for the decode rows."""
     rows = []
     labels = [c[0] for c in CONFIGS]
-    print(f"{'model':<40} {'tokens':>6} {'thr':>3} " + " ".join(f"{l:>19}" for l in labels), flush=True)
+    print(f"{'model':<40} {'tokens':>14} {'thr':>3} " + " ".join(f"{l:>19}" for l in labels), flush=True)
+
+    def add(model, what, threads, speeds):
+        rows.append((model.name, what, threads, speeds))
+        print(f"{model.name:<40} {what:>14} {threads:>3} " + " ".join(f"{speeds[l]:>19.1f}" for l in labels),
+              flush=True)
+
     for model in args.model:
         for threads in args.threads:
-            decode_row = {}
-            for i, n_tokens in enumerate(args.tokens):
-                decode = args.decode if i == 0 else 0
-                speeds = {}
-                for label, engine, setting in CONFIGS:
-                    r = run_json(measure_cmd(args, engine, setting, model, n_tokens, threads, decode))
-                    speeds[label] = n_tokens / r["median_s"]
-                    if decode:
-                        decode_row[label] = r["decode_tokens_per_s"]
-                rows.append((model.name, n_tokens, threads, speeds))
-                print(f"{model.name:<40} {n_tokens:>6} {threads:>3} " +
-                      " ".join(f"{speeds[l]:>19.1f}" for l in labels), flush=True)
-            if decode_row:
-                rows.append((model.name, f"decode {args.decode} after {args.tokens[0]}", threads, decode_row))
-                print(f"{model.name:<40} {'decode':>6} {threads:>3} " +
-                      " ".join(f"{decode_row[l]:>19.1f}" for l in labels), flush=True)
+            for n_tokens in args.tokens:
+                add(model, n_tokens, threads,
+                    {label: n_tokens / run_json(measure_cmd(args, engine, setting, model, n_tokens, threads, 0,
+                                                            1))["median_s"]
+                     for label, engine, setting in CONFIGS})
+            for batch in args.decode_batch if args.decode else []:
+                add(model, f"decode {batch} x {args.decode} after {args.tokens[0]}", threads,
+                    {label: run_json(measure_cmd(args, engine, setting, model, args.tokens[0], threads,
+                                                 args.decode, batch))["decode_tokens_per_s"]
+                     for label, engine, setting in CONFIGS})
     return rows
 
 
@@ -188,14 +236,17 @@ def markdown(args, rows, loads):
         "- kvfuse: `kvf_prefill_bench`, `--compute f32` (weights dequantized to f32, OpenBLAS) and `--compute fast` "
         "(weights kept as stored, the run-time chosen kernel)",
         f"- Workload: prefill of {', '.join(map(str, args.tokens))} random token ids (seed {args.seed}) into an "
-        f"empty cache; decode: {args.decode} single-token steps after the {args.tokens[0]}-token prompt; median of "
+        f"empty cache; decode `B x {args.decode}`: B sequences, each prefilled (untimed) with its own "
+        f"{args.tokens[0]}-token prompt, then {args.decode} greedy steps of one token per sequence, all B in one "
+        "forward call per step (llama.cpp: one `llama_decode` per step, one KV stream per sequence); median of "
         f"{args.runs} timed runs after one warm-up; each measurement in its own process, one at a time",
         f"- Load average (1, 5, 15 min) before / after: {loads[0]} / {loads[1]} (other work on the cores skews "
         "the numbers)",
         f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
         f"- Command: `{command}`",
         "",
-        "Tokens per second (prefill: prompt tokens / time; decode: generated tokens / time); the last two columns "
+        "Tokens per second (prefill: prompt tokens / time; decode: tokens generated by all B sequences / time); the "
+        "last two columns "
         "divide kvfuse fast by each llama.cpp configuration.",
         "",
         "| model | tokens | threads | " + " | ".join(labels) + " | fast / llama.cpp | fast / repacked |",
@@ -214,8 +265,10 @@ def main():
     if args.llama_worker:
         if len(args.tokens) != 1 or len(args.threads) != 1 or len(args.model) != 1:
             sys.exit("error: a worker measures one --model, --tokens and --threads value")
+        if len(args.decode_batch) != 1:
+            sys.exit("error: a worker measures one --decode-batch value")
         result = llama_measure(args.model[0], args.tokens[0], args.threads[0], args.runs, args.seed,
-                               args.llama_extra_bufts, args.decode)
+                               args.llama_extra_bufts, args.decode, args.decode_batch[0])
         print(json.dumps(result))
         return
     for model in args.model:

@@ -1,7 +1,8 @@
 // Prefill timing of kvfuse's decoder: N fixed-seed random tokens in one forward call (logits of the last row,
 // KV returned as a real prefill keeps it), one warm-up then R timed runs; with --decode D also D greedy decode
-// steps after such a prompt (R runs, median tokens/s). Prints one JSON object; driven by bench/cpu_vs_llamacpp.py
-// for the side-by-side table against llama.cpp.
+// steps after such a prompt (R runs, median tokens/s), and with --decode-batch B that many sequences, each after
+// its own prompt, decoded together one token each per step. Prints one JSON object; driven by
+// bench/cpu_vs_llamacpp.py for the side-by-side table against llama.cpp.
 #include <tbb/global_control.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <random>
 
 #include "backend/backend.h"
@@ -17,10 +19,46 @@
 #include "model/decoder.h"
 #include "model/generate.h"
 
+namespace {
+
+// Prefills every prompt (untimed), then decodes `steps` greedy tokens for all of them together; generated tokens
+// per second of the decode.
+double batched_decode_rate(const kvf::Decoder& decoder, const std::vector<std::vector<int32_t>>& prompts,
+                           int steps) {
+  const kvf::LlamaConfig& c = decoder.config();
+  std::vector<std::unique_ptr<kvf::KvBuffer>> own;
+  std::vector<kvf::DecodeJob> jobs(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int32_t n = (int32_t)prompts[i].size();
+    kvf::ForwardRequest req;
+    req.tokens = prompts[i];
+    for (int32_t p = 0; p < n; ++p) req.positions.push_back(p);
+    req.logit_rows = {n - 1};
+    req.return_kv = true;
+    const kvf::ForwardResult out = decoder.forward(req);
+    own.push_back(std::make_unique<kvf::KvBuffer>(decoder.backend(), c.n_layers, c.n_kv_heads, c.head_dim,
+                                                  n + steps + 1, &decoder.rope()));
+    own.back()->append(out.kv);
+    jobs[i].own = own.back().get();
+    jobs[i].first = kvf::argmax(out.logits.data(), c.vocab);
+    jobs[i].next_position = n;
+    jobs[i].options.max_new_tokens = steps + 1;  // the first token comes from the prefill
+  }
+  kvf::decode_greedy_batch(decoder, jobs);
+  return (double)steps * (double)prompts.size() / (jobs[0].result.decode_ms / 1000.0);
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"kvf_prefill_bench: time one prefill of N tokens"};
   std::string model = "smollm2";
-  int tokens = 512, threads = 2, runs = 5, decode = 0;
+  int tokens = 512, threads = 2, runs = 5, decode = 0, decode_batch = 1;
   std::string compute = "fast", backend_name = "cpu";
   bool json = false, profile = false;
   app.add_option("--model", model, "smollm2 or a GGUF path")->capture_default_str();
@@ -36,6 +74,11 @@ int main(int argc, char** argv) {
   app.add_option("--decode", decode, "also time this many greedy decode steps after the prompt (0: none)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--decode-batch", decode_batch,
+                 "sequences decoded together, each after its own random prompt of --tokens ids (tokens/s counts "
+                 "every sequence's tokens)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_flag("--json", json, "print one JSON object");
   app.add_flag("--profile", profile, "also time every backend op (adds per-call overhead) and report the split");
   CLI11_PARSE(app, argc, argv);
@@ -63,33 +106,38 @@ int main(int argc, char** argv) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (r > 0) secs.push_back(s);  // run 0 warms caches and the allocator
     }
-    std::vector<double> sorted = secs;
-    std::sort(sorted.begin(), sorted.end());
-    const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                            : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
-    // Decode: the prompt prefilled, then `decode` steps of one token over the growing buffer (no end token).
+    const double median = median_of(secs);
+    // Decode: each prompt prefilled, then `decode` steps of one token per sequence over its growing buffer (no end
+    // token). The first prompt is the prefill's; the others are further ids of the same stream.
+    std::vector<std::vector<int32_t>> prompts{req.tokens};
+    while ((int)prompts.size() < decode_batch) {
+      prompts.emplace_back();
+      for (int i = 0; i < tokens; ++i) prompts.back().push_back(id(rng));
+    }
     std::vector<double> decode_tps;
     for (int r = 0; decode > 0 && r <= runs; ++r) {
-      kvf::GreedyOptions g;
-      g.max_new_tokens = decode + 1;  // the first token comes from the prefill
-      const kvf::GreedyResult res = kvf::generate_greedy(*decoder, req.tokens, g);
-      if (r > 0) decode_tps.push_back(decode / (res.decode_ms / 1000.0));
+      const double rate = batched_decode_rate(*decoder, prompts, decode);
+      if (r > 0) decode_tps.push_back(rate);
     }
-    std::sort(decode_tps.begin(), decode_tps.end());
-    const double decode_median = decode_tps.empty() ? 0.0 : decode_tps[decode_tps.size() / 2];
+    const double decode_median = decode_tps.empty() ? 0.0 : median_of(decode_tps);
     nlohmann::json ops = nlohmann::json::object();
     for (const auto& [op, st] : profiler.stats())
       ops[op] = {{"seconds_per_run", st.seconds / runs}, {"calls_per_run", st.calls / runs}};
     if (json) {
       nlohmann::json out{{"tokens", tokens}, {"threads", threads}, {"compute", compute}, {"median_s", median},
                          {"runs_s", secs}};
-      if (decode > 0) out["decode_tokens_per_s"] = decode_median;
+      if (decode > 0) {
+        out["decode_tokens_per_s"] = decode_median;
+        out["decode_batch"] = decode_batch;
+      }
       if (profile) out["ops"] = ops;
       std::printf("%s\n", out.dump().c_str());
     } else {
       std::printf("%d tokens, %d threads, %s: median %.4f s, %.1f tokens/s\n", tokens, threads, compute.c_str(),
                   median, tokens / median);
-      if (decode > 0) std::printf("decode after %d tokens: %.1f tokens/s (median)\n", tokens, decode_median);
+      if (decode > 0)
+        std::printf("decode of %d sequences after %d tokens each: %.1f tokens/s (median)\n", decode_batch, tokens,
+                    decode_median);
       for (const auto& [op, st] : profiler.stats())
         std::printf("  %-16s %8.4f s/run  %6.1f%%  %lld calls/run\n", op.c_str(), st.seconds / runs,
                     100.0 * st.seconds / runs / median, (long long)(st.calls / runs));
