@@ -90,7 +90,7 @@ void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<Mat
 
 int64_t packed_matmul_few_rows(DType t, int64_t k) {
   const bool dot_kernel = int_dot_available(t) || (t == DType::BF16 && bf16_dots_available(k));
-  return dot_kernel ? 12 : 4;
+  return dot_kernel ? 8 : 4;
 }
 
 void weight_values(DType t, const uint8_t* row, int64_t k0, int64_t kc, float* out) {

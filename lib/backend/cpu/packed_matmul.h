@@ -14,9 +14,10 @@ namespace kvf::cpu {
 int64_t packed_matmul_k_step();
 
 // Up to this many rows (decoding, short passes) of weights of type t with rows of k values, each weight row is
-// read once and dotted with every row, with no panel to pack: 12 where the CPU has a dot-product kernel for t
-// (integer dot products for block formats, int_dot.h; bf16 dot products for bf16; measured about 2x faster than the
-// panels at 8 rows and even at 16 on Qwen2.5 0.5B and SmolLM2), else 4 (each weight row dequantized to f32 in L1).
+// read once and dotted with every row, with no panel to pack: 8 where the CPU has a dot-product kernel for t
+// (integer dot products for block formats, int_dot.h; bf16 dot products for bf16), else 4 (each weight row
+// dequantized to f32 in L1). Decoding B sequences on an AMD EPYC: at 8 the dot products are level with the panels
+// on SmolLM2 and 12% ahead on Qwen2.5 0.5B; at 10-12 the panels are ahead, 25-30% on SmolLM2 (cpu_vs_llamacpp.md).
 // Several products take the smallest of their limits. A row's result depends on which path computed it.
 int64_t packed_matmul_few_rows(DType t, int64_t k);
 
