@@ -6,8 +6,8 @@ For every model, prompt length and thread count, each configuration prefills the
 into an empty cache of the same GGUF; then (with --decode D) B sequences, for each B of --decode-batch, are each
 prefilled with their own prompt of the first length and decoded greedily together, D steps of one token per
 sequence (one forward call per step for all of them); every measurement runs in its own subprocess, one after
-another (never overlapping): one warm-up and --runs timed runs, median reported. Prints a table and writes it as markdown with the CPU model and its
-flags, versions, load averages and this exact command.
+another (never overlapping): one warm-up and --runs timed runs, median reported. Prints a table and writes it as
+markdown with the CPU model and its flags, versions, load averages and this exact command.
 
 Run it with the reference venv (scripts/setup-reference.sh), e.g. `make bench`.
 """
