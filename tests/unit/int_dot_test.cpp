@@ -44,7 +44,7 @@ TEST(IntDot, ActivationRoundingStaysWithinHalfABlockScale) {
 TEST(IntDot, EqualsTheProductOfTheDequantizedWeightsAndRoundedActivations) {
   auto b = make_cpu_backend();
   std::mt19937 rng(11);
-  const int64_t n = 6, k = 768, m = 37;  // more rows than one kernel pass takes (4)
+  const int64_t n = 11, k = 768, m = 37;  // more rows than one kernel pass takes (8)
   const std::vector<float> x = test::random_rows(n, k, rng);
   cpu::Int16Rows q;
   cpu::quantize_rows_int16(x.data(), n, k, q);
@@ -70,15 +70,16 @@ TEST(IntDot, EachRowIsTheSameWhateverItsBatch) {
   auto b = make_cpu_backend();
   std::mt19937 rng(12);
   const int64_t k = 512, m = 9;
-  const std::vector<float> x = test::random_rows(6, k, rng);
+  const int64_t n = 11;  // a full pass of 8 rows and a partial one
+  const std::vector<float> x = test::random_rows(n, k, rng);
   for (DType t : kIntegerFormats) {
     if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
     cpu::Int16Rows all, one;
-    cpu::quantize_rows_int16(x.data(), 6, k, all);
-    std::vector<float> together(6 * m), alone(m);
+    cpu::quantize_rows_int16(x.data(), n, k, all);
+    std::vector<float> together(n * m), alone(m);
     cpu::int_dot_rows(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, all, together.data(), m);
-    for (int64_t i = 0; i < 6; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       cpu::quantize_rows_int16(x.data() + i * k, 1, k, one);
       cpu::int_dot_rows(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, one, alone.data(), m);
       ASSERT_EQ(0, std::memcmp(alone.data(), together.data() + i * m, m * sizeof(float))) << dtype_name(t) << " " << i;

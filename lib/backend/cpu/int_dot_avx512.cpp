@@ -233,12 +233,18 @@ void rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Row
 
 void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                                int64_t ldy) {
-  for (int64_t r0 = 0; r0 < x.rows; r0 += 4) {
-    switch (std::min<int64_t>(4, x.rows - r0)) {
+  // Up to 8 activation rows per pass, so each weight unit is widened once for all of them (16 accumulators of the
+  // 32 registers): decoding 8 sequences ran 5% (Qwen2.5 0.5B) and 2% (SmolLM2) faster than with passes of 4.
+  for (int64_t r0 = 0; r0 < x.rows; r0 += 8) {
+    switch (std::min<int64_t>(8, x.rows - r0)) {
       case 1: rows<1>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
       case 2: rows<2>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
       case 3: rows<3>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
-      default: rows<4>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
+      case 4: rows<4>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
+      case 5: rows<5>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
+      case 6: rows<6>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
+      case 7: rows<7>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
+      default: rows<8>(t, w, row_bytes, wrows, x, r0, y, ldy); break;
     }
   }
 }
