@@ -30,6 +30,22 @@ HostKv segment_to_host(const KvSegment& seg, Backend& backend) {
   return out;
 }
 
+namespace {
+
+// Per model layer tensors from per stored layer ones, following the layout's layer map.
+KvSegment segment_of_stored_layers(const std::vector<Tensor>& k_stored, const std::vector<Tensor>& v_stored,
+                                   const KvShardLayout& layout, std::vector<int32_t> positions) {
+  KvSegment seg;
+  seg.positions = std::move(positions);
+  for (int32_t src : layout.layer_map) {  // shared layers point at the same tensors
+    seg.k.push_back(k_stored.at(src));
+    seg.v.push_back(v_stored.at(src));
+  }
+  return seg;
+}
+
+}  // namespace
+
 KvSegment host_to_segment(const HostKv& kv, const KvShardLayout& layout, Backend& backend,
                           std::vector<int32_t> positions) {
   KVF_CHECK((int64_t)positions.size() == kv.rows, "chunk KV: ", positions.size(), " positions for ", kv.rows,
@@ -56,13 +72,7 @@ KvSegment host_to_segment(const HostKv& kv, const KvShardLayout& layout, Backend
     k_stored.push_back(k);
     v_stored.push_back(v);
   }
-  KvSegment seg;
-  seg.positions = std::move(positions);
-  for (int32_t src : layout.layer_map) {  // shared layers point at the same tensors
-    seg.k.push_back(k_stored.at(src));
-    seg.v.push_back(v_stored.at(src));
-  }
-  return seg;
+  return segment_of_stored_layers(k_stored, v_stored, layout, std::move(positions));
 }
 
 std::vector<int32_t> sources_of_layer_map(const std::vector<int32_t>& layer_map) {
@@ -185,6 +195,28 @@ HostKv KvModeReader::decode(const RawKvChunk& raw) const {
   kv.layers = shard.layout().stored_layers;
   kv.width = (int64_t)shard.layout().kv_heads * shard.layout().head_dim;
   return kv;
+}
+
+KvSegment KvModeReader::decode_segment(const RawKvChunk& raw, Backend& backend) const {
+  const KvShardReader& shard = *locate(raw.chunk_id).first;
+  const KvShardLayout& l = shard.layout();
+  if (backend.device() != Device::Host) {
+    const HostKv host = decode(raw);
+    return host_to_segment(host, l, backend, host.positions);
+  }
+  // On the host each stored layer is decoded straight into its tensor.
+  const int64_t rows = (int64_t)raw.positions.size();
+  std::vector<Tensor> k_stored, v_stored;
+  KvRowsOut out;
+  out.row_stride = (int64_t)l.kv_heads * l.head_dim;
+  for (int s = 0; s < l.stored_layers; ++s) {
+    k_stored.push_back(backend.empty(DType::F32, {rows, l.kv_heads, l.head_dim}));
+    v_stored.push_back(backend.empty(DType::F32, {rows, l.kv_heads, l.head_dim}));
+    out.k.push_back(k_stored.back().data<float>());
+    out.v.push_back(v_stored.back().data<float>());
+  }
+  shard.decode_chunk(raw, out, true);
+  return segment_of_stored_layers(k_stored, v_stored, l, raw.positions);
 }
 
 KvSegment KvModeReader::encoded(RawKvChunk raw) const {

@@ -72,6 +72,8 @@ class KvModeReader {
   // uses the shard file, one thread at a time; decode and encoded use no HDF5, so any thread may run them at once.
   void read_raw(uint64_t chunk_id, RawKvChunk& raw) const;
   HostKv decode(const RawKvChunk& raw) const;
+  // decode() then host_to_segment() (in-chunk positions), without the interleaved copy on a host backend.
+  KvSegment decode_segment(const RawKvChunk& raw, Backend& backend) const;
   KvSegment encoded(RawKvChunk raw) const;  // takes raw's bytes
   uint64_t context(uint64_t chunk_id) const;  // the stored entry's context hash
   // The anchor scores `kvprep prefill --anchor-scores` recorded for the chunk (one per row), or empty.

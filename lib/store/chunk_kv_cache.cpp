@@ -78,9 +78,8 @@ std::shared_ptr<const KvSegment> ChunkKvCache::load(uint64_t chunk_id, const std
       bytes = encoded->encoded->bytes.size() + encoded->positions.size() * sizeof(int32_t);
       kv = std::move(encoded);
     } else {
-      const HostKv host = source_.decode(raw);
-      bytes = (host.k.size() + host.v.size()) * sizeof(float);
-      kv = std::make_shared<const KvSegment>(host_to_segment(host, layout, backend_, host.positions));
+      bytes = (uint64_t)raw.positions.size() * (uint64_t)layout.row_elems() * 2 * sizeof(float);
+      kv = std::make_shared<const KvSegment>(source_.decode_segment(raw, backend_));
     }
   } catch (...) {
     error = std::current_exception();

@@ -416,40 +416,80 @@ void KvShardReader::verify_raw_checksum(const RawKvChunk& raw) const {
 
 void KvShardReader::decode_chunk(const RawKvChunk& raw, std::vector<float>& k, std::vector<float>& v,
                                  bool verify_checksum) const {
+  const int64_t rows = entry_at(raw.entry).rows, layers = layout_.stored_layers, width = layout_.row_elems() / layers;
+  k.resize((size_t)(rows * layers * width));
+  v.resize(k.size());
+  KvRowsOut out;
+  out.row_stride = layers * width;
+  for (int64_t s = 0; s < layers; ++s) {
+    out.k.push_back(k.data() + s * width);
+    out.v.push_back(v.data() + s * width);
+  }
+  decode_chunk(raw, out, verify_checksum);
+}
+
+void KvShardReader::decode_chunk(const RawKvChunk& raw, const KvRowsOut& out, bool verify_checksum) const {
   const KvChunkEntry& e = entry_at(raw.entry);
-  const size_t entry = raw.entry;
   if (verify_checksum) verify_raw_checksum(raw);
+  const int64_t layers = layout_.stored_layers, heads = layout_.kv_heads, width = heads * layout_.head_dim;
+  KVF_CHECK((int64_t)out.k.size() == layers && (int64_t)out.v.size() == layers, "chunk KV decode: ", out.k.size(),
+            " destination layers for ", layers, " stored layers");
   const KvDtype dtype = layout_.dtype;
-  const size_t elems = (size_t)e.rows * layout_.row_elems();
-  const size_t groups = (size_t)e.rows * layout_.stored_layers * layout_.kv_heads;
-  k.resize(elems);
-  v.resize(elems);
-  if (layout_.low_bit()) {
-    // The writer only makes finite scales and minimums; anything else is damage that unchecked reads must not pass on.
-    KVF_CHECK(decode_low_bit_chunk(layout_.low_bit_spec(), raw.bytes.data(), e.rows, layout_.row_elems(), k.data(),
-                                   v.data()),
-              path(), ": chunk ", hex64(e.chunk_id), " (index entry ", entry,
-              ") has a scale or minimum that is not finite");
-  } else if (dtype != KvDtype::Int8) {
-    from_stored(dtype, raw.k.data(), elems, k.data());
-    from_stored(dtype, raw.v.data(), elems, v.data());
-  } else {
+  if (dtype == KvDtype::Int8) {
     // The writer only makes finite scales >= 0; anything else is damage that unchecked reads must not pass on.
-    const size_t heads = layout_.kv_heads, layers = layout_.stored_layers;
+    const size_t groups = (size_t)e.rows * layers * heads;
     for (const auto& [name, scales] :
          {std::make_pair("k_scale", &raw.k_scale), std::make_pair("v_scale", &raw.v_scale)})
       for (size_t g = 0; g < groups; ++g) {
-        const float s = f16_to_f32((*scales)[g]);
-        KVF_CHECK(s >= 0 && std::isfinite(s), path(), ": chunk ", hex64(e.chunk_id), " (index entry ",
-                  entry, "): ", name, " of row ", e.first_row + g / (layers * heads), ", stored layer ",
-                  g / heads % layers, ", kv head ", g % heads, " is ", s, ", expected a finite scale >= 0");
+        const float sc = f16_to_f32((*scales)[g]);
+        KVF_CHECK(sc >= 0 && std::isfinite(sc), path(), ": chunk ", hex64(e.chunk_id), " (index entry ", raw.entry,
+                  "): ", name, " of row ", e.first_row + g / (layers * heads), ", stored layer ", g / heads % layers,
+                  ", kv head ", g % heads, " is ", sc, ", expected a finite scale >= 0");
       }
-    dequantize_int8_groups(reinterpret_cast<const int8_t*>(raw.k.data()), raw.k_scale.data(), (int64_t)groups,
-                           layout_.head_dim, k.data());
-    dequantize_int8_groups(reinterpret_cast<const int8_t*>(raw.v.data()), raw.v_scale.data(), (int64_t)groups,
-                           layout_.head_dim, v.data());
   }
-  if (verify_checksum) require_finite(e, entry, k, v);
+  // Low-bit chunks decode whole (core/low_bit_kv.h), then their rows are handed out like the others'.
+  static thread_local std::vector<float> low_bit_k, low_bit_v;
+  if (layout_.low_bit()) {
+    low_bit_k.resize((size_t)(e.rows * layers * width));
+    low_bit_v.resize(low_bit_k.size());
+    // The writer only makes finite scales and minimums; anything else is damage that unchecked reads must not pass on.
+    KVF_CHECK(decode_low_bit_chunk(layout_.low_bit_spec(), raw.bytes.data(), e.rows, layout_.row_elems(),
+                                   low_bit_k.data(), low_bit_v.data()),
+              path(), ": chunk ", hex64(e.chunk_id), " (index entry ", raw.entry,
+              ") has a scale or minimum that is not finite");
+  }
+  const size_t element_bytes = layout_.low_bit() ? 0 : layout_.element_bytes();
+  for (int64_t r = 0; r < e.rows; ++r)
+    for (int64_t s = 0; s < layers; ++s) {
+      const int64_t at = r * layers + s;  // the stored row of (chunk row r, stored layer s)
+      float* k = out.k[(size_t)s] + r * out.row_stride;
+      float* v = out.v[(size_t)s] + r * out.row_stride;
+      if (layout_.low_bit()) {
+        std::memcpy(k, low_bit_k.data() + at * width, (size_t)width * sizeof(float));
+        std::memcpy(v, low_bit_v.data() + at * width, (size_t)width * sizeof(float));
+      } else if (dtype != KvDtype::Int8) {
+        from_stored(dtype, raw.k.data() + at * width * element_bytes, (size_t)width, k);
+        from_stored(dtype, raw.v.data() + at * width * element_bytes, (size_t)width, v);
+      } else {
+        dequantize_int8_groups(reinterpret_cast<const int8_t*>(raw.k.data()) + at * width,
+                               raw.k_scale.data() + at * heads, heads, layout_.head_dim, k);
+        dequantize_int8_groups(reinterpret_cast<const int8_t*>(raw.v.data()) + at * width,
+                               raw.v_scale.data() + at * heads, heads, layout_.head_dim, v);
+      }
+      if (verify_checksum) require_finite(e, r, s, k, v);
+    }
+}
+
+// Checked row by row as it is converted, while it is in cache.
+void KvShardReader::require_finite(const KvChunkEntry& e, int64_t row, int64_t layer, const float* k,
+                                   const float* v) const {
+  const size_t width = (size_t)layout_.kv_heads * layout_.head_dim;
+  if (all_finite(k, width) && all_finite(v, width)) return;
+  for (const auto& [name, values] : {std::make_pair("k", k), std::make_pair("v", v)})
+    for (size_t i = 0; i < width; ++i)
+      KVF_CHECK(std::isfinite(values[i]), path(), ": chunk ", hex64(e.chunk_id), " (index entry ",
+                &e - index_.data(), "): ", name, " of row ", e.first_row + row, ", stored layer ", layer, " is ",
+                values[i], "; stored KV must be finite");
 }
 
 std::vector<double> KvShardReader::read_anchor_scores(size_t entry) const {
@@ -473,17 +513,6 @@ void KvShardReader::check_low_bit_encoded(const RawKvChunk& raw) const {
   KVF_CHECK(low_bit_chunk_finite(layout_.low_bit_spec(), raw.bytes.data(), e.rows, layout_.row_elems()), path(),
             ": chunk ", hex64(e.chunk_id), " (index entry ", raw.entry,
             ") has a kept value, scale or minimum that is not finite; stored KV must be finite");
-}
-
-void KvShardReader::require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,
-                                   const std::vector<float>& v) const {
-  if (all_finite(k.data(), k.size()) && all_finite(v.data(), v.size())) return;
-  const size_t row = (size_t)layout_.row_elems(), width = (size_t)layout_.kv_heads * layout_.head_dim;
-  for (const auto& [name, values] : {std::make_pair("k", &k), std::make_pair("v", &v)})
-    for (size_t i = 0; i < values->size(); ++i)
-      KVF_CHECK(std::isfinite((*values)[i]), path(), ": chunk ", hex64(e.chunk_id), " (index entry ", entry, "): ",
-                name, " of row ", e.first_row + i / row, ", stored layer ", i % row / width, " is ", (*values)[i],
-                "; stored KV must be finite");
 }
 
 std::vector<std::string> verify_kv_shard(const std::string& path, uint64_t expected_fingerprint) {

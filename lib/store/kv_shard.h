@@ -69,6 +69,12 @@ struct RawKvChunk {
   std::vector<int32_t> positions;
 };
 
+// Where a decoded chunk goes: stored layer s's row r at k[s] + r * row_stride (width floats; likewise v).
+struct KvRowsOut {
+  std::vector<float*> k, v;
+  int64_t row_stride = 0;
+};
+
 // This thread's RawKvChunk, whose buffers outlive the chunk: fresh pages for every chunk cost more than converting
 // them. Whoever holds it must not call anything that takes it too (read_chunk does).
 RawKvChunk& thread_raw_chunk();
@@ -128,6 +134,8 @@ class KvShardReader {
   // The rest of read_chunk, on what read_raw filled (raw.positions are the chunk's). No HDF5: any thread, any time.
   void decode_chunk(const RawKvChunk& raw, std::vector<float>& k, std::vector<float>& v,
                     bool verify_checksum = false) const;
+  // The same, each stored layer's rows written where `out` says (no interleaved copy in between).
+  void decode_chunk(const RawKvChunk& raw, const KvRowsOut& out, bool verify_checksum = false) const;
   // For readers that keep a low-bit chunk encoded (KvSegment::encoded; raw.bytes, core/low_bit_kv.h): its checksum
   // and that every kept value, scale and minimum is finite (so every value it decodes to is), kvf::Error naming
   // the chunk otherwise, or the shard if it is not low-bit. No HDF5, like decode_chunk.
@@ -136,8 +144,7 @@ class KvShardReader {
   std::vector<double> read_anchor_scores(size_t entry) const;
 
  private:
-  void require_finite(const KvChunkEntry& e, size_t entry, const std::vector<float>& k,
-                      const std::vector<float>& v) const;
+  void require_finite(const KvChunkEntry& e, int64_t row, int64_t layer, const float* k, const float* v) const;
   const KvChunkEntry& entry_at(size_t entry) const;  // throws for an entry past the index
   void verify_raw_checksum(const RawKvChunk& raw) const;
   explicit KvShardReader(const std::string& path);

@@ -17,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "backend/backend.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/hex.h"
@@ -257,6 +258,21 @@ TEST(KvShard, ModeReaderRefusesDamagedOrNonFiniteChunks) {
   EXPECT_THAT(nan, HasSubstr("chunk " + hex64(chunks[2].id)));
   EXPECT_THAT(nan, HasSubstr("v of row 30, stored layer 0 is nan"));
   EXPECT_EQ(verify_kv_shard(path, kFingerprint).size(), 2u);
+
+  // decode_segment (the chunk cache's way, straight into per-layer tensors) gives read()'s values and refuses the same.
+  const auto backend = make_cpu_backend();
+  RawKvChunk raw;
+  reader.read_raw(chunks[0].id, raw);
+  const HostKv direct = segment_to_host(reader.decode_segment(raw, *backend), *backend);
+  const HostKv read = reader.read(chunks[0].id);
+  EXPECT_EQ(direct.k, read.k);
+  EXPECT_EQ(direct.v, read.v);
+  EXPECT_EQ(direct.positions, read.positions);
+  reader.read_raw(chunks[2].id, raw);
+  EXPECT_THAT(error_of([&] { reader.decode_segment(raw, *backend); }),
+              HasSubstr("v of row 30, stored layer 0 is nan"));
+  reader.read_raw(chunks[1].id, raw);
+  EXPECT_THAT(error_of([&] { reader.decode_segment(raw, *backend); }), HasSubstr("checksum"));
 }
 
 TEST(KvShard, TruncatedFileIsRefused) {
