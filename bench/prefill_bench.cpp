@@ -25,23 +25,13 @@ namespace {
 // per second of the decode.
 double batched_decode_rate(const kvf::Decoder& decoder, const std::vector<std::vector<int32_t>>& prompts,
                            int steps) {
-  const kvf::LlamaConfig& c = decoder.config();
-  std::vector<std::unique_ptr<kvf::KvBuffer>> own;
+  std::vector<kvf::PrefilledPrompt> prefilled;
   std::vector<kvf::DecodeJob> jobs(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const int32_t n = (int32_t)prompts[i].size();
-    kvf::ForwardRequest req;
-    req.tokens = prompts[i];
-    for (int32_t p = 0; p < n; ++p) req.positions.push_back(p);
-    req.logit_rows = {n - 1};
-    req.return_kv = true;
-    const kvf::ForwardResult out = decoder.forward(req);
-    own.push_back(std::make_unique<kvf::KvBuffer>(decoder.backend(), c.n_layers, c.n_kv_heads, c.head_dim,
-                                                  n + steps + 1, &decoder.rope()));
-    own.back()->append(out.kv);
-    jobs[i].own = own.back().get();
-    jobs[i].first = kvf::argmax(out.logits.data(), c.vocab);
-    jobs[i].next_position = n;
+    prefilled.push_back(kvf::prefill_prompt(decoder, prompts[i], steps + 1));
+    jobs[i].own = prefilled.back().kv.get();
+    jobs[i].first = prefilled.back().first;
+    jobs[i].next_position = prefilled.back().next_position;
     jobs[i].options.max_new_tokens = steps + 1;  // the first token comes from the prefill
   }
   kvf::decode_greedy_batch(decoder, jobs);

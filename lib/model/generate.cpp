@@ -11,6 +11,26 @@ int32_t argmax(const float* logits, int64_t n) {
   return (int32_t)(std::max_element(logits, logits + n) - logits);
 }
 
+PrefilledPrompt prefill_prompt(const Decoder& decoder, const std::vector<int32_t>& prompt, int64_t room) {
+  const LlamaConfig& c = decoder.config();
+  const auto t0 = std::chrono::steady_clock::now();
+  const int32_t n = (int32_t)prompt.size();
+  ForwardRequest req;
+  req.tokens = prompt;
+  for (int32_t i = 0; i < n; ++i) req.positions.push_back(i);
+  req.logit_rows = {n - 1};
+  req.return_kv = true;
+  const ForwardResult out = decoder.forward(req);
+  PrefilledPrompt p;
+  p.first = argmax(out.logits.data(), c.vocab);
+  p.next_position = n;
+  p.prefill_ms = ms_since(t0);
+  p.kv = std::make_unique<KvBuffer>(decoder.backend(), c.n_layers, c.n_kv_heads, c.head_dim, n + room,
+                                    &decoder.rope());
+  p.kv->append(out.kv);
+  return p;
+}
+
 GreedyResult generate_greedy(const Decoder& decoder, const std::vector<int32_t>& prompt,
                              const GreedyOptions& options) {
   const LlamaConfig& c = decoder.config();
@@ -22,21 +42,11 @@ GreedyResult generate_greedy(const Decoder& decoder, const std::vector<int32_t>&
   GreedyResult result;
   if (max_new <= 0) return result;
 
-  auto t0 = std::chrono::steady_clock::now();
-  ForwardRequest req;
-  req.tokens = prompt;
-  for (int64_t i = 0; i < n; ++i) req.positions.push_back((int32_t)i);
-  req.logit_rows = {(int32_t)(n - 1)};
-  req.return_kv = true;
-  ForwardResult out = decoder.forward(req);
-  int32_t next = argmax(out.logits.data(), c.vocab);
-  result.prefill_ms = ms_since(t0);
-
-  KvBuffer own(decoder.backend(), c.n_layers, c.n_kv_heads, c.head_dim, n + max_new, &decoder.rope());
-  own.append(out.kv);
+  PrefilledPrompt prefilled = prefill_prompt(decoder, prompt, max_new);
+  result.prefill_ms = prefilled.prefill_ms;
   GreedyOptions limited = options;
   limited.max_new_tokens = (int)max_new;
-  decode_greedy(decoder, {}, own, next, (int32_t)n, limited, result);
+  decode_greedy(decoder, {}, *prefilled.kv, prefilled.first, prefilled.next_position, limited, result);
   return result;
 }
 

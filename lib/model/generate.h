@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "model/decoder.h"
@@ -23,6 +24,16 @@ struct GreedyResult {
 
 // Argmax with ties to the lowest id.
 int32_t argmax(const float* logits, int64_t n);
+
+// A prompt prefilled at positions 0..n-1, ready to decode: its KV in a buffer with room for `room` more rows, the
+// argmax of its last logits, and the prefill's time.
+struct PrefilledPrompt {
+  std::unique_ptr<KvBuffer> kv;
+  int32_t first = 0;
+  int32_t next_position = 0;
+  double prefill_ms = 0;
+};
+PrefilledPrompt prefill_prompt(const Decoder& decoder, const std::vector<int32_t>& prompt, int64_t room);
 
 // Prefills `prompt` at positions 0..n-1, then decodes greedily. Throws if the prompt does not fit the context;
 // generation stops at the context's end.
