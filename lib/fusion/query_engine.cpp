@@ -34,6 +34,26 @@
 namespace kvf {
 namespace {
 
+// The chunk's text with each run of tokens in `selected` (ascending context indices within the chunk) in [[ ]].
+// Runs are decoded whole, so a character split over tokens stays whole unless a run boundary splits it.
+std::string marked_text(const BpeTokenizer& tokenizer, const std::vector<int32_t>& context_tokens,
+                        const RagLayout::Chunk& span,
+                        std::pair<std::vector<int64_t>::const_iterator, std::vector<int64_t>::const_iterator> selected) {
+  std::string text;
+  auto next = selected.first;
+  for (int64_t i = span.first_index, end = span.first_index + span.tokens; i < end;) {
+    const bool chosen = next != selected.second && *next == i;
+    std::vector<int32_t> run;
+    while (i < end && (next != selected.second && *next == i) == chosen) {
+      run.push_back(context_tokens[(size_t)i++]);
+      if (chosen) ++next;
+    }
+    const std::string piece = tokenizer.decode(run);
+    text += chosen ? "[[" + piece + "]]" : piece;
+  }
+  return text;
+}
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -234,6 +254,8 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
     const auto to = std::lower_bound(from, p.fused.selected.end(), span.first_index + span.tokens);
     a.chunk_tokens.push_back(span.tokens);
     a.recomputed_per_chunk.push_back(to - from);
+    if (o.mark_recomputed)
+      a.marked_chunks.push_back(marked_text(s.tokenizer, in.layout.context_tokens, span, {from, to}));
   }
   a.n_link_tokens = (int64_t)in.layout.link_tokens.size();
   a.n_question_tokens = (int64_t)question.size();

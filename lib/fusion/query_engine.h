@@ -56,6 +56,7 @@ struct AnswerOptions {
   // For eval: tokens to score under teacher forcing after the prefill (a gold answer, see encode_answer) ...
   std::vector<int32_t> teacher_tokens;
   bool return_context_kv = false;  // ... and whether to return the context's K and V as decoding saw them
+  bool mark_recomputed = false;    // fill QueryAnswer::marked_chunks
 };
 
 struct QueryTimings {
@@ -71,6 +72,8 @@ struct QueryAnswer {
   std::vector<float> scores;
   int64_t n_context_tokens = 0, n_recomputed = 0, n_link_tokens = 0, n_question_tokens = 0, n_prompt_tokens = 0;
   std::vector<int64_t> chunk_tokens, recomputed_per_chunk;  // per chunk (chunk_ids' order): tokens, recomputed
+  // When mark_recomputed: per chunk, its text with each run of recomputed tokens in [[ ]].
+  std::vector<std::string> marked_chunks;
   std::vector<int32_t> tokens;  // generated ids, the end token excluded
   std::vector<float> first_logits;  // the prefill's logits for the first generated token (vocab entries)
   std::vector<float> teacher_logits;  // [teacher_tokens.size(), vocab]: the logits at each teacher token

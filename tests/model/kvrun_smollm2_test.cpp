@@ -120,6 +120,37 @@ TEST_F(KvrunSmollm2, EveryMethodAnswersOverBothModes) {
   }
 }
 
+// kvrun --show-recomputed: each chunk's text, the recomputed tokens' runs in [[ ]].
+TEST_F(KvrunSmollm2, MarkedChunksShowTheRecomputedTokens) {
+  QueryEngine e = engine("independent");
+  const ResolvedQuery q = e.resolve({"q", "Which planet has bright rings?", {}, {}}, 3);
+  const auto marked = [&](FusionMethod m, double r) {
+    AnswerOptions o;
+    o.method = m;
+    o.recompute = r;
+    o.max_tokens = 1;
+    o.mark_recomputed = true;
+    return e.answer(q, o);
+  };
+  EXPECT_TRUE(ask(e, q, FusionMethod::Fusion, 0.15).marked_chunks.empty());  // only when asked
+  const QueryAnswer reuse = marked(FusionMethod::Reuse, 0), full = marked(FusionMethod::Full, 1);
+  const QueryAnswer fusion = marked(FusionMethod::Fusion, 0.15);
+  ASSERT_EQ(reuse.marked_chunks.size(), 3u);
+  ASSERT_EQ(fusion.marked_chunks.size(), 3u);
+  const auto without_marks = [](std::string text) {
+    for (const char* mark : {"[[", "]]"})
+      for (size_t at; (at = text.find(mark)) != std::string::npos;) text.erase(at, 2);
+    return text;
+  };
+  for (size_t c = 0; c < 3; ++c) {
+    const std::string& plain = reuse.marked_chunks[c];
+    EXPECT_EQ(plain.find("[["), std::string::npos);
+    EXPECT_EQ(full.marked_chunks[c], "[[" + plain + "]]");
+    EXPECT_EQ(without_marks(fusion.marked_chunks[c]), plain);
+    EXPECT_EQ(fusion.marked_chunks[c].find("[[") != std::string::npos, fusion.recomputed_per_chunk[c] > 0) << c;
+  }
+}
+
 TEST_F(KvrunSmollm2, StopStringsAndAnswersDecodedTogether) {
   QueryEngine e = engine("independent");
   const ResolvedQuery q = e.resolve({"q", "Which planet has bright rings?", {}, {}}, 3);

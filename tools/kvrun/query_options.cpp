@@ -59,6 +59,9 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
       ->check(CLI::IsMember({"fast", "f32"}));
   add_fusion_scoring_options(cmd, o.answer.fusion_scoring);
   cmd.add_flag("--json", o.json, "print one JSON object per question");
+  cmd.add_flag("--show-recomputed", o.answer.mark_recomputed,
+               "after the answer, print each chunk's text with the tokens the method recomputed in [[ ]] (with "
+               "--json: the field marked_chunks)");
 }
 
 void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
@@ -71,6 +74,11 @@ void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
   cmd.add_option("--fusion-layers", s.layers,
                  "fusion: layers whose attention is summed, negative from the end (e.g. -1 or 0,-1; default -1)")
       ->delimiter(',');
+  cmd.add_option("--fusion-spread", s.spread,
+                 "fusion: score each token as the highest of the tokens up to this many either side in its chunk, "
+                 "so the rest of a strongly attended word or number is recomputed with it (0: its own score)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
 }
 
 nlohmann::json answer_json(const QueryAnswer& a) {
@@ -88,6 +96,7 @@ nlohmann::json answer_json(const QueryAnswer& a) {
           {"n_recomputed", a.n_recomputed},
           {"chunk_tokens", a.chunk_tokens},
           {"recomputed_per_chunk", a.recomputed_per_chunk},
+          {"marked_chunks", a.marked_chunks},
           {"n_link_tokens", a.n_link_tokens},
           {"n_question_tokens", a.n_question_tokens},
           {"n_prompt_tokens", a.n_prompt_tokens},
@@ -105,6 +114,9 @@ nlohmann::json answer_json(const QueryAnswer& a) {
 
 void print_answer_text(const QueryAnswer& a) {
   std::printf("%s\n", a.answer.c_str());
+  for (size_t c = 0; c < a.marked_chunks.size(); ++c)
+    std::printf("chunk %zu (%s, %lld of %lld tokens recomputed): %s\n", c + 1, hex64(a.chunk_ids[c]).c_str(),
+                (long long)a.recomputed_per_chunk[c], (long long)a.chunk_tokens[c], a.marked_chunks[c].c_str());
   std::fflush(stdout);
   std::fprintf(stderr,
                "[%s r=%.2f kv=%s | %zu chunks, %lld context tokens, %lld recomputed | ttft %.1f ms = retrieve %.1f + "
