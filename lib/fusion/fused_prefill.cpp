@@ -125,6 +125,18 @@ std::vector<float> a3_scores(const Decoder& d, const FusionInputs& in) {
   return scores;
 }
 
+// Each score raised to the highest within `spread` tokens either side in the same chunk.
+std::vector<float> spread_within_chunks(const std::vector<float>& scores, const RagLayout& layout, int spread) {
+  std::vector<float> out(scores.size());
+  for (const RagLayout::Chunk& c : layout.chunks)
+    for (int64_t i = 0; i < c.tokens; ++i) {
+      const int64_t from = std::max<int64_t>(0, i - spread), to = std::min<int64_t>(c.tokens, i + spread + 1);
+      out[(size_t)(c.first_index + i)] = *std::max_element(scores.begin() + c.first_index + from,
+                                                           scores.begin() + c.first_index + to);
+    }
+  return out;
+}
+
 // fusion: attention of Q's rows (computed over the stored KV) on each stored context row, summed over heads,
 // the scoring's rows (all of Q by default) and layers (the last by default).
 std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const std::vector<KvSegment>& placed) {
@@ -157,7 +169,7 @@ std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const
   for (size_t ch = 0; ch < in.chunks.size(); ++ch)
     for (int64_t r = 0; r < in.chunks[ch]->rows(); ++r, ++slot)
       scores[(size_t)(in.layout.chunks[ch].first_index + in.chunks[ch]->positions[r])] = colsum[(size_t)slot];
-  return scores;
+  return in.scoring.spread > 0 ? spread_within_chunks(scores, in.layout, in.scoring.spread) : scores;
 }
 
 }  // namespace

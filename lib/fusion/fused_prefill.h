@@ -37,6 +37,9 @@ struct FusionScoring {
   };
   Rows rows = Rows::All;
   std::vector<int> layers;  // layers whose attention is summed; negative counts from the end; empty: the last
+  // Each token scored as the highest of the tokens up to `spread` either side of it in its chunk (0: its own), so
+  // that a strongly attended token's neighbours (the rest of a word or number) are recomputed with it.
+  int spread = 0;
 };
 const char* fusion_rows_name(FusionScoring::Rows rows);
 FusionScoring::Rows fusion_rows_from_name(const std::string& name);  // throws kvf::Error naming the value

@@ -221,7 +221,13 @@ struct RagSetup {
         for (int h = 0; h < trace.n_heads; ++h)
           for (size_t i = 0; i < scores.size(); ++i) scores[i] += trace.prob(layer, h, (int64_t)row, slot[i]);
     }
-    return scores;
+    if (scoring.spread == 0) return scores;
+    std::vector<double> spread(scores.size());  // the highest score within `spread` tokens, same chunk
+    for (const RagLayout::Chunk& c : layout.chunks)
+      for (int64_t i = c.first_index; i < c.first_index + c.tokens; ++i)
+        for (int64_t j = i - scoring.spread; j <= i + scoring.spread; ++j)
+          if (j >= c.first_index && j < c.first_index + c.tokens) spread[i] = std::max(spread[i], scores[j]);
+    return spread;
   }
 
   // The reference's logits of Q's last token when `context` (plus links and Q) is computed over the stored view.
@@ -303,6 +309,12 @@ TEST_P(FusionSelection, FusionScoringPicksByTheRowsAndLayersItNames) {
   rag.inputs.scoring = {FusionScoring::Rows::All, {rag.n_layers()}};
   EXPECT_THAT(test::error_of([&] { fused_prefill(*rag.decoder, rag.inputs, FusionMethod::Fusion, kRatio); }),
               ::testing::HasSubstr("scoring layer " + std::to_string(rag.n_layers()) + " outside the model's"));
+  for (int spread : {1, 3}) {  // a token scored as its best neighbour in the chunk
+    SCOPED_TRACE("spread " + std::to_string(spread));
+    rag.inputs.scoring = {};
+    rag.inputs.scoring.spread = spread;
+    expect_selection(rag, FusionMethod::Fusion, rag.fusion_scores(rag.inputs.scoring));
+  }
   EXPECT_EQ(fusion_rows_from_name("question"), FusionScoring::Rows::Question);
   EXPECT_THAT(test::error_of([] { fusion_rows_from_name("middle"); }),
               ::testing::HasSubstr("fusion rows must be all, question or last, got 'middle'"));
