@@ -39,9 +39,10 @@ json sweep_json(const EvalOptions& o) {
                {"question_instruction", kRagQuestionInstruction}};  // the prompt's S comes with the store
   // Recorded only when not the default, so that sweeps made before the option existed continue.
   const FusionScoring& f = o.fusion_scoring;
-  if (f.rows != FusionScoring::Rows::All || !f.layers.empty() || f.spread != 0) {
+  if (f.rows != FusionScoring::Rows::All || !f.layers.empty() || f.spread != 0 || f.per_chunk) {
     sweep["fusion_scoring"] = {{"rows", fusion_rows_name(f.rows)}, {"layers", f.layers}};
     if (f.spread != 0) sweep["fusion_scoring"]["spread"] = f.spread;
+    if (f.per_chunk) sweep["fusion_scoring"]["per_chunk"] = true;
   }
   return sweep;
 }

@@ -137,6 +137,18 @@ std::vector<float> spread_within_chunks(const std::vector<float>& scores, const 
   return out;
 }
 
+// Each chunk's scores as shares of the chunk's total (a chunk scored all 0 stays 0).
+std::vector<float> per_chunk_shares(std::vector<float> scores, const RagLayout& layout) {
+  for (const RagLayout::Chunk& c : layout.chunks) {
+    const auto first = scores.begin() + c.first_index, last = first + c.tokens;
+    double total = 0;
+    for (auto it = first; it != last; ++it) total += *it;
+    if (total > 0)
+      for (auto it = first; it != last; ++it) *it = (float)(*it / total);
+  }
+  return scores;
+}
+
 // fusion: attention of Q's rows (computed over the stored KV) on each stored context row, summed over heads,
 // the scoring's rows (all of Q by default) and layers (the last by default).
 std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const std::vector<KvSegment>& placed) {
@@ -169,6 +181,7 @@ std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const
   for (size_t ch = 0; ch < in.chunks.size(); ++ch)
     for (int64_t r = 0; r < in.chunks[ch]->rows(); ++r, ++slot)
       scores[(size_t)(in.layout.chunks[ch].first_index + in.chunks[ch]->positions[r])] = colsum[(size_t)slot];
+  if (in.scoring.per_chunk) scores = per_chunk_shares(scores, in.layout);
   return in.scoring.spread > 0 ? spread_within_chunks(scores, in.layout, in.scoring.spread) : scores;
 }
 

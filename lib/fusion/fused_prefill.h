@@ -40,6 +40,9 @@ struct FusionScoring {
   // Each token scored as the highest of the tokens up to `spread` either side of it in its chunk (0: its own), so
   // that a strongly attended token's neighbours (the rest of a word or number) are recomputed with it.
   int spread = 0;
+  // Each chunk's scores divided by their sum, so that every chunk carries the same total and the budget follows
+  // where attention peaks within chunks rather than which chunks sit nearest the question.
+  bool per_chunk = false;
 };
 const char* fusion_rows_name(FusionScoring::Rows rows);
 FusionScoring::Rows fusion_rows_from_name(const std::string& name);  // throws kvf::Error naming the value

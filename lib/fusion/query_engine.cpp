@@ -34,17 +34,17 @@
 namespace kvf {
 namespace {
 
-// The chunk's text with each run of tokens in `selected` (ascending context indices within the chunk) in [[ ]].
-// Runs are decoded whole, so a character split over tokens stays whole unless a run boundary splits it.
+// The chunk's text with each run of its tokens in [first, last) (ascending context indices within the chunk) in
+// [[ ]]. Runs are decoded whole, so a character split over tokens stays whole unless a run boundary splits it.
+using IndexIt = std::vector<int64_t>::const_iterator;
 std::string marked_text(const BpeTokenizer& tokenizer, const std::vector<int32_t>& context_tokens,
-                        const RagLayout::Chunk& span,
-                        std::pair<std::vector<int64_t>::const_iterator, std::vector<int64_t>::const_iterator> selected) {
+                        const RagLayout::Chunk& span, IndexIt first, IndexIt last) {
   std::string text;
-  auto next = selected.first;
+  auto next = first;
   for (int64_t i = span.first_index, end = span.first_index + span.tokens; i < end;) {
-    const bool chosen = next != selected.second && *next == i;
+    const bool chosen = next != last && *next == i;
     std::vector<int32_t> run;
-    while (i < end && (next != selected.second && *next == i) == chosen) {
+    while (i < end && (next != last && *next == i) == chosen) {
       run.push_back(context_tokens[(size_t)i++]);
       if (chosen) ++next;
     }
@@ -255,7 +255,7 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
     a.chunk_tokens.push_back(span.tokens);
     a.recomputed_per_chunk.push_back(to - from);
     if (o.mark_recomputed)
-      a.marked_chunks.push_back(marked_text(s.tokenizer, in.layout.context_tokens, span, {from, to}));
+      a.marked_chunks.push_back(marked_text(s.tokenizer, in.layout.context_tokens, span, from, to));
   }
   a.n_link_tokens = (int64_t)in.layout.link_tokens.size();
   a.n_question_tokens = (int64_t)question.size();

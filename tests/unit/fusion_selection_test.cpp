@@ -221,6 +221,12 @@ struct RagSetup {
         for (int h = 0; h < trace.n_heads; ++h)
           for (size_t i = 0; i < scores.size(); ++i) scores[i] += trace.prob(layer, h, (int64_t)row, slot[i]);
     }
+    if (scoring.per_chunk)  // each chunk's scores as shares of its total
+      for (const RagLayout::Chunk& c : layout.chunks) {
+        double total = 0;
+        for (int64_t i = c.first_index; i < c.first_index + c.tokens; ++i) total += scores[i];
+        for (int64_t i = c.first_index; i < c.first_index + c.tokens; ++i) scores[i] /= total;
+      }
     if (scoring.spread == 0) return scores;
     std::vector<double> spread(scores.size());  // the highest score within `spread` tokens, same chunk
     for (const RagLayout::Chunk& c : layout.chunks)
@@ -309,10 +315,12 @@ TEST_P(FusionSelection, FusionScoringPicksByTheRowsAndLayersItNames) {
   rag.inputs.scoring = {FusionScoring::Rows::All, {rag.n_layers()}};
   EXPECT_THAT(test::error_of([&] { fused_prefill(*rag.decoder, rag.inputs, FusionMethod::Fusion, kRatio); }),
               ::testing::HasSubstr("scoring layer " + std::to_string(rag.n_layers()) + " outside the model's"));
-  for (int spread : {1, 3}) {  // a token scored as its best neighbour in the chunk
-    SCOPED_TRACE("spread " + std::to_string(spread));
+  const std::vector<std::pair<int, bool>> spreads_and_per_chunk{{1, false}, {3, false}, {0, true}, {1, true}};
+  for (const auto& [spread, per_chunk] : spreads_and_per_chunk) {
+    SCOPED_TRACE("spread " + std::to_string(spread) + (per_chunk ? ", per chunk" : ""));
     rag.inputs.scoring = {};
-    rag.inputs.scoring.spread = spread;
+    rag.inputs.scoring.spread = spread;  // a token scored as its best neighbour in the chunk
+    rag.inputs.scoring.per_chunk = per_chunk;  // as its share of its chunk's total
     expect_selection(rag, FusionMethod::Fusion, rag.fusion_scores(rag.inputs.scoring));
   }
   EXPECT_EQ(fusion_rows_from_name("question"), FusionScoring::Rows::Question);

@@ -79,6 +79,9 @@ void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
                  "so the rest of a strongly attended word or number is recomputed with it (0: its own score)")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
+  cmd.add_flag("--fusion-per-chunk", s.per_chunk,
+               "fusion: score each token by its share of its chunk's total, so every chunk carries the same weight "
+               "and the recomputed tokens spread over the chunks instead of gathering near the question");
 }
 
 nlohmann::json answer_json(const QueryAnswer& a) {
