@@ -37,6 +37,7 @@ json sweep_json(const EvalOptions& o) {
                {"max_tokens", o.max_tokens},
                {"link_tokens", o.link_tokens},
                {"question_instruction", kRagQuestionInstruction}};  // the prompt's S comes with the store
+  if (o.best_last) sweep["best_last"] = true;  // recorded only when set, as below
   // Recorded only when not the default, so that sweeps made before the option existed continue.
   const FusionScoring& f = o.fusion_scoring;
   if (f.rows != FusionScoring::Rows::All || !f.layers.empty() || f.spread != 0 || f.per_chunk) {
@@ -51,6 +52,8 @@ void validate(const EvalOptions& o) {
   KVF_CHECK(!o.dataset.empty(), "eval: --dataset is required");
   KVF_CHECK(fs::exists(o.dataset), o.dataset, ": no such data set");
   KVF_CHECK(!o.out_dir.empty(), "eval: --out is required");
+  KVF_CHECK(!o.best_last || o.setting == "retrieval", "eval: --best-last orders retrieved chunks; it needs --setting "
+            "retrieval, got '", o.setting, "'");
   KVF_CHECK(o.setting == "fixed" || o.setting == "retrieval", "eval: --setting must be fixed or retrieval, got '",
             o.setting, "'");
   KVF_CHECK(!o.kv_modes.empty(), "eval: --kv lists no KV mode");
@@ -277,7 +280,13 @@ void run_eval_sweep(const EvalOptions& o) {
     Query q = r.query;
     if (o.setting == "retrieval") q.chunk_ids.clear(), q.contexts.clear();
     try {
-      return first.resolve(q, o.top_k);
+      ResolvedQuery rq = first.resolve(q, o.top_k);
+      if (o.best_last) {  // retrieved best first; placed best last
+        std::reverse(rq.chunk_ids.begin(), rq.chunk_ids.end());
+        std::reverse(rq.scores.begin(), rq.scores.end());
+        std::reverse(rq.passage_of_chunk.begin(), rq.passage_of_chunk.end());
+      }
+      return rq;
     } catch (const Error& e) {
       fail(o.dataset, ":", r.line, ": ", e.what());
     }

@@ -22,6 +22,7 @@ struct EvalOptions {
   std::vector<std::string> kv_modes;       // stored KV modes to compare
   std::string setting = "fixed";           // fixed: each question's own passages in order | retrieval: top_k
   int top_k = 10;
+  bool best_last = false;                  // retrieval: the best chunk placed last (nearest the question), not first
   size_t limit = 0;                        // the first N questions; 0: all
   int max_tokens = 32;
   int link_tokens = 0;

@@ -98,6 +98,18 @@ assert [q["n_chunks"] for q in questions] == [3, 3, 3], [q["n_chunks"] for q in 
 assert all(len(q["runs"]) == 2 for q in questions)
 PY
 
+# --best-last places the best retrieved chunk nearest the question; it means nothing in the fixed setting.
+"$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/pool-store" --setting retrieval --top-k 3 --best-last \
+  --methods full,reuse --ratios 0 --kv independent --max-tokens 2 --out "$work/best-last" 2>"$work/log5" ||
+  { cat "$work/log5"; fail "--best-last"; }
+grep -q '"best_last": true' "$work/best-last/sweep.json" || fail "--best-last not recorded in sweep.json"
+grep -q "setting retrieval, best chunk last" "$work/best-last/report.md" || fail "--best-last not in the report"
+if "$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --best-last --methods full,reuse --ratios 0 \
+  --kv independent --out "$work/fixed-best-last" 2>"$work/log6"; then
+  fail "--best-last accepted in the fixed setting"
+fi
+grep -q "needs --setting retrieval, got 'fixed'" "$work/log6" || fail "message: $(cat "$work/log6")"
+
 # Another sweep into the same folder is refused, naming the way out.
 if "$kvrun" eval "${args[@]}" --store "$work/store" --ratios 0.3 2>"$work/log3"; then fail "mixed sweeps accepted"; fi
 grep -q "holds results of another sweep.*--fresh" "$work/log3" || fail "message: $(cat "$work/log3")"

@@ -175,6 +175,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--top-k", args->eval.top_k, "chunks retrieved per question in the retrieval setting")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--best-last", args->eval.best_last,
+               "retrieval setting: place the best retrieved chunk last, nearest the question (default: first)");
   cmd->add_option("--limit", args->eval.limit, "the first N questions (0: all)")->capture_default_str();
   cmd->add_option("--max-tokens", args->eval.max_tokens, "answer length limit (answers also stop at a blank line)")
       ->capture_default_str();
