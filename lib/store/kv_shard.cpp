@@ -447,14 +447,22 @@ void KvShardReader::decode_chunk(const RawKvChunk& raw, const KvRowsOut& out, bo
                   ", kv head ", g % heads, " is ", sc, ", expected a finite scale >= 0");
       }
   }
-  // Low-bit chunks decode whole (core/low_bit_kv.h), then their rows are handed out like the others'.
+  // Low-bit chunks decode whole (core/low_bit_kv.h): in place when `out` is the interleaved layout, else into a
+  // buffer whose rows are then handed out like the others'.
   static thread_local std::vector<float> low_bit_k, low_bit_v;
+  bool interleaved = out.row_stride == layers * width;
+  for (int64_t s = 0; s < layers; ++s)
+    interleaved = interleaved && out.k[(size_t)s] == out.k[0] + s * width && out.v[(size_t)s] == out.v[0] + s * width;
+  const bool low_bit_in_place = layout_.low_bit() && interleaved;
   if (layout_.low_bit()) {
-    low_bit_k.resize((size_t)(e.rows * layers * width));
-    low_bit_v.resize(low_bit_k.size());
+    if (!low_bit_in_place) {
+      low_bit_k.resize((size_t)(e.rows * layers * width));
+      low_bit_v.resize(low_bit_k.size());
+    }
     // The writer only makes finite scales and minimums; anything else is damage that unchecked reads must not pass on.
     KVF_CHECK(decode_low_bit_chunk(layout_.low_bit_spec(), raw.bytes.data(), e.rows, layout_.row_elems(),
-                                   low_bit_k.data(), low_bit_v.data()),
+                                   low_bit_in_place ? out.k[0] : low_bit_k.data(),
+                                   low_bit_in_place ? out.v[0] : low_bit_v.data()),
               path(), ": chunk ", hex64(e.chunk_id), " (index entry ", raw.entry,
               ") has a scale or minimum that is not finite");
   }
@@ -464,7 +472,9 @@ void KvShardReader::decode_chunk(const RawKvChunk& raw, const KvRowsOut& out, bo
       const int64_t at = r * layers + s;  // the stored row of (chunk row r, stored layer s)
       float* k = out.k[(size_t)s] + r * out.row_stride;
       float* v = out.v[(size_t)s] + r * out.row_stride;
-      if (layout_.low_bit()) {
+      if (low_bit_in_place) {
+        // decoded where it belongs
+      } else if (layout_.low_bit()) {
         std::memcpy(k, low_bit_k.data() + at * width, (size_t)width * sizeof(float));
         std::memcpy(v, low_bit_v.data() + at * width, (size_t)width * sizeof(float));
       } else if (dtype != KvDtype::Int8) {
