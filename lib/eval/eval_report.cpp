@@ -326,7 +326,8 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   r << "# kvrun eval: " << context.title << "\n\n"
     << "- Questions: " << questions.size() << " (setting " << sweep.value("setting", "?")
-    << (sweep.value("best_last", false) ? ", best chunk last" : "") << "), mean "
+    << (sweep.value("best_last", false) ? ", best chunk last" : "")
+    << (sweep.value("exact_first_chunk", false) ? ", first chunk's independent KV in every mode" : "") << "), mean "
     << fmt(chunks / n, 1) << " chunks, " << fmt(context_tokens / n, 0) << " context tokens and "
     << fmt(question_tokens / n, 0) << " question tokens per question\n"
     << "- Store: `" << sweep.value("store", "?") << "`, model " << sweep.value("model", "?")

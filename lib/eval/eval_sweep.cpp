@@ -38,6 +38,7 @@ json sweep_json(const EvalOptions& o) {
                {"link_tokens", o.link_tokens},
                {"question_instruction", kRagQuestionInstruction}};  // the prompt's S comes with the store
   if (o.best_last) sweep["best_last"] = true;  // recorded only when set, as below
+  if (o.exact_first_chunk) sweep["exact_first_chunk"] = true;
   // Recorded only when not the default, so that sweeps made before the option existed continue.
   const FusionScoring& f = o.fusion_scoring;
   if (f.rows != FusionScoring::Rows::All || !f.layers.empty() || f.spread != 0 || f.per_chunk) {
@@ -314,6 +315,7 @@ void run_eval_sweep(const EvalOptions& o) {
     base.max_tokens = o.max_tokens;
     base.link_tokens = o.link_tokens;
     base.fusion_scoring = o.fusion_scoring;
+    base.exact_first_chunk = o.exact_first_chunk;
     base.stop = {"\n\n"};  // small models often put the answer on the line after "The answer is:"
     base.teacher_tokens = first.encode_answer(rec.answers[0]);
     base.return_context_kv = true;

@@ -228,6 +228,8 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
   if (method == FusionMethod::Full) {
     res.selected = all_context(l);
   } else {
+    KVF_CHECK(in.exact_context >= 0 && in.exact_context <= l.n_context(), "exact context tokens ",
+              in.exact_context, " outside the ", l.n_context(), " of the context");
     const int64_t count = method == FusionMethod::Reuse ? 0 : recompute_count(recompute, l.n_context());
     if (count == l.n_context()) {
       res.selected = all_context(l);  // the scores cannot change the set
@@ -242,7 +244,9 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
                                                                        : fusion_scores(d, in, res.placed);
         known = m.by_method.emplace(method, SelectionMemo::Scores{std::move(scores), ms_since(t_select)}).first;
       }
-      res.selected = top_scored(known->second.scores, count);
+      std::vector<float> scores = known->second.scores;
+      std::fill_n(scores.begin(), in.exact_context, -INFINITY);  // ranked below every other token's
+      res.selected = top_scored(scores, std::min(count, l.n_context() - in.exact_context));
       scored_ms = known->second.ms;
     }
   }

@@ -53,6 +53,9 @@ struct FusionInputs {
   RagLayout layout;
   FusionScoring scoring;
   int64_t question_text_from = 0;  // index in layout.question_tokens of the question's own first token
+  // Context tokens from the first on whose stored KV is what the prompt computes (the first chunk's, when it holds
+  // its independent KV): the selectors recompute none of them.
+  int64_t exact_context = 0;
 };
 
 struct FusedPrefill {

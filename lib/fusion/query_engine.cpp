@@ -87,6 +87,10 @@ struct QueryEngine::State {
   std::unique_ptr<ChunkKvCache> cache;
   std::unique_ptr<BackgroundLoader> loader;
   std::unique_ptr<StoreSearcher> searcher;  // loaded on the first retrieval
+  // The independent KV of first chunks (AnswerOptions::exact_first_chunk) when the mode is another: opened on
+  // first use, holding a few chunks (one per question).
+  std::unique_ptr<KvModeReader> independent_kv;
+  std::unique_ptr<ChunkKvCache> independent_cache;
 
   explicit State(const QueryEngineOptions& o)
       : options(o),
@@ -124,6 +128,21 @@ struct QueryEngine::State {
     }
     cache = std::make_unique<ChunkKvCache>(*kv, *backend, o.cache_bytes, o.decode_low_bit_at_load);
     loader = std::make_unique<BackgroundLoader>(*cache);
+  }
+
+  // Where a first chunk's exact (independent) KV comes from: the mode's own cache, or one opened for it.
+  ChunkKvCache& first_chunk_cache() {
+    if (options.kv_mode == "independent") return *cache;
+    if (!independent_cache) {
+      KVF_CHECK(kv_mode_completed(manifest, "independent"), options.store_dir,
+                ": exact first chunk needs the store's independent KV; run `kvprep prefill --mode independent`");
+      KVF_CHECK(!stored_decoder, "exact first chunk: the '", options.kv_mode,
+                "' KV shares layers, so its chunks cannot sit beside independent KV");
+      independent_kv = std::make_unique<KvModeReader>(options.store_dir, manifest, "independent", fingerprint);
+      independent_cache = std::make_unique<ChunkKvCache>(*independent_kv, *backend, options.cache_bytes / 16,
+                                                         options.decode_low_bit_at_load);
+    }
+    return *independent_cache;
   }
 
   // The store's chunks of a query's passages in order, and the passage each chunk comes from.
@@ -233,7 +252,10 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   if (reads_stored) {
     // Chunks load side by side: the store reads one at a time, converting and checking them runs in parallel.
     std::vector<ChunkKvCache::Lookup> looked(q.chunk_ids.size());
-    tbb::parallel_for(size_t{0}, looked.size(), [&](size_t i) { looked[i] = s.cache->get(q.chunk_ids[i]); });
+    ChunkKvCache& first_cache = o.exact_first_chunk ? s.first_chunk_cache() : *s.cache;
+    tbb::parallel_for(size_t{0}, looked.size(), [&](size_t i) {
+      looked[i] = (i == 0 ? first_cache : *s.cache).get(q.chunk_ids[i]);
+    });
     for (ChunkKvCache::Lookup& hit : looked) {
       (hit.hit ? a.cache_hits : a.cache_misses)++;
       p.held.push_back(hit.kv);
@@ -241,6 +263,7 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
     }
   }
   a.ms.load = ms_since(t_load);
+  if (o.exact_first_chunk && !in.layout.chunks.empty()) in.exact_context = in.layout.chunks[0].tokens;
   p.decoder = reads_stored && s.stored_decoder ? s.stored_decoder.get() : s.decoder.get();
   p.fused = fused_prefill(*p.decoder, in, reads_stored ? o.method : FusionMethod::Full, a.recompute, memo);
   a.ms.select = p.fused.select_ms;
@@ -280,11 +303,13 @@ QueryAnswer QueryEngine::answer(const ResolvedQuery& q, const AnswerOptions& o) 
 
 std::vector<QueryAnswer> QueryEngine::answer_all(const ResolvedQuery& q, const std::vector<AnswerOptions>& options) {
   State& s = *s_;
-  // Every prefill runs (and is timed) alone, except that a selector's scores are computed once per prompt (the
-  // link tokens change the prompt) and reported at every ratio; then the answers are decoded together.
+  // Every prefill runs (and is timed) alone, except that a selector's scores are computed once per prompt and
+  // stored KV (link tokens and the first chunk's KV change them) and reported at every ratio; then the answers are
+  // decoded together.
   std::vector<Pending> pending;
-  std::map<int, SelectionMemo> memo_by_links;
-  for (const AnswerOptions& o : options) pending.push_back(prefill(q, o, &memo_by_links[o.link_tokens]));
+  std::map<std::pair<int, bool>, SelectionMemo> memo_by_prompt;  // link tokens, and where the first chunk's KV is from
+  for (const AnswerOptions& o : options)
+    pending.push_back(prefill(q, o, &memo_by_prompt[{o.link_tokens, o.exact_first_chunk}]));
   std::vector<DecodeJob> jobs(pending.size());
   for (size_t i = 0; i < pending.size(); ++i) {
     Pending& p = pending[i];

@@ -57,6 +57,10 @@ struct AnswerOptions {
   std::vector<int32_t> teacher_tokens;
   bool return_context_kv = false;  // ... and whether to return the context's K and V as decoding saw them
   bool mark_recomputed = false;    // fill QueryAnswer::marked_chunks
+  // The first chunk follows S alone, exactly as its independent KV was computed: true, it takes that KV whatever
+  // the KV mode (its rows are then what full attention computes, to f16 rounding) and the selectors leave it out,
+  // spending the whole budget on the other chunks. Needs the store's independent KV and a mode keeping every layer.
+  bool exact_first_chunk = false;
 };
 
 struct QueryTimings {

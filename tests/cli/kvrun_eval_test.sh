@@ -110,6 +110,14 @@ if "$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --best-last --
 fi
 grep -q "needs --setting retrieval, got 'fixed'" "$work/log6" || fail "message: $(cat "$work/log6")"
 
+# --exact-first-chunk is recorded with the sweep and named in the report.
+"$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --exact-first-chunk --methods full,reuse,fusion \
+  --ratios 0.5 --kv independent --max-tokens 2 --out "$work/exact-first" 2>"$work/log7" ||
+  { cat "$work/log7"; fail "--exact-first-chunk"; }
+grep -q '"exact_first_chunk": true' "$work/exact-first/sweep.json" || fail "--exact-first-chunk not in sweep.json"
+grep -q "first chunk's independent KV in every mode" "$work/exact-first/report.md" ||
+  fail "--exact-first-chunk not in the report"
+
 # Another sweep into the same folder is refused, naming the way out.
 if "$kvrun" eval "${args[@]}" --store "$work/store" --ratios 0.3 2>"$work/log3"; then fail "mixed sweeps accepted"; fi
 grep -q "holds results of another sweep.*--fresh" "$work/log3" || fail "message: $(cat "$work/log3")"

@@ -120,6 +120,40 @@ TEST_F(KvrunSmollm2, EveryMethodAnswersOverBothModes) {
   }
 }
 
+// --exact-first-chunk: the first chunk's rows come from its independent KV whatever the mode, and no selector
+// spends its budget on them.
+TEST_F(KvrunSmollm2, ExactFirstChunk) {
+  QueryEngine independent = engine("independent"), similarity = engine("similarity");
+  const ResolvedQuery one = independent.resolve({"q", "What is espresso?", {}, {}}, 1);
+  AnswerOptions o;
+  o.method = FusionMethod::Reuse;
+  o.max_tokens = 1;
+  const QueryAnswer own_kv = similarity.answer(one, o);
+  o.exact_first_chunk = true;
+  const QueryAnswer exact = similarity.answer(one, o);
+  const QueryAnswer reference = independent.answer(one, o);
+  EXPECT_EQ(max_abs_diff(exact.first_logits, reference.first_logits), 0.0f);
+  EXPECT_GT(max_abs_diff(own_kv.first_logits, reference.first_logits), 1e-3f) << "the modes' KV must differ here";
+
+  const ResolvedQuery three = independent.resolve({"q", "Which planet has bright rings?", {}, {}}, 3);
+  for (QueryEngine* e : {&independent, &similarity})
+    for (FusionMethod m : kSelectors)
+      for (double r : {0.15, 0.5}) {
+        AnswerOptions s = o;
+        s.method = m;
+        s.recompute = r;
+        const QueryAnswer a = e->answer(three, s);
+        ASSERT_EQ(a.recomputed_per_chunk.size(), 3u);
+        EXPECT_EQ(a.recomputed_per_chunk[0], 0) << e->kv_mode() << " " << method_name(m) << " " << r;
+        EXPECT_EQ(a.n_recomputed, std::min(recompute_count(r, a.n_context_tokens),
+                                           a.n_context_tokens - a.chunk_tokens[0]));
+      }
+  o.method = FusionMethod::Fusion;
+  o.recompute = 1.0;
+  const QueryAnswer all = similarity.answer(three, o);
+  EXPECT_EQ(all.n_recomputed, all.n_context_tokens);  // ratio 1 is full attention, the first chunk included
+}
+
 // kvrun --show-recomputed: each chunk's text, the recomputed tokens' runs in [[ ]].
 TEST_F(KvrunSmollm2, MarkedChunksShowTheRecomputedTokens) {
   QueryEngine e = engine("independent");

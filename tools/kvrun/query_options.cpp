@@ -58,6 +58,7 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"fast", "f32"}));
   add_fusion_scoring_options(cmd, o.answer.fusion_scoring);
+  add_exact_first_chunk_option(cmd, o.answer.exact_first_chunk);
   cmd.add_flag("--json", o.json, "print one JSON object per question");
   cmd.add_flag("--show-recomputed", o.answer.mark_recomputed,
                "after the answer, print each chunk's text with the tokens the method recomputed in [[ ]] (with "
@@ -82,6 +83,13 @@ void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
   cmd.add_flag("--fusion-per-chunk", s.per_chunk,
                "fusion: score each token by its share of its chunk's total, so every chunk carries the same weight "
                "and the recomputed tokens spread over the chunks instead of gathering near the question");
+}
+
+void add_exact_first_chunk_option(CLI::App& cmd, bool& exact_first_chunk) {
+  cmd.add_flag("--exact-first-chunk", exact_first_chunk,
+               "the first chunk takes its independent KV in every KV mode (it follows the system prompt alone, as "
+               "when that KV was computed, so its rows are what full attention computes) and no selector spends "
+               "recomputation on it");
 }
 
 nlohmann::json answer_json(const QueryAnswer& a) {

@@ -24,11 +24,13 @@ struct QueryCliOptions {
 };
 
 // Registers --store, --model, --embedder, --kv, --method, --recompute, --top-k, --link-tokens, --max-tokens,
-// --stop, --cache-mb, --threads, --backend, --compute, --decode-low-bit-at-load, the fusion scoring options and
-// --json on `cmd`.
+// --stop, --cache-mb, --threads, --backend, --compute, --decode-low-bit-at-load, the fusion scoring options,
+// --exact-first-chunk, --json and --show-recomputed on `cmd`.
 void add_query_options(CLI::App& cmd, QueryCliOptions& o);
 // --fusion-rows and --fusion-layers (kvrun ask, batch and eval).
 void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s);
+// --exact-first-chunk (kvrun ask, batch and eval).
+void add_exact_first_chunk_option(CLI::App& cmd, bool& exact_first_chunk);
 
 nlohmann::json answer_json(const QueryAnswer& a);
 // The answer, then one line of counts and timings (to stderr, so stdout holds only answers).
