@@ -1,5 +1,4 @@
-// Attention in the fast compute mode (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mfma, see
-// lib/CMakeLists.txt): a flash-style pass over tiles of 64 keys with an online softmax, so no score matrix is
+// Attention in the fast compute mode (AVX-512 BF16, chosen at run time): a flash-style pass over tiles of 64 keys with an online softmax, so no score matrix is
 // ever held. Q, K, the softmax weights and V are rounded to bf16 and multiplied by the compact-weight matmul's
 // micro-kernel (kGemmAvx512Bf16.multiply: vdpbf16ps, sums in f32); the running maximum, sum and output stay f32.
 //
@@ -21,8 +20,15 @@
 #include "backend/cpu/flash_attention.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/key_table.h"
-#include "backend/cpu/vec_math.h"
 #include "backend/op_checks.h"
+
+// Only this file's own code is compiled for AVX-512: what the headers above define (std::vector's members, TBB,
+// kvf::fail) stays portable. Compiled with -mavx512f for the whole file, those shared inline functions came out as
+// AVX-512 copies that the linker could pick for every caller, and a CPU without AVX-512 stopped on them (SIGILL).
+// tests/check_isa_objects.sh keeps it so.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,fma")
+#include "backend/cpu/exp_avx512.h"
 
 // GCC 12 reports the placeholders inside the reduce, widen and shift intrinsics as (maybe-)uninitialized (GCC PR
 // 105593).
@@ -218,4 +224,5 @@ void flash_attention_bf16(const BlockAttentionArgs& a) {
 
 }  // namespace kvf::cpu
 
+#pragma GCC pop_options
 #pragma GCC diagnostic pop
