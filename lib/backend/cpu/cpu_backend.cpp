@@ -98,10 +98,15 @@ void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
   const float* wp = w.data<float>();
   float* yp = y.data<float>();
   // Each task owns a slice of the weight rows: it streams only its share of the weights. A few rows (decoding)
-  // go through sgemv, which reads the weights in place; sgemm would first repack all of them.
-  constexpr int64_t kGemvRows = 4;
+  // go through sgemv, which reads the weights in place; sgemm would first repack all of them. The slices are
+  // as wide whatever the thread count: OpenBLAS's result for an output can depend on the width of the slice it is
+  // computed in (its edge kernels sum in another order on some CPUs, e.g. AMD Zen 3), and a store must not depend
+  // on how many threads made it.
+  constexpr int64_t kGemvRows = 4, kSliceRows = 64;
+  const int64_t slices = (m + kSliceRows - 1) / kSliceRows;
   // Structured bindings are captured by copy explicitly (C++17 lambdas cannot capture them; g++ allows it anyway).
-  parallel_ranges(m, 16, [&, n = n, k = k, m = m](int64_t m0, int64_t m1) {
+  tbb::parallel_for(int64_t{0}, slices, [&, n = n, k = k, m = m](int64_t slice) {
+    const int64_t m0 = slice * kSliceRows, m1 = std::min(m, m0 + kSliceRows);
     if (n <= kGemvRows) {
       for (int64_t i = 0; i < n; ++i)
         cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(m1 - m0), (int)k, 1.0f, wp + m0 * k, (int)k, xp + i * k, 1,
