@@ -44,12 +44,12 @@ TEST(IntDot, ActivationRoundingStaysWithinHalfABlockScale) {
 TEST(IntDot, EqualsTheProductOfTheDequantizedWeightsAndRoundedActivations) {
   auto b = make_cpu_backend();
   std::mt19937 rng(11);
-  const int64_t n = 11, k = 768, m = 37;  // more rows than one kernel pass takes (8)
+  const int64_t n = 11, k = 768, m = 37;  // more rows than one kernel pass takes (8 with AVX-512, 4 with AVX2)
   const std::vector<float> x = test::random_rows(n, k, rng);
   cpu::Int16Rows q;
   cpu::quantize_rows_int16(x.data(), n, k, q);
   for (DType t : kIntegerFormats) {
-    if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no integer dot-product kernel (AVX-512 VNNI or AVX2)";
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
     std::vector<float> y(n * m);
     cpu::int_dot_rows(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, q, y.data(), m);
@@ -73,7 +73,7 @@ TEST(IntDot, EachRowIsTheSameWhateverItsBatch) {
   const int64_t n = 11;  // a full pass of 8 rows and a partial one
   const std::vector<float> x = test::random_rows(n, k, rng);
   for (DType t : kIntegerFormats) {
-    if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no integer dot-product kernel (AVX-512 VNNI or AVX2)";
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
     cpu::Int16Rows all, one;
     cpu::quantize_rows_int16(x.data(), n, k, all);

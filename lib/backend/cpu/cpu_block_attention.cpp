@@ -33,6 +33,13 @@ float dot(const float* a, const float* b, int64_t n) {
   __m512 acc = _mm512_setzero_ps();
   for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
   sum = _mm512_reduce_add_ps(acc);
+#elif defined(KVF_VEC_AVX2)
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  sum = hsum8(_mm256_add_ps(acc0, acc1));
 #endif
   for (; i < n; ++i) sum += a[i] * b[i];
   return sum;
@@ -44,6 +51,9 @@ void add_scaled(float* y, float p, const float* x, int64_t n) {
 #if defined(__AVX512F__)
   const __m512 pp = _mm512_set1_ps(p);
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(pp, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+#elif defined(KVF_VEC_AVX2)
+  const __m256 pp = _mm256_set1_ps(p);
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(pp, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
 #endif
   for (; i < n; ++i) y[i] += p * x[i];
 }

@@ -13,10 +13,38 @@ constexpr int kCols = 16, kRows = 6;
 
 void convert_x(const float* x, int64_t n, void* out) { std::memcpy(out, x, (size_t)n * sizeof(float)); }
 
+// Rows r[0..8) of 8 floats -> their transpose, in place.
+inline void transpose_8x8(__m256 r[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  __m256 u[8];
+  for (int i = 0; i < 8; i += 4)
+    for (int j = 0; j < 2; ++j) {
+      u[i + j] = _mm256_shuffle_ps(t[i + j], t[i + j + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      u[i + j + 2] = _mm256_shuffle_ps(t[i + j], t[i + j + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+  // u[0..4) hold columns (0|4), (2|6), (1|5), (3|7) of rows 0-3 in their 128-bit halves; u[4..8) those of rows 4-7.
+  const int order[4] = {0, 2, 1, 3};
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[order[i]], u[order[i] + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[order[i]], u[order[i] + 4], 0x31);
+  }
+}
+
+// Eight columns at a time: 8 k values of each of 8 weight rows transposed into 8 panel rows (columns past `cols`
+// are zeros).
 void pack_panel(const float* w, int64_t ldw, int cols, int kc, void* panel) {
   auto* p = static_cast<float*>(panel);
-  for (int c = 0; c < kCols; ++c)
-    for (int k = 0; k < kc; ++k) p[k * kCols + c] = c < cols ? w[c * ldw + k] : 0.0f;
+  for (int c0 = 0; c0 < kCols; c0 += 8)
+    for (int k = 0; k < kc; k += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = c0 + i < cols ? _mm256_loadu_ps(w + (c0 + i) * ldw + k) : _mm256_setzero_ps();
+      transpose_8x8(r);
+      for (int i = 0; i < 8; ++i) _mm256_store_ps(p + (k + i) * kCols + c0, r[i]);
+    }
 }
 
 // The accumulators are named registers, not an array: GCC kept an array of them in memory and stored all twelve

@@ -55,9 +55,12 @@ void dot_rows_bf16_avx512(const uint16_t* x, int64_t ldx, int rows, const uint16
                           int64_t k, float* y, int64_t ldy);
 
 // Integer dot products of 16-bit activation rows with block-quantized weight rows (int_dot_avx512.cpp, AVX-512
-// VNNI); int_dot.h says what they compute.
+// VNNI; int_dot_avx2.cpp, AVX2); int_dot.h says what they compute.
 struct Int16Rows;
 void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                                int64_t ldy);
+// The same with AVX2 (int_dot_avx2.cpp), for CPUs without AVX-512 VNNI.
+void int_dot_rows_avx2(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
+                       int64_t ldy);
 
 }  // namespace kvf::cpu

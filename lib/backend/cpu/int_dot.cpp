@@ -33,11 +33,11 @@ void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out
 }
 
 bool int_dot_available(DType t) {
-  static const bool vnni = cpu_features().avx512_vnni;
+  static const bool integer_kernel = cpu_features().avx512_vnni || cpu_features().avx2_fma;
   switch (t) {
     case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q4_K:
     case DType::Q6_K:
-      return vnni;
+      return integer_kernel;
     default:
       return false;
   }
@@ -47,7 +47,9 @@ void int_dot_rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const 
   KVF_CHECK(int_dot_available(t), "no integer dot-product kernel for ", dtype_name(t), " weights on this CPU");
   KVF_CHECK(x.k % dtype_block_elems(t) == 0, "integer dot products: rows of ", x.k, " values of a ", dtype_name(t),
             " weight");
-  int_dot_rows_avx512_vnni(t, w, row_bytes, wrows, x, y, ldy);
+  static const bool vnni = cpu_features().avx512_vnni;
+  if (vnni) return int_dot_rows_avx512_vnni(t, w, row_bytes, wrows, x, y, ldy);
+  int_dot_rows_avx2(t, w, row_bytes, wrows, x, y, ldy);
 }
 
 }  // namespace kvf::cpu

@@ -1,7 +1,7 @@
 // A few activation rows times block-quantized weight rows with integer dot products (decoding steps and short
 // passes, packed_matmul_few_rows): each activation row is rounded once to 16-bit integers in blocks of 32 values
 // (one f32 scale per block), each weight block's small integers (<= 8 bits) meet it in 16-bit multiplies with
-// 32-bit sums (AVX-512 VNNI vpdpwssd), and the block scales are applied in f32 once per block. The weights are read
+// 32-bit sums (AVX-512 VNNI vpdpwssd, or AVX2 vpmaddwd), and the block scales are applied in f32 once per block. The weights are read
 // once, compact, with no f32 copy.
 //
 // Accuracy: beyond f32 rounding, only the activation rounding, at most d/2 per value for a block scale
@@ -29,8 +29,8 @@ struct Int16Rows {
 // x [rows, k] -> out (k a multiple of 32; buffers reused).
 void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out);
 
-// Whether this CPU has the integer kernel for weights of type t (AVX-512 VNNI; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q4_K, Q6_K).
+// Whether this CPU has the integer kernel for weights of type t (AVX-512 VNNI or AVX2; Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q4_K, Q6_K).
 bool int_dot_available(DType t);
 
 // y[r * ldy + j] = x row r . weight row j for r < x.rows, j < wrows; weight rows are whole rows of x.k values in

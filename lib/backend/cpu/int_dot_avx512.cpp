@@ -1,11 +1,6 @@
 // Integer dot products of 16-bit activation rows with block-quantized weight rows (compiled with -mavx512f
-// -mavx512bw -mavx512vl -mavx512vnni -mf16c -mfma; int_dot.h says what they compute).
-//
-// Every weight format is read as units of 32 values, each value s * u + c with u a small integer (8 bits at most)
-// and s, c constant over the unit (s over each half of 16, Q6_K). Against an activation block x = q * d:
-//   sum(w * x) = s * d * sum(u * q) + c * (d * sum(q))
-// The first sum is one vpdpwssd over the unit widened to 16 bits (|u * q| sums stay below 2^24), the second is
-// the block's precomputed sum (Int16Rows::sum32), needed only where c is not 0 (formats with a min).
+// -mavx512bw -mavx512vl -mavx512vnni -mf16c -mfma; int_dot.h says what they compute): a unit of 32 weights is one
+// vpdpwssd against the activations (|u * q| pair sums stay below 2^24). The formats' walk: int_dot_formats.inc.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -77,157 +72,19 @@ class RowSums {
   float off_[2][R];
 };
 
-template <int S>
-using Slot = std::integral_constant<int, S>;
-
-// Calls unit(block, e, slot) for the blocks of 32 values of a row (`bytes` each), alternating the slots.
-template <class Unit>
-inline void each_block(const uint8_t* w, size_t bytes, int64_t k, Unit unit) {
-  int64_t e = 0;
-  for (; e + 64 <= k; e += 64, w += 2 * bytes) {
-    unit(w, e, Slot<0>());
-    unit(w + bytes, e + 32, Slot<1>());
-  }
-  if (e < k) unit(w, e, Slot<0>());
-}
+using Widened = __m512i;
 
 // 32 bytes -> 32 16-bit values.
 inline __m512i widen_unsigned(__m256i u) { return _mm512_cvtepu8_epi16(u); }
 inline __m512i widen_signed(__m256i v) { return _mm512_cvtepi8_epi16(v); }
 
-// 16 bytes of nibbles -> 32 values: the low nibbles, then the high ones.
-inline __m256i nibbles(const uint8_t* qs) {
-  const __m128i b = _mm_loadu_si128((const __m128i*)qs);
-  const __m128i m = _mm_set1_epi8(0xF);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
-}
-
-// Adds 16 to value j where bit j of the little-endian word at qh is set (the 5-bit formats' fifth bits).
 inline __m256i with_fifth_bits(__m256i u, const uint8_t* qh) {
   uint32_t bits;
   std::memcpy(&bits, qh, 4);
   return _mm256_mask_add_epi8(u, (__mmask32)bits, u, _mm256_set1_epi8(16));
 }
 
-// Layouts: core/ggml_types.cpp. Formats whose values are q - offset subtract it in 8 bits and multiply signed
-// values; those with a min (Q4_1, Q5_1, Q4_K) multiply the unsigned q and add min * sum(x) per unit.
-template <int R>
-void row_q4_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  const __m256i eight = _mm256_set1_epi8(8);
-  each_block(w, 18, k, [&](const uint8_t* b, int64_t e, auto slot) {
-    sums.template unit<slot()>(widen_signed(_mm256_sub_epi8(nibbles(b + 2), eight)), e, f16_at(b));
-  });
-}
-
-template <int R>
-void row_q4_1(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  each_block(w, 20, k, [&](const uint8_t* b, int64_t e, auto slot) {
-    sums.template unit_with_min<slot()>(widen_unsigned(nibbles(b + 4)), e, f16_at(b), f16_at(b + 2));
-  });
-}
-
-template <int R>
-void row_q5_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  const __m256i sixteen = _mm256_set1_epi8(16);
-  each_block(w, 22, k, [&](const uint8_t* b, int64_t e, auto slot) {
-    const __m256i q = with_fifth_bits(nibbles(b + 6), b + 2);
-    sums.template unit<slot()>(widen_signed(_mm256_sub_epi8(q, sixteen)), e, f16_at(b));
-  });
-}
-
-template <int R>
-void row_q5_1(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  each_block(w, 24, k, [&](const uint8_t* b, int64_t e, auto slot) {
-    sums.template unit_with_min<slot()>(widen_unsigned(with_fifth_bits(nibbles(b + 8), b + 4)), e, f16_at(b),
-                                        f16_at(b + 2));
-  });
-}
-
-template <int R>
-void row_q8_0(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  each_block(w, 34, k, [&](const uint8_t* b, int64_t e, auto slot) {
-    sums.template unit<slot()>(widen_signed(_mm256_loadu_si256((const __m256i*)(b + 2))), e, f16_at(b));
-  });
-}
-
-// Q4_K's six-bit scale and min of sub-block j (the packing is described at core/ggml_types.cpp's q4k_scale_min).
-inline void q4k_scale_min(int j, const uint8_t* s, int& sc, int& mn) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    mn = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
-template <int R>
-void row_q4_k(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  const __m256i m4 = _mm256_set1_epi8(0xF);
-  for (int64_t e = 0; e < k; e += 256, w += 144) {
-    const float d = f16_at(w), dmin = f16_at(w + 2);
-    const uint8_t* q = w + 16;
-    for (int sub = 0; sub < 8; sub += 2, q += 32) {
-      const __m256i v = _mm256_loadu_si256((const __m256i*)q);
-      int sc, mn;
-      q4k_scale_min(sub, w + 4, sc, mn);
-      sums.template unit_with_min<0>(widen_unsigned(_mm256_and_si256(v, m4)), e + 32 * sub, d * (float)sc,
-                                     -dmin * (float)mn);
-      q4k_scale_min(sub + 1, w + 4, sc, mn);
-      sums.template unit_with_min<1>(widen_unsigned(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4)), e + 32 * sub + 32,
-                                     d * (float)sc, -dmin * (float)mn);
-    }
-  }
-}
-
-template <int R>
-void row_q6_k(const uint8_t* w, RowSums<R>& sums, int64_t k) {
-  const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(0x30), offset = _mm256_set1_epi8(32);
-  for (int64_t e = 0; e < k; e += 256, w += 210) {
-    const float d = f16_at(w + 208);
-    const uint8_t* ql = w;
-    const uint8_t* qh = w + 128;
-    const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192);
-    for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8) {
-      const __m256i l0 = _mm256_loadu_si256((const __m256i*)ql), l1 = _mm256_loadu_si256((const __m256i*)(ql + 32));
-      const __m256i h = _mm256_loadu_si256((const __m256i*)qh);
-      const __m256i u[4] = {
-          _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2)),
-          _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m2)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m2)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                          _mm256_and_si256(_mm256_srli_epi16(h, 2), m2)),
-      };
-      const auto unit = [&](int j, auto slot) {  // values 32j.. of this half; scales per 16 values
-        sums.template unit_in_halves<slot()>(widen_signed(_mm256_sub_epi8(u[j], offset)), e + 128 * half + 32 * j,
-                                             d * (float)sc[2 * j], d * (float)sc[2 * j + 1]);
-      };
-      unit(0, Slot<0>());
-      unit(1, Slot<1>());
-      unit(2, Slot<0>());
-      unit(3, Slot<1>());
-    }
-  }
-}
-
-template <int R>
-void rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, int64_t row0, float* y,
-          int64_t ldy) {
-  for (int j = 0; j < wrows; ++j, w += row_bytes) {
-    RowSums<R> sums(x, row0);
-    switch (t) {
-      case DType::Q4_0: row_q4_0(w, sums, x.k); break;
-      case DType::Q4_1: row_q4_1(w, sums, x.k); break;
-      case DType::Q5_0: row_q5_0(w, sums, x.k); break;
-      case DType::Q5_1: row_q5_1(w, sums, x.k); break;
-      case DType::Q8_0: row_q8_0(w, sums, x.k); break;
-      case DType::Q4_K: row_q4_k(w, sums, x.k); break;
-      case DType::Q6_K: row_q6_k(w, sums, x.k); break;
-      default: return;  // int_dot_rows admits only the types above
-    }
-    sums.store(y + row0 * ldy + j, ldy);
-  }
-}
+#include "backend/cpu/int_dot_formats.inc"
 
 }  // namespace
 
