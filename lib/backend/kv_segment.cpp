@@ -53,11 +53,15 @@ KvSegment placed_at(const KvSegment& seg, int32_t offset) {
 KvBuffer::KvBuffer(Backend& backend, int n_layers, int n_kv_heads, int head_dim, int64_t capacity,
                    const RopeSpec* rope)
     : backend_(backend), capacity_(capacity), rope_(rope) {
-  for (int l = 0; l < n_layers; ++l) {
-    k_.push_back(backend.empty(DType::F32, {capacity, n_kv_heads, head_dim}));
-    v_.push_back(backend.empty(DType::F32, {capacity, n_kv_heads, head_dim}));
-    if (rope_) k_roped_.push_back(backend.empty(DType::F32, {capacity, n_kv_heads, head_dim}));
-  }
+  // One allocation for every layer's rows of each kind: a decoding step reads them all, and one large buffer is
+  // what a backend can place on huge pages (cpu_backend.cpp).
+  const auto per_layer = [&](std::vector<Tensor>& out) {
+    const Tensor all = backend.empty(DType::F32, {n_layers * capacity, n_kv_heads, head_dim});
+    for (int l = 0; l < n_layers; ++l) out.push_back(all.rows(l * capacity, capacity));
+  };
+  per_layer(k_);
+  per_layer(v_);
+  if (rope_) per_layer(k_roped_);
 }
 
 void KvBuffer::append(const KvSegment& seg) {

@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <cblas.h>
+#include <sys/mman.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -15,17 +16,37 @@
 namespace kvf::cpu {
 namespace {
 
+// Host memory. Large tensors (weights, KV buffers) sit on 2 MiB boundaries with transparent huge pages asked for:
+// a decoding step reads every stored key once, from buffers far apart, and with 4 KiB pages it spent much of its
+// attention time walking page tables (SmolLM2, 16 sequences decoded together: bench/prefill_bench.cpp).
 class HostStorage final : public Storage {
  public:
   explicit HostStorage(size_t bytes) {
     bytes_ = bytes;
+    if (bytes >= kHugePage) {
+      mapped_ = bytes + kHugePage;  // room to start on a huge-page boundary
+      void* m = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      KVF_CHECK(m != MAP_FAILED, "out of host memory allocating ", bytes, " bytes");
+      map_ = m;
+      data_ = (void*)(((uintptr_t)m + kHugePage - 1) / kHugePage * kHugePage);
+      ::madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice only: no huge pages is no error
+      return;
+    }
     // 64-byte alignment for AVX-512 loads; at least one cache line so empty tensors still get an address.
     const size_t rounded = (bytes + 63) / 64 * 64;
     data_ = std::aligned_alloc(64, rounded ? rounded : 64);
     KVF_CHECK(data_ != nullptr, "out of host memory allocating ", bytes, " bytes");
   }
-  ~HostStorage() override { std::free(data_); }
+  ~HostStorage() override {
+    if (map_) ::munmap(map_, mapped_);
+    else std::free(data_);
+  }
   Device device() const override { return Device::Host; }
+
+ private:
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  void* map_ = nullptr;
+  size_t mapped_ = 0;
 };
 
 void check_f32(const Tensor& t, const char* what) {

@@ -23,7 +23,7 @@ namespace kvf::cpu {
 namespace {
 
 constexpr int64_t kTile = 32;       // keys scored before the running softmax state is updated
-constexpr int64_t kMinSpan = 256;   // fewest keys worth a task of their own
+constexpr int64_t kMinSpan = 64;    // fewest keys worth a task of their own
 constexpr int64_t kMaxSpans = 32;
 
 float dot(const float* a, const float* b, int64_t n) {
@@ -62,6 +62,18 @@ void scale(float* y, float c, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= c;
 }
 
+// Asks for the K and V rows of keys [from, to) (their kv head's D values at offset off) to be brought into cache
+// while the current tile is worked on: a decoding step reads every key once, from rows that are far apart in
+// memory (one per token, every kv head's values side by side), and without this it waits on each row in turn.
+void prefetch_rows(const KeyTable& keys, int64_t from, int64_t to, int64_t off, int64_t D) {
+  constexpr int64_t kLine = 64 / sizeof(float);
+  for (int64_t j = from; j < to; ++j)
+    for (int64_t i = 0; i < D; i += kLine) {
+      __builtin_prefetch(keys.k[j] + off + i);
+      __builtin_prefetch(keys.v[j] + off + i);
+    }
+}
+
 // The softmax state of one (query row, head) over one span of keys.
 struct Partial {
   float max = -INFINITY, sum = 0.0f;
@@ -92,6 +104,7 @@ void CpuBackend::attention_blocks(const BlockAttentionArgs& a) {
     float scores[kTile];
     for (int64_t t0 = j0; t0 < j1; t0 += kTile) {
       const int64_t tn = std::min(kTile, j1 - t0);
+      prefetch_rows(keys, t0 + kTile, std::min(j1, t0 + 2 * kTile), g * D, D);
       for (int64_t lane = 0; lane < lanes; ++lane) {
         const int64_t r = lane / group, h = g * group + lane % group;
         const float* qv = q + (r * H + h) * D;
