@@ -11,6 +11,15 @@
 #include "backend/cpu/vec_math.h"
 #include "model/rope_frequencies.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KVF_TEST_ASAN 1
+#endif
+#endif
+#ifndef KVF_TEST_ASAN
+#define KVF_TEST_ASAN 0
+#endif
+
 namespace kvf {
 namespace {
 
@@ -29,6 +38,22 @@ class CpuOps : public ::testing::Test {
   }
   std::unique_ptr<Backend> b = make_cpu_backend();
 };
+
+// Tensors of 2 MiB or more start on a huge-page boundary (cpu_backend.cpp; not under AddressSanitizer, which
+// checks the allocator's blocks), hold every byte asked for, and views of them share the storage.
+TEST_F(CpuOps, LargeHostTensorsStartOnHugePageBoundaries) {
+  for (int64_t floats : {int64_t{1} << 19, (int64_t{5} << 20) / 4 + 3}) {
+    Tensor t = b->empty(DType::F32, {floats});
+#if !defined(__SANITIZE_ADDRESS__) && !KVF_TEST_ASAN
+    EXPECT_EQ((uintptr_t)t.data<float>() % (uintptr_t{2} << 20), 0u) << floats << " floats";
+#endif
+    for (int64_t i = 0; i < floats; ++i) t.data<float>()[i] = (float)(i % 1000);
+    const Tensor tail = t.rows(floats - 3, 3);
+    EXPECT_EQ(tail.data<float>()[2], (float)((floats - 1) % 1000));
+  }
+  Tensor small = b->empty(DType::F32, {100});
+  EXPECT_EQ((uintptr_t)small.data<float>() % 64, 0u);
+}
 
 TEST_F(CpuOps, MatmulMatchesNaive) {
   std::mt19937 rng(1);

@@ -16,14 +16,27 @@
 namespace kvf::cpu {
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 // Host memory. Large tensors (weights, KV buffers) sit on 2 MiB boundaries with transparent huge pages asked for:
 // a decoding step reads every stored key once, from buffers far apart, and with 4 KiB pages it spent much of its
-// attention time walking page tables (SmolLM2, 16 sequences decoded together: bench/prefill_bench.cpp).
+// attention time walking page tables (SmolLM2, 16 sequences decoded together: bench/prefill_bench.cpp). Under
+// AddressSanitizer every tensor comes from the allocator, whose bounds it checks.
 class HostStorage final : public Storage {
  public:
   explicit HostStorage(size_t bytes) {
     bytes_ = bytes;
-    if (bytes >= kHugePage) {
+    if (bytes >= kHugePage && !kAddressSanitizer) {
       mapped_ = bytes + kHugePage;  // room to start on a huge-page boundary
       void* m = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       KVF_CHECK(m != MAP_FAILED, "out of host memory allocating ", bytes, " bytes");
