@@ -84,6 +84,31 @@ TEST(PackedMatmul, ARowsResultDoesNotDependOnItsBatch) {
   }
 }
 
+// A product wide enough that a task packs several panels at a time and tall enough that rows pass them in more than
+// one slab: each column is as the first 37 columns alone give it (one narrow panel), and the last, narrower group
+// is copied out whole.
+TEST(PackedMatmul, WideProductsEqualTheirColumnsAlone) {
+  auto b = make_cpu_backend();
+  std::mt19937 rng(19);
+  const int64_t k = 512, m = 1100, rows = 230;
+  const std::vector<float> x = test::random_rows(rows, k, rng);
+  for (DType t : {DType::Q4_1, DType::BF16}) {
+    const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
+    for (GemmKernel kernel : cpu::available_gemm_kernels()) {
+      std::vector<float> all((size_t)(rows * m));
+      cpu::packed_matmul(x.data(), rows, k, w.t, all.data(), kernel);
+      for (int64_t c0 : {0, 37, 500, 1063}) {
+        Tensor slice = w.t.rows(c0, 37);
+        std::vector<float> y((size_t)(rows * 37));
+        cpu::packed_matmul(x.data(), rows, k, slice, y.data(), kernel);
+        for (int64_t i = 0; i < rows; ++i)
+          ASSERT_EQ(0, std::memcmp(y.data() + i * 37, all.data() + i * m + c0, 37 * sizeof(float)))
+              << dtype_name(t) << " " << cpu::gemm_kernel_name(kernel) << " columns " << c0 << "+37, row " << i;
+      }
+    }
+  }
+}
+
 // Few rows: block formats in integer dot products where the CPU has them (within the activation rounding, half a
 // block scale per value: int_dot.h), bf16 weights with bf16 activations where it has AVX-512 BF16 (within the
 // activations' bf16 rounding, 2^-9 of each), f32 dot products of the dequantized weights otherwise.

@@ -2,16 +2,12 @@
 // dequantized to f32 panels of 16 columns ([kc][16]), f32 activations, a micro tile of 6 rows x 16 columns.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "backend/cpu/gemm_isa.h"
 
 namespace kvf::cpu {
 namespace {
 
 constexpr int kCols = 16, kRows = 6;
-
-void convert_x(const float* x, int64_t n, void* out) { std::memcpy(out, x, (size_t)n * sizeof(float)); }
 
 // Rows r[0..8) of 8 floats -> their transpose, in place.
 inline void transpose_8x8(__m256 r[8]) {
@@ -133,6 +129,6 @@ void multiply(const void* xv, int64_t ldx, int rows, const void* panelv, int kc,
 
 }  // namespace
 
-const GemmIsa kGemmAvx2F32 = {kCols, 8, 4, convert_x, pack_panel, multiply};
+const GemmIsa kGemmAvx2F32 = {kCols, 8, 4, nullptr, pack_panel, multiply};
 
 }  // namespace kvf::cpu

@@ -14,7 +14,7 @@ struct GemmIsa {
   int panel_cols;       // output columns per panel
   int k_step;           // a panel's k extent is a multiple of this
   size_t x_elem_bytes;  // bytes per activation element in the kernel's input form
-  // x [n] f32 -> the kernel's input form (n a multiple of k_step).
+  // x [n] f32 -> the kernel's input form (n a multiple of k_step); null for a kernel that reads f32 as it is.
   void (*convert_x)(const float* x, int64_t n, void* out);
   // Weight rows w[c][0, kc) for c < cols (row stride ldw floats; cols <= panel_cols) -> panel; columns past cols
   // are zero.

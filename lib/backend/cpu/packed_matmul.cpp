@@ -17,9 +17,11 @@
 namespace kvf::cpu {
 namespace {
 
-// k extent of one panel: a multiple of every block size (32, 256) and small enough that a panel (64 columns)
-// stays in L1/L2 while every row of a task streams past it.
+// k extent of one panel: a multiple of every block size (32, 256) and small enough that a panel stays in L1 while
+// a slab of rows passes over it.
 constexpr int64_t kPanelK = 256;
+// A task's panels for one k step (they stay in L2 together), and a slab of activation rows that passes over them.
+constexpr size_t kGroupBytes = 128 << 10, kRowSlabBytes = 96 << 10;
 
 const GemmIsa& isa_of(GemmKernel kernel) {
   return kernel == GemmKernel::Avx512Bf16 ? kGemmAvx512Bf16 : kGemmAvx2F32;
@@ -138,47 +140,79 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
   int64_t few_rows = std::numeric_limits<int64_t>::max();
   for (const MatmulProduct& p : products) few_rows = std::min(few_rows, packed_matmul_few_rows(p.w->dtype, k));
   if (n <= few_rows) return few_rows_matmul(x, n, k, products);
-  // Activations in the kernel's input form, once for every panel of every product.
-  std::vector<uint8_t> xin((size_t)(n * k) * isa.x_elem_bytes);
-  tbb::parallel_for(int64_t{0}, n, [&](int64_t r) { isa.convert_x(x + r * k, k, xin.data() + r * k * isa.x_elem_bytes); });
+  // Activations in the kernel's input form, once for every panel of every product (a kernel that reads f32 takes
+  // them where they are: a copy of a 2048-row input cost a fresh allocation's page faults on every call).
+  std::vector<uint8_t> converted;
+  const uint8_t* xin = reinterpret_cast<const uint8_t*>(x);
+  if (isa.convert_x) {
+    converted.resize((size_t)(n * k) * isa.x_elem_bytes);
+    tbb::parallel_for(int64_t{0}, n,
+                      [&](int64_t r) { isa.convert_x(x + r * k, k, converted.data() + r * k * isa.x_elem_bytes); });
+    xin = converted.data();
+  }
 
-  // Tasks are (column block, row block) tiles: enough of them to keep every core busy, rows blocks large enough
-  // that dequantizing a panel is cheap next to multiplying it.
-  const std::vector<ColumnBlock> blocks = column_blocks(products, isa.panel_cols);
-  const int64_t col_blocks = (int64_t)blocks.size();
+  // Tasks are (column group, row block) tiles. A task packs its group's panels for one k step together (they stay
+  // in L2), then passes the activations over them a slab of rows at a time, so each slab is read from memory once
+  // per group and from L2 once per panel. The outputs accumulate over the k steps in a buffer of the task's own,
+  // panel by panel, where consecutive tiles are adjacent (in y a product's rows lie far apart, and reading them
+  // back at every k step stalled the kernel), and are copied into y at the end. Columns are split into groups
+  // small enough to keep every core busy before rows are split, since each row block packs its panels again.
+  const int64_t pc = isa.panel_cols;
+  const size_t panel_bytes = (size_t)(pc * kPanelK) * isa.x_elem_bytes;
   const int64_t workers = tbb::this_task_arena::max_concurrency();
+  int64_t panels = 0;
+  for (const MatmulProduct& p : products) panels += (p.w->dim(0) + pc - 1) / pc;
+  const int64_t group = std::clamp<int64_t>(panels / (4 * workers), 1, (int64_t)(kGroupBytes / panel_bytes));
+  const std::vector<ColumnBlock> blocks = column_blocks(products, group * pc);
+  const int64_t col_blocks = (int64_t)blocks.size();
   const int64_t row_blocks = std::clamp<int64_t>((2 * workers + col_blocks - 1) / col_blocks, 1, (n + 47) / 48);
   const int64_t rows_per_block = (n + row_blocks - 1) / row_blocks;
+  const int64_t slab_rows = (int64_t)(kRowSlabBytes / (kPanelK * isa.x_elem_bytes));
   tbb::parallel_for(int64_t{0}, col_blocks * row_blocks, [&](int64_t task) {
     const ColumnBlock& block = blocks[(size_t)(task / row_blocks)];
     const MatmulProduct& p = products[block.product];
-    const int64_t m = p.w->dim(0), c0 = block.c0, r0 = task % row_blocks * rows_per_block;
-    const int ncols = (int)block.cols;
-    const int nrows = (int)std::min(rows_per_block, n - r0);
+    const int64_t m = p.w->dim(0), r0 = task % row_blocks * rows_per_block;
+    const int64_t nrows = std::min(rows_per_block, n - r0);
     if (nrows <= 0) return;
+    const int group_panels = (int)((block.cols + pc - 1) / pc);
+    const auto panel_cols = [&](int g) { return (int)std::min<int64_t>(pc, block.cols - g * pc); };
     const size_t row_bytes = dtype_bytes(p.w->dtype, k);
     const uint8_t* wp = p.w->data<uint8_t>();
-    static thread_local std::vector<uint8_t> panel;  // 64-byte aligned below for the kernels' aligned loads
-    panel.resize((size_t)(isa.panel_cols * kPanelK) * isa.x_elem_bytes + 64);
-    void* aligned = panel.data() + (64 - (uintptr_t)panel.data() % 64) % 64;
+    static thread_local std::vector<uint8_t> panel_buffer;  // 64-byte aligned below for the kernels' aligned loads
+    panel_buffer.resize(panel_bytes * (size_t)group_panels + 64);
+    uint8_t* panel0 = panel_buffer.data() + (64 - (uintptr_t)panel_buffer.data() % 64) % 64;
+    static thread_local std::vector<float> out;  // [panel][row][pc]: every column of a panel, zeros included
+    out.resize((size_t)(group_panels * nrows * pc));
     // Block formats the bf16 kernel decodes straight into its panel; the others go through f32 values.
     const bool direct = kernel == GemmKernel::Avx512Bf16 && pack_quant_panel_bf16_supports(p.w->dtype);
-    const uint8_t* rows[64];
-    for (int c = 0; c < ncols && direct; ++c) rows[c] = wp + (c0 + c) * row_bytes;
     static thread_local std::vector<float> values;  // a panel's weights in f32, before packing
-    if (!direct) values.resize((size_t)(isa.panel_cols * kPanelK));
+    if (!direct) values.resize((size_t)(pc * kPanelK));
     for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
       const int kc = (int)std::min(kPanelK, k - k0);
-      if (direct) {
-        pack_quant_panel_bf16(p.w->dtype, rows, ncols, k0, kc, aligned);
-      } else {
-        for (int c = 0; c < ncols; ++c)
-          weight_values(p.w->dtype, wp + (c0 + c) * row_bytes, k0, kc, values.data() + c * kPanelK);
-        isa.pack_panel(values.data(), kPanelK, ncols, kc, aligned);
+      for (int g = 0; g < group_panels; ++g) {
+        const int64_t c0 = block.c0 + g * pc;
+        const int ncols = panel_cols(g);
+        if (direct) {
+          const uint8_t* rows[64];
+          for (int c = 0; c < ncols; ++c) rows[c] = wp + (c0 + c) * row_bytes;
+          pack_quant_panel_bf16(p.w->dtype, rows, ncols, k0, kc, panel0 + g * panel_bytes);
+        } else {
+          for (int c = 0; c < ncols; ++c)
+            weight_values(p.w->dtype, wp + (c0 + c) * row_bytes, k0, kc, values.data() + c * kPanelK);
+          isa.pack_panel(values.data(), kPanelK, ncols, kc, panel0 + g * panel_bytes);
+        }
       }
-      isa.multiply(xin.data() + (r0 * k + k0) * isa.x_elem_bytes, k, nrows, aligned, kc, ncols, p.y + r0 * m + c0,
-                   m, k0 > 0);
+      for (int64_t s = 0; s < nrows; s += slab_rows) {
+        const int srows = (int)std::min(slab_rows, nrows - s);
+        for (int g = 0; g < group_panels; ++g)
+          isa.multiply(xin + ((r0 + s) * k + k0) * isa.x_elem_bytes, k, srows, panel0 + g * panel_bytes, kc,
+                       (int)pc, out.data() + (g * nrows + s) * pc, pc, k0 > 0);
+      }
     }
+    for (int g = 0; g < group_panels; ++g)
+      for (int64_t r = 0; r < nrows; ++r)
+        std::memcpy(p.y + (r0 + r) * m + block.c0 + g * pc, out.data() + (g * nrows + r) * pc,
+                    (size_t)panel_cols(g) * sizeof(float));
   });
 }
 
