@@ -236,10 +236,12 @@ def markdown(args, rows, loads):
         "- kvfuse: `kvf_prefill_bench`, `--compute f32` (weights dequantized to f32, OpenBLAS) and `--compute fast` "
         "(weights kept as stored, the run-time chosen kernel)",
         f"- Workload: prefill of {', '.join(map(str, args.tokens))} random token ids (seed {args.seed}) into an "
-        f"empty cache; decode `B x {args.decode}`: B sequences, each prefilled (untimed) with its own "
-        f"{args.tokens[0]}-token prompt, then {args.decode} greedy steps of one token per sequence, all B in one "
-        "forward call per step (llama.cpp: one `llama_decode` per step, one KV stream per sequence); median of "
-        f"{args.runs} timed runs after one warm-up; each measurement in its own process, one at a time",
+        "empty cache; "
+        + (f"decode `B x {args.decode}`: B sequences, each prefilled (untimed) with its own "
+           f"{args.tokens[0]}-token prompt, then {args.decode} greedy steps of one token per sequence, all B in one "
+           "forward call per step (llama.cpp: one `llama_decode` per step, one KV stream per sequence); "
+           if args.decode else "no decoding (`--decode 0`); ")
+        + f"median of {args.runs} timed runs after one warm-up; each measurement in its own process, one at a time",
         f"- Load average (1, 5, 15 min) before / after: {loads[0]} / {loads[1]} (other work on the cores skews "
         "the numbers)",
         f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
