@@ -162,12 +162,15 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
   const int64_t workers = tbb::this_task_arena::max_concurrency();
   int64_t panels = 0;
   for (const MatmulProduct& p : products) panels += (p.w->dim(0) + pc - 1) / pc;
-  const int64_t group = std::clamp<int64_t>(panels / (4 * workers), 1, (int64_t)(kGroupBytes / panel_bytes));
+  // Rows that fit one slab gain nothing from groups (they stay in L1/L2 anyway), and one panel per task spreads
+  // the work most evenly over the workers (decoding 16 sequences: level with and without groups, within noise).
+  const int64_t slab_rows = (int64_t)(kRowSlabBytes / (kPanelK * isa.x_elem_bytes));
+  const int64_t group =
+      n <= slab_rows ? 1 : std::clamp<int64_t>(panels / (4 * workers), 1, (int64_t)(kGroupBytes / panel_bytes));
   const std::vector<ColumnBlock> blocks = column_blocks(products, group * pc);
   const int64_t col_blocks = (int64_t)blocks.size();
   const int64_t row_blocks = std::clamp<int64_t>((2 * workers + col_blocks - 1) / col_blocks, 1, (n + 47) / 48);
   const int64_t rows_per_block = (n + row_blocks - 1) / row_blocks;
-  const int64_t slab_rows = (int64_t)(kRowSlabBytes / (kPanelK * isa.x_elem_bytes));
   tbb::parallel_for(int64_t{0}, col_blocks * row_blocks, [&](int64_t task) {
     const ColumnBlock& block = blocks[(size_t)(task / row_blocks)];
     const MatmulProduct& p = products[block.product];
