@@ -68,12 +68,45 @@ void drop_cached_shards(const std::string& store, const std::string& mode) {
   }
 }
 
+// --profile: each setting's ops, milliseconds per query (one answer: prefill, selection and the first token).
+void print_op_split(const std::vector<Setting>& settings,
+                    const std::map<std::string, std::map<std::string, kvf::OpStats>>& ops, double queries) {
+  std::printf("\nBackend ops per query (--profile: each op waited for), ms and calls:\n\n| op |");
+  for (const Setting& s : settings) std::printf(" %s |", s.label().c_str());
+  std::printf("\n|---|");
+  for (size_t i = 0; i < settings.size(); ++i) std::printf("---:|");
+  std::printf("\n");
+  std::map<std::string, bool> names;
+  for (const auto& [label, by_op] : ops)
+    for (const auto& entry : by_op) names[entry.first] = true;
+  const auto cell = [&](const Setting& s, const std::string& op) -> kvf::OpStats {
+    const auto it = ops.find(s.label());
+    if (it == ops.end() || !it->second.count(op)) return {};
+    return it->second.at(op);
+  };
+  for (const auto& [op, unused] : names) {
+    std::printf("| %s |", op.c_str());
+    for (const Setting& s : settings) {
+      const kvf::OpStats st = cell(s, op);
+      std::printf(" %.1f (%.0f) |", 1e3 * st.seconds / queries, st.calls / queries);
+    }
+    std::printf("\n");
+  }
+  std::printf("| all ops |");
+  for (const Setting& s : settings) {
+    double total = 0;
+    for (const auto& [op, unused] : names) total += cell(s, op).seconds;
+    std::printf(" %.1f |", 1e3 * total / queries);
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kvf_ttft_bench: TTFT of kvrun's methods against full, side by side"};
   std::string store, queries, model = "smollm2", compute = "fast", kv_mode = "independent", backend = "cpu";
-  bool cold = false;
+  bool cold = false, profile = false;
   double cache_mb = 0;
   int questions = 5, chunks = 10, runs = 5, threads = 2;
   std::vector<double> ratios{0.0, 0.05, 0.15, 0.3, 1.0};
@@ -101,6 +134,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   bool decode_at_load = false;
   app.add_flag("--decode-low-bit-at-load", decode_at_load, "int4/int3/int2 KV: decode to f32 when read (kvrun's flag)");
+  app.add_flag("--profile", profile,
+               "also time every backend op and print each method's split (each op is waited for, so the TTFT "
+               "columns of a profiled run are not the method's own: take them from a run without it)");
   CLI11_PARSE(app, argc, argv);
   try {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
@@ -112,6 +148,7 @@ int main(int argc, char** argv) {
     eo.kv_mode = kv_mode;
     eo.backend = backend;
     eo.decode_low_bit_at_load = decode_at_load;
+    eo.profile_ops = profile;
     kvf::QueryEngine engine(eo);
     std::vector<kvf::ResolvedQuery> picked;
     for (const kvf::QueryRecord& r : kvf::read_query_file(queries)) {
@@ -135,6 +172,7 @@ int main(int argc, char** argv) {
     kvf::AnswerOptions ao;
     ao.max_tokens = 1;  // the first token is all TTFT needs
     std::map<std::string, std::vector<kvf::QueryAnswer>> timed;
+    std::map<std::string, std::map<std::string, kvf::OpStats>> ops;  // --profile: per setting, summed over runs
     std::vector<double> n_context, n_question;
     for (int run = 0; run <= runs; ++run) {
       for (const kvf::ResolvedQuery& q : picked) {
@@ -144,8 +182,13 @@ int main(int argc, char** argv) {
           ao.method = s.method;
           ao.recompute = s.ratio;
           if (cold) drop_cached_shards(store, kv_mode);
+          engine.reset_op_stats();
           kvf::QueryAnswer a = engine.answer(q, ao);
           if (run == 0) continue;  // warm-up
+          for (const auto& [op, st] : engine.op_stats()) {
+            ops[s.label()][op].seconds += st.seconds;
+            ops[s.label()][op].calls += st.calls;
+          }
           if (s.method == FusionMethod::Full) {
             n_context.push_back((double)a.n_context_tokens);
             n_question.push_back((double)a.n_question_tokens);
@@ -182,6 +225,7 @@ int main(int argc, char** argv) {
                   s.method == FusionMethod::Full ? 1.0 : s.ratio, t, median(load), median(select), median(prefill),
                   full_ttft / t, ideal_ratio(s, n, q, engine.model_layers()));
     }
+    if (profile) print_op_split(settings, ops, (double)runs * questions);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -25,14 +25,16 @@ __device__ inline void report_index_error(IndexError* e, int32_t code, int64_t v
 }
 #endif
 
-// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, rows of d (sum of squares in double, as the CPU reference).
-void rms_norm(const float* x, const float* weight, float eps, int64_t rows, int64_t d, float* y, cudaStream_t stream);
+// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, rows of d (sum of squares in double, as the CPU reference);
+// y f32, or bf16 (rounded) when y_bf16.
+void rms_norm(const float* x, const float* weight, float eps, int64_t rows, int64_t d, void* y, bool y_bf16,
+              cudaStream_t stream);
 // y += x
 void add_inplace(float* y, const float* x, int64_t n, cudaStream_t stream);
 // y[r, :] += bias
 void add_bias(float* y, const float* bias, int64_t rows, int64_t d, cudaStream_t stream);
-// out = silu(gate) * up
-void swiglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+// out = silu(gate) * up; out f32, or bf16 when out_bf16
+void swiglu(const float* gate, const float* up, void* out, bool out_bf16, int64_t n, cudaStream_t stream);
 // dst[i] = src[rows[i]], rows of row_bytes bytes (embedding lookups and KV gathers); rows outside [0, src_rows)
 // are reported as `code` and left unwritten.
 void gather_rows(const void* src, int64_t src_rows, const int32_t* rows, int64_t n, int64_t row_bytes, void* dst,
@@ -42,12 +44,27 @@ void gather_bf16_rows_to_f32(const void* table, int64_t table_rows, const int32_
                              float* dst, IndexError* err, cudaStream_t stream);
 // dst[i] = bf16(src[rows ? rows[i] : i]), rows of d values (rows already checked by the caller's plan).
 void rows_to_bf16(const float* src, const int32_t* rows, int64_t n, int64_t d, void* dst, cudaStream_t stream);
+// One key block of a view, staged by stage_blocks_bf16: rows [first, first + count) of the staged K/V come from
+// k/v (f32, `src_rows` rows of d values) at rows[i] (or i when rows is null), their positions from pos.
+struct StagedBlock {
+  const float* k;
+  const float* v;
+  const int32_t* rows;
+  const int32_t* pos;
+  int64_t first, count, src_rows;
+};
+// Every block of a view into one bf16 K/V [m, d] and its positions [m], in one launch (a view holds a block per
+// chunk, so a launch per block and layer would leave the GPU waiting on the host). blocks: `n_blocks` device
+// descriptors ordered by `first`, covering [0, m). A row outside a block's source is reported and left unwritten.
+void stage_blocks_bf16(const StagedBlock* blocks, int64_t n_blocks, int64_t m, int64_t d, void* k_dst, void* v_dst,
+                       int32_t* pos_dst, IndexError* err, cudaStream_t stream);
 
 // x [n, heads, head_dim] rotated in place to positions pos [n]: the first rotary_dim dims of each head, pairs
 // (2i, 2i+1) when adjacent, else (i, i + rotary_dim/2); angles p * inv_freq[i] in double; inverse: -angle.
 // A negative position is reported and its row left as it was.
-void rope(float* x, const int32_t* pos, int64_t n, int64_t heads, int64_t head_dim, int64_t rotary_dim,
-          const float* inv_freq, bool adjacent, bool inverse, IndexError* err, cudaStream_t stream);
+// src == x rotates in place; else x = src rotated (the dims past rotary_dim copied).
+void rope(const float* src, float* x, const int32_t* pos, int64_t n, int64_t heads, int64_t head_dim,
+          int64_t rotary_dim, const float* inv_freq, bool adjacent, bool inverse, IndexError* err, cudaStream_t stream);
 
 // The forward rule's attention (DESIGN.md §3) over gathered keys: query row r (position q_pos[r], head h) reads
 // every key j with k_pos[j] <= q_pos[r] of kv head h / (n_heads / n_kv_heads); scores scaled, softmax, P·V. A row

@@ -13,9 +13,14 @@ constexpr int kThreads = 256;
 
 int blocks_for(int64_t n) { return (int)((n + kThreads - 1) / kThreads); }
 
-__global__ void rms_norm_kernel(const float* x, const float* w, float eps, int64_t d, float* y) {
+// An output value as f32 or rounded to bf16 (the fast mode's matmul inputs).
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+template <typename Out>
+__global__ void rms_norm_kernel(const float* x, const float* w, float eps, int64_t d, Out* y) {
   const float* xr = x + blockIdx.x * d;
-  float* yr = y + blockIdx.x * d;
+  Out* yr = y + blockIdx.x * d;
   double local = 0;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) local += (double)xr[i] * (double)xr[i];
   __shared__ double partial[kThreads];
@@ -26,7 +31,7 @@ __global__ void rms_norm_kernel(const float* x, const float* w, float eps, int64
     __syncthreads();
   }
   const float scale = (float)(1.0 / sqrt(partial[0] / (double)d + (double)eps));
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) yr[i] = xr[i] * scale * w[i];
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) store(yr + i, xr[i] * scale * w[i]);
 }
 
 __global__ void add_kernel(float* y, const float* x, int64_t n) {
@@ -39,11 +44,12 @@ __global__ void add_bias_kernel(float* y, const float* bias, int64_t n, int64_t 
   if (i < n) y[i] += bias[i % d];
 }
 
-__global__ void swiglu_kernel(const float* gate, const float* up, float* out, int64_t n) {
+template <typename Out>
+__global__ void swiglu_kernel(const float* gate, const float* up, Out* out, int64_t n) {
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i < n) {
     const float g = gate[i];
-    out[i] = g / (1.0f + expf(-g)) * up[i];
+    store(out + i, g / (1.0f + expf(-g)) * up[i]);
   }
 }
 
@@ -77,10 +83,41 @@ __global__ void to_bf16_kernel(const float* src, const int32_t* rows, int64_t d,
     to[i] = __float2bfloat16_rn(from[i]);
 }
 
+// One staged row per block: find its key block (binary search over the blocks' first rows), then K and V.
+__global__ void stage_blocks_kernel(const StagedBlock* blocks, int n_blocks, int64_t d, __nv_bfloat16* k_dst,
+                                    __nv_bfloat16* v_dst, int32_t* pos_dst, IndexError* err) {
+  const int64_t r = blockIdx.x;
+  int lo = 0, hi = n_blocks - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (blocks[mid].first <= r) lo = mid;
+    else hi = mid - 1;
+  }
+  const StagedBlock& b = blocks[lo];
+  const int64_t i = r - b.first;
+  const int64_t src = b.rows ? (int64_t)b.rows[i] : i;
+  if (src < 0 || src >= b.src_rows) {
+    if (threadIdx.x == 0) report_index_error(err, kBadGatherRow, src, i, b.src_rows);
+    return;
+  }
+  if (threadIdx.x == 0) pos_dst[r] = b.pos[i];
+  const float* k = b.k + src * d;
+  const float* v = b.v + src * d;
+  for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
+    k_dst[r * d + c] = __float2bfloat16_rn(k[c]);
+    v_dst[r * d + c] = __float2bfloat16_rn(v[c]);
+  }
+}
+
 }  // namespace
 
-void rms_norm(const float* x, const float* weight, float eps, int64_t rows, int64_t d, float* y, cudaStream_t stream) {
-  if (rows > 0) rms_norm_kernel<<<(unsigned)rows, kThreads, 0, stream>>>(x, weight, eps, d, y);
+void rms_norm(const float* x, const float* weight, float eps, int64_t rows, int64_t d, void* y, bool y_bf16,
+              cudaStream_t stream) {
+  if (rows == 0) return;
+  if (y_bf16)
+    rms_norm_kernel<<<(unsigned)rows, kThreads, 0, stream>>>(x, weight, eps, d, static_cast<__nv_bfloat16*>(y));
+  else
+    rms_norm_kernel<<<(unsigned)rows, kThreads, 0, stream>>>(x, weight, eps, d, static_cast<float*>(y));
 }
 
 void add_inplace(float* y, const float* x, int64_t n, cudaStream_t stream) {
@@ -91,8 +128,12 @@ void add_bias(float* y, const float* bias, int64_t rows, int64_t d, cudaStream_t
   if (rows * d > 0) add_bias_kernel<<<blocks_for(rows * d), kThreads, 0, stream>>>(y, bias, rows * d, d);
 }
 
-void swiglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream) {
-  if (n > 0) swiglu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, out, n);
+void swiglu(const float* gate, const float* up, void* out, bool out_bf16, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  if (out_bf16)
+    swiglu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, static_cast<__nv_bfloat16*>(out), n);
+  else
+    swiglu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, static_cast<float*>(out), n);
 }
 
 void gather_rows(const void* src, int64_t src_rows, const int32_t* rows, int64_t n, int64_t row_bytes, void* dst,
@@ -113,6 +154,13 @@ void rows_to_bf16(const float* src, const int32_t* rows, int64_t n, int64_t d, v
   if (n == 0 || d == 0) return;
   const dim3 grid((unsigned)std::min<int64_t>((d + kThreads - 1) / kThreads, 8), (unsigned)n);
   to_bf16_kernel<<<grid, kThreads, 0, stream>>>(src, rows, d, static_cast<__nv_bfloat16*>(dst));
+}
+
+void stage_blocks_bf16(const StagedBlock* blocks, int64_t n_blocks, int64_t m, int64_t d, void* k_dst, void* v_dst,
+                       int32_t* pos_dst, IndexError* err, cudaStream_t stream) {
+  if (m == 0 || n_blocks == 0) return;
+  stage_blocks_kernel<<<(unsigned)m, 128, 0, stream>>>(blocks, (int)n_blocks, d, static_cast<__nv_bfloat16*>(k_dst),
+                                                       static_cast<__nv_bfloat16*>(v_dst), pos_dst, err);
 }
 
 }  // namespace kvf::cuda

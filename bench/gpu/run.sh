@@ -15,9 +15,13 @@
 #   TTFT_CHUNKS     ~512-token chunks in the TTFT benchmark's context (57: about 27K tokens); TTFT_RUNS (3)
 #   COMPUTE         fast (default: bf16 where the backend has it) or f32, for prefill, precompute and TTFT
 #   STEP_TIMEOUT    seconds after which a step is stopped (300), so one slow step cannot cost the whole call
-#   PROFILE_TOKENS  prompt length of the large shape's op profile (8192)
+#   PROFILE_TOKENS  prompt lengths of the large shape's op profiles (2048 8192)
 #   NEIGHBOR_CACHE_MB  similarity precompute: neighbours' KV kept in (device) memory (16384)
 #   STORE_DIR       where the precompute store is written (/tmp/kvfuse-device/store; /dev/shm/... takes the disk out)
+#   BATCH_TOKENS    chunk tokens per forward pass of the similarity precompute (1024); a second similarity run with
+#                   MORE_BATCH_TOKENS (4096; empty: none) on a copy of the store made before the first
+#   FLASH_ROWS      query rows per block of the tensor-core attention kernel to test and time (64 128; the kernel
+#                   reads KVF_FLASH_ROWS, 64 unless set)
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${1:-$here/device-bundle/kvfuse-sm90.tar.xz}
@@ -80,6 +84,12 @@ if want tests; then
     --gtest_output="xml:$out/cuda_tests.xml"
   # The counts, and every failed test by name (skipped ones are listed in run.log).
   grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test" "$work/last.log" | sort -u | tee -a "$summary"
+  # The tensor-core kernel's other block shapes (KVF_FLASH_ROWS) on the same checks.
+  for rows in ${FLASH_ROWS:-64 128}; do
+    KVF_FLASH_ROWS=$rows step "tensor-core tests, $rows rows" "$bin/kvf_unit_tests" \
+      --gtest_filter='*TensorCore*:*FastMode*:*FusedPrefill*'
+    grep -E "^\[  PASSED  \]|^\[  FAILED  \]" "$work/last.log" | sort -u | tee -a "$summary"
+  done
   # Which instructions the kernels use: HMMA (tensor cores), LDSM (matrix loads), LDL/STL (local-memory spills).
   if command -v cuobjdump >/dev/null; then
     say "sass: $(cuobjdump -sass "$bin/kvf_unit_tests" 2>/dev/null | grep -oE '\b(HMMA|LDSM|LDL|STL)[.A-Z0-9]*' |
@@ -89,8 +99,14 @@ fi
 
 # The sparse prefill's attention op by recompute ratio, against PyTorch SDPA (flash, dense causal) on the GPU.
 if want attention; then
-  step attention "$bin/kvf_attention_bench" --backend "$backend" --context "$attn_context" --heads 28 --kv-heads 4 \
-    --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json && cat "$work/last.log" >>"$out/attention.jsonl"
+  # Each block shape twice, alternated, so the spread between repeats shows next to the difference.
+  for rows in ${FLASH_ROWS:-64 128} ${FLASH_ROWS:-64 128}; do
+    KVF_FLASH_ROWS=$rows step "attention, $rows rows" "$bin/kvf_attention_bench" --backend "$backend" \
+      --context "$attn_context" --heads 28 --kv-heads 4 --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json &&
+      sed "s/^{/{\"flash_rows\":$rows,/" "$work/last.log" | tee -a "$out/attention.jsonl" |
+      python3 -c 'import json,sys; print(" ".join("%.2f:%.2fms" % (r["ratio"], r["median_ms"]) for r in map(json.loads, sys.stdin)))' |
+      tee -a "$summary"
+  done
   if [ "$backend" = cuda ]; then
     step sdpa python3 "$here/bench/gpu/sdpa_bench.py" --context "$attn_context" &&
       cat "$work/last.log" >>"$out/attention.jsonl"
@@ -114,9 +130,10 @@ if want prefill; then
     done
   done
   # Where the large shape's prefill spends its time, op by op (each op waited for).
-  [ -f "$big" ] && step "profile $(basename "$big" .gguf) ${PROFILE_TOKENS:-8192}" "$bin/kvf_prefill_bench" \
-    --backend "$backend" --model "$big" --tokens "${PROFILE_TOKENS:-8192}" --runs 2 --threads "$(nproc)" \
-    --compute "$compute" --profile
+  for n in ${PROFILE_TOKENS:-2048 8192}; do
+    [ -f "$big" ] && step "profile $(basename "$big" .gguf) $n" "$bin/kvf_prefill_bench" --backend "$backend" \
+      --model "$big" --tokens "$n" --runs 2 --threads "$(nproc)" --compute "$compute" --profile
+  done
   # The peer: Hugging Face transformers (SDPA, bf16) on the large shape, same prompt lengths.
   if [ "$backend" = cuda ]; then
     step "hf prefill $big_shape" python3 "$here/bench/gpu/hf_prefill_bench.py" --shape "$big_shape" \
@@ -128,10 +145,13 @@ fi
 # (synthetic text and embeddings: the embedder's weights do not travel either).
 if want precompute && [ -f "$big" ]; then
   rm -rf "$store"
-  # The disk the store is written to, alone: 1 GiB of direct writes.
-  step "disk write $(dirname "$store")" dd if=/dev/zero of="$(dirname "$store")/dd.bin" bs=16M count=64 oflag=direct
-  tail -1 "$work/last.log" | tee -a "$summary"
-  rm -f "$(dirname "$store")/dd.bin"
+  mkdir -p "$(dirname "$store")"
+  # The disk the store is written to, alone: 1 GiB of direct writes (none for a store in memory).
+  if [[ $store != /dev/shm/* ]]; then
+    step "disk write $(dirname "$store")" dd if=/dev/zero of="$(dirname "$store")/dd.bin" bs=16M count=64 oflag=direct
+    tail -1 "$work/last.log" | tee -a "$summary"
+    rm -f "$(dirname "$store")/dd.bin"
+  fi
   step corpus python3 "$here/bench/synthetic_corpus.py" "$work/corpus.jsonl" "$chunks" 420
   step chunk "$bin/kvprep" chunk --corpus "$work/corpus.jsonl" --store "$store" --chunk-tokens 512 --model "$big"
   step embed_synthetic "$bin/kvf_scale_tool" embed-synthetic --store "$store"
@@ -140,9 +160,19 @@ if want precompute && [ -f "$big" ]; then
   step "prefill independent" "$bin/kvprep" prefill --store "$store" --model "$big" --mode independent \
     --backend "$backend" --compute "$compute"
   tail -2 "$work/last.log" | tee -a "$summary"
+  more_batch=${MORE_BATCH_TOKENS-4096}
+  [ -n "$more_batch" ] && cp -a "$store" "$store-batch$more_batch"
   step "prefill similarity" "$bin/kvprep" prefill --store "$store" --model "$big" --mode similarity --top-n 10 \
-    --backend "$backend" --compute "$compute" --neighbor-cache-mb "${NEIGHBOR_CACHE_MB:-16384}"
+    --backend "$backend" --compute "$compute" --neighbor-cache-mb "${NEIGHBOR_CACHE_MB:-16384}" \
+    --batch-tokens "${BATCH_TOKENS:-1024}"
   tail -2 "$work/last.log" | tee -a "$summary"
+  if [ -n "$more_batch" ]; then
+    step "prefill similarity, batch $more_batch" "$bin/kvprep" prefill --store "$store-batch$more_batch" \
+      --model "$big" --mode similarity --top-n 10 --backend "$backend" --compute "$compute" \
+      --neighbor-cache-mb "${NEIGHBOR_CACHE_MB:-16384}" --batch-tokens "$more_batch"
+    tail -2 "$work/last.log" | tee -a "$summary"
+    rm -rf "$store-batch$more_batch"
+  fi
 fi
 
 # TTFT of full, reuse and fusion at 15% over TTFT_CHUNKS chunks of the precompute store (one question whose
@@ -163,6 +193,12 @@ PY
   step "ttft cached" "$bin/kvf_ttft_bench" --store "$store" --model "$big" --queries "$work/questions.jsonl" \
     --questions 1 --chunks "$ttft_chunks" --runs "$ttft_runs" --threads "$(nproc)" --compute "$compute" \
     --backend "$backend" --methods full reuse fusion --ratios 0.15 --cache-mb 16384 &&
+    cat "$work/last.log" >>"$out/ttft.md"
+  cat "$work/last.log" >>"$summary"
+  # Where each method's time goes, op by op (each op waited for; one timed run).
+  step "ttft profile" "$bin/kvf_ttft_bench" --store "$store" --model "$big" --queries "$work/questions.jsonl" \
+    --questions 1 --chunks "$ttft_chunks" --runs 1 --threads "$(nproc)" --compute "$compute" \
+    --backend "$backend" --methods full reuse fusion --ratios 0.15 --cache-mb 16384 --profile &&
     cat "$work/last.log" >>"$out/ttft.md"
   cat "$work/last.log" >>"$summary"
 fi

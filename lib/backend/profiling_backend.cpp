@@ -63,8 +63,14 @@ void ProfilingBackend::gather_rows(const Tensor& src, const Tensor& rows, Tensor
 void ProfilingBackend::rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) {
   timed("rope", [&] { inner_.rope_inplace(x, pos, spec, inverse); });
 }
+void ProfilingBackend::rope_into(const Tensor& src, Tensor& dst, const Tensor& pos, const RopeSpec& spec) {
+  timed("rope", [&] { inner_.rope_into(src, dst, pos, spec); });
+}
 void ProfilingBackend::attention(AttentionArgs& args) {
   timed("attention", [&] { inner_.attention(args); });
+}
+void ProfilingBackend::attention_blocks(const BlockAttentionArgs& args) {
+  timed("attention_blocks", [&] { inner_.attention_blocks(args); });
 }
 
 }  // namespace kvf

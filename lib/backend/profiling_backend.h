@@ -27,6 +27,7 @@ class ProfilingBackend final : public Backend {
     return inner_.accepts_weights(dtype, row_elems);
   }
   void synchronize() override { inner_.synchronize(); }
+  DType matmul_input_dtype(const Tensor& w) const override { return inner_.matmul_input_dtype(w); }
   Tensor empty(DType dtype, const Shape& shape) override;
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override;
   void copy_to_host(const Tensor& src, void* dst, size_t bytes) override;
@@ -40,7 +41,9 @@ class ProfilingBackend final : public Backend {
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override;
   void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override;
   void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) override;
+  void rope_into(const Tensor& src, Tensor& dst, const Tensor& pos, const RopeSpec& spec) override;
   void attention(AttentionArgs& args) override;
+  void attention_blocks(const BlockAttentionArgs& args) override;
 
  private:
   template <typename F>

@@ -78,7 +78,9 @@ struct QueryEngine::State {
   ChatTemplate chat;
   std::string system_text;
   std::vector<int32_t> empty_question;  // Q's tokens for an empty question: where the question's own text starts
-  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Backend> device_backend;  // where the decoder runs
+  std::unique_ptr<ProfilingBackend> profiler;  // with profile_ops, in front of device_backend
+  Backend* backend = nullptr;  // what the engine calls: the profiler when there is one
   std::unique_ptr<Decoder> decoder;
   std::unique_ptr<Decoder> stored_decoder;  // a layer-shared mode's model (KVSharer); null: the plain one
   ChunkTable chunks;
@@ -109,7 +111,9 @@ struct QueryEngine::State {
       KVF_CHECK(wanted == system_text, o.store_dir, ": the store's KV was computed after another system prompt; "
                 "build a store with this system message or leave --system out");
     }
-    backend = make_backend(o.backend);
+    device_backend = make_backend(o.backend);
+    backend = device_backend.get();
+    if (o.profile_ops) backend = (profiler = std::make_unique<ProfilingBackend>(*device_backend)).get();
     decoder = Decoder::load(model_path, *backend, o.compute);
     const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
     const uint64_t s_id = chunk_id(s_tokens, fingerprint);
@@ -167,6 +171,14 @@ const std::string& QueryEngine::kv_mode() const { return s_->options.kv_mode; }
 int QueryEngine::model_layers() const { return s_->decoder->config().n_layers; }
 ChunkKvCache::Stats QueryEngine::cache_stats() const {
   return s_->cache ? s_->cache->stats() : ChunkKvCache::Stats{};
+}
+
+std::map<std::string, OpStats> QueryEngine::op_stats() const {
+  return s_->profiler ? s_->profiler->stats() : std::map<std::string, OpStats>{};
+}
+
+void QueryEngine::reset_op_stats() {
+  if (s_->profiler) s_->profiler->reset();
 }
 
 std::vector<int32_t> QueryEngine::link_token_ids(int count) const {

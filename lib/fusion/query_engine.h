@@ -3,10 +3,12 @@
 // by one of the methods, and greedy decoding; every phase timed.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/profiling_backend.h"
 #include "fusion/context_kv.h"
 #include "fusion/fused_prefill.h"
 #include "fusion/fusion_method.h"
@@ -27,6 +29,8 @@ struct QueryEngineOptions {
   std::string system_message;           // must match the store's S; empty: the store's own
   std::string backend = "cpu";          // where the decoder runs: cpu | cuda
   ComputeMode compute = ComputeMode::Fast;  // how: compact weights and fast kernels, or the f32 reference
+  // Time every backend op (ProfilingBackend: each op waited for, so answers get slower); see op_stats().
+  bool profile_ops = false;
 };
 
 struct Query {
@@ -111,6 +115,9 @@ class QueryEngine {
   const std::string& kv_mode() const;
   int model_layers() const;
   ChunkKvCache::Stats cache_stats() const;  // the chunk KV cache's lookups and what it holds
+  // With profile_ops: each backend op's time and calls since the last reset (empty without profile_ops).
+  std::map<std::string, OpStats> op_stats() const;
+  void reset_op_stats();
   std::vector<int32_t> link_token_ids(int count) const;  // the model's link tokens, `count` per chunk
   // An answer's tokens as the assistant would write them right after the prompt (no end token).
   std::vector<int32_t> encode_answer(const std::string& text) const;

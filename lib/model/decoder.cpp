@@ -124,7 +124,8 @@ class ForwardPass {
   void allocate_scratch() {
     const int64_t N = n_tokens_, H = c_.n_heads, KV = c_.n_kv_heads, D = c_.head_dim;
     x_ = b_.empty(DType::F32, {N, c_.hidden});
-    xn_ = b_.empty(DType::F32, {N, c_.hidden});
+    const DType act = matmul_input_dtype();
+    xn_ = b_.empty(act, {N, c_.hidden});
     q_ = b_.empty(DType::F32, {N, H, D});
     k_ = b_.empty(DType::F32, {N, KV, D});
     v_ = b_.empty(DType::F32, {N, KV, D});
@@ -132,6 +133,7 @@ class ForwardPass {
     proj_ = b_.empty(DType::F32, {N, c_.hidden});
     gate_ = b_.empty(DType::F32, {N, c_.ffn});
     up_ = b_.empty(DType::F32, {N, c_.ffn});
+    mlp_in_ = act == DType::F32 ? gate_ : b_.empty(act, {N, c_.ffn});  // f32: SwiGLU in place
     // KV sharing: a source layer's K and V of the computed tokens are kept for the layers that read them; zeros
     // until the source has run (a condensed-KV span's first pass reads them, DESIGN.md §3).
     shared_k_.resize(layers_);
@@ -147,6 +149,16 @@ class ForwardPass {
         b_.copy_from_host(shared_v_[src], zeros.data(), zeros.size() * sizeof(float));
       }
     }
+  }
+
+  // The dtype of the matmuls' inputs that the norms and SwiGLU write: the backend's for these weights where every
+  // layer's projections agree on it, else f32.
+  DType matmul_input_dtype() const {
+    const DType want = b_.matmul_input_dtype(w_.layers[0].wq);
+    for (const LlamaLayerWeights& w : w_.layers)
+      for (const Tensor* t : {&w.wq, &w.wk, &w.wv, &w.w_gate, &w.w_up, &w.w_down})
+        if (t->defined() && b_.matmul_input_dtype(*t) != want) return DType::F32;
+    return want;
   }
 
   void embed_tokens() { b_.embedding(w_.token_embd, upload_i32(b_, tokens_), x_); }
@@ -314,8 +326,8 @@ class ForwardPass {
     b_.add_inplace(x_, proj_);
     b_.rms_norm(x_, w.ffn_norm, c_.norm_eps, xn_);
     b_.matmul_nt_many(xn_, {&w.w_gate, &w.w_up}, {&gate_, &up_});
-    b_.swiglu(gate_, up_, gate_);
-    b_.matmul_nt(gate_, w.w_down, proj_);
+    b_.swiglu(gate_, up_, mlp_in_);
+    b_.matmul_nt(mlp_in_, w.w_down, proj_);
     b_.add_inplace(x_, proj_);
   }
 
@@ -361,7 +373,9 @@ class ForwardPass {
   std::vector<int32_t> tokens_, logit_rows_;
   int64_t n_tokens_ = 0;
   std::vector<ForwardResult> results_;
-  Tensor x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_;  // [tokens, ...] activations of the current layer
+  // [tokens, ...] activations of the current layer; xn_ (the norms' output) and mlp_in_ (SwiGLU's) in the dtype
+  // the matmuls they feed read (matmul_input_dtype)
+  Tensor x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_, mlp_in_;
   std::vector<Tensor> shared_k_, shared_v_;              // per source layer read by later layers
   std::vector<float> decoded_k_, decoded_v_;             // decode_into's host buffers for a device backend
 };
@@ -418,12 +432,16 @@ KvSegment Decoder::with_roped_keys(const KvSegment& seg) const {
   out.k_roped.assign(seg.k.size(), Tensor());
   if (seg.rows() == 0) return out;
   const Tensor pos = upload_i32(backend_, seg.positions);
-  for (size_t l = 0; l < seg.k.size(); ++l) {
-    if (!kv_sources_.empty() && kv_sources_[l] != (int32_t)l) continue;  // read from its source layer
-    Tensor& k = out.k_roped[l];
-    k = backend_.empty(DType::F32, seg.k[l].shape);
-    backend_.copy(seg.k[l], k);
-    backend_.rope_inplace(k, pos, rope_);
+  std::vector<size_t> rotated;  // the layers that hold their own keys (the others read their source layer's)
+  for (size_t l = 0; l < seg.k.size(); ++l)
+    if (kv_sources_.empty() || kv_sources_[l] == (int32_t)l) rotated.push_back(l);
+  // One allocation for every layer's rotated keys: a query places tens of chunks of tens of layers each.
+  const Shape& shape = seg.k[rotated.front()].shape;
+  const Tensor all = backend_.empty(DType::F32, {(int64_t)rotated.size() * seg.rows(), shape[1], shape[2]});
+  for (size_t i = 0; i < rotated.size(); ++i) {
+    Tensor& k = out.k_roped[rotated[i]];
+    k = all.rows((int64_t)i * seg.rows(), seg.rows());
+    backend_.rope_into(seg.k[rotated[i]], k, pos, rope_);
   }
   return out;
 }

@@ -51,26 +51,27 @@ KvSegment host_to_segment(const HostKv& kv, const KvShardLayout& layout, Backend
   KVF_CHECK((int64_t)positions.size() == kv.rows, "chunk KV: ", positions.size(), " positions for ", kv.rows,
             " rows");
   const int64_t row = (int64_t)layout.kv_heads * layout.head_dim, stored = layout.stored_layers;
-  std::vector<Tensor> k_stored, v_stored;
-  // Each stored layer's rows gathered where the backend reads them: in place in host memory, through a buffer
-  // for a device.
+  // Every stored layer's rows, layer after layer, in one K and one V tensor (one allocation and, for a device,
+  // one upload each through a host buffer); each layer is a view of its rows.
   const bool on_host = backend.device() == Device::Host;
-  std::vector<float> buf_k(on_host ? 0 : (size_t)(kv.rows * row)), buf_v(buf_k.size());
+  const Tensor k_all = backend.empty(DType::F32, {stored * kv.rows, layout.kv_heads, layout.head_dim});
+  const Tensor v_all = backend.empty(DType::F32, k_all.shape);
+  std::vector<float> buf_k(on_host ? 0 : (size_t)(stored * kv.rows * row)), buf_v(buf_k.size());
+  float* dk = on_host ? k_all.data<float>() : buf_k.data();
+  float* dv = on_host ? v_all.data<float>() : buf_v.data();
+  std::vector<Tensor> k_stored, v_stored;
   for (int64_t s = 0; s < stored; ++s) {
-    Tensor k = backend.empty(DType::F32, {kv.rows, layout.kv_heads, layout.head_dim});
-    Tensor v = backend.empty(DType::F32, k.shape);
-    float* dk = on_host ? k.data<float>() : buf_k.data();
-    float* dv = on_host ? v.data<float>() : buf_v.data();
     for (int64_t r = 0; r < kv.rows; ++r) {
-      std::copy_n(kv.k.data() + (r * stored + s) * row, row, dk + r * row);
-      std::copy_n(kv.v.data() + (r * stored + s) * row, row, dv + r * row);
+      std::copy_n(kv.k.data() + (r * stored + s) * row, row, dk + (s * kv.rows + r) * row);
+      std::copy_n(kv.v.data() + (r * stored + s) * row, row, dv + (s * kv.rows + r) * row);
     }
-    if (!on_host) {
-      backend.copy_from_host(k, buf_k.data(), buf_k.size() * sizeof(float));
-      backend.copy_from_host(v, buf_v.data(), buf_v.size() * sizeof(float));
-    }
-    k_stored.push_back(k);
-    v_stored.push_back(v);
+    k_stored.push_back(k_all.rows(s * kv.rows, kv.rows));
+    v_stored.push_back(v_all.rows(s * kv.rows, kv.rows));
+  }
+  if (!on_host) {
+    Tensor k_dst = k_all, v_dst = v_all;
+    backend.copy_from_host(k_dst, buf_k.data(), buf_k.size() * sizeof(float));
+    backend.copy_from_host(v_dst, buf_v.data(), buf_v.size() * sizeof(float));
   }
   return segment_of_stored_layers(k_stored, v_stored, layout, std::move(positions));
 }

@@ -2,6 +2,7 @@
 // GPU is visible (or the build has no CUDA backend) every test here is skipped, saying why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -115,6 +116,50 @@ TEST_F(CudaVsCpu, RowOps) {
     gpu->swiglu(x.gpu, y.gpu, out.gpu);
     EXPECT_LT(relative_diff(out), 1e-6) << "swiglu";
   }
+}
+
+// The fast mode's matmul inputs: rms_norm and SwiGLU written as bf16 are the f32 results rounded to nearest, and a
+// bf16 x gives the product of those values.
+TEST_F(CudaVsCpu, RowOpsIntoBf16AndBf16MatmulInput) {
+  const auto bf16_host = [&](const Tensor& t) {
+    std::vector<uint16_t> bits((size_t)t.numel());
+    gpu->copy_to_host(t, bits.data(), bits.size() * 2);
+    std::vector<float> v(bits.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = bf16_to_f32(bits[i]);
+    return v;
+  };
+  const auto rounded = [](std::vector<float> v) {
+    for (float& x : v) x = bf16_to_f32(f32_to_bf16(x));
+    return v;
+  };
+  const int rows = 37, d = 576, m = 129;
+  Pair x = random({rows, d}, 3), w = random({d}, 4), y = zeros({rows, d}), up = random({rows, d}, 6);
+  Tensor yb = gpu->empty(DType::BF16, {rows, d}), sb = gpu->empty(DType::BF16, {rows, d});
+  EXPECT_EQ(gpu->matmul_input_dtype(yb), DType::BF16);
+  EXPECT_EQ(gpu->matmul_input_dtype(y.gpu), DType::F32);
+  cpu->rms_norm(x.cpu, w.cpu, 1e-5f, y.cpu);
+  gpu->rms_norm(x.gpu, w.gpu, 1e-5f, yb);
+  const std::vector<float> y_ref = rounded(host(*cpu, y.cpu)), y_got = bf16_host(yb);
+  EXPECT_LT(relative_difference(y_ref, y_got), 1e-2) << "rms_norm into bf16";  // at most one bf16 step apart
+  Pair s = zeros({rows, d});
+  cpu->swiglu(x.cpu, up.cpu, s.cpu);
+  gpu->swiglu(x.gpu, up.gpu, sb);
+  EXPECT_LT(relative_difference(rounded(host(*cpu, s.cpu)), bf16_host(sb)), 1e-2) << "swiglu into bf16";
+  // The product over the bf16 norm output as given, against the CPU's f32 product of the same values.
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<uint16_t> w_bits((size_t)m * d);
+  std::vector<float> w_vals(w_bits.size());
+  for (size_t i = 0; i < w_bits.size(); ++i) w_bits[i] = f32_to_bf16(normal(rng)), w_vals[i] = bf16_to_f32(w_bits[i]);
+  Tensor wb = gpu->empty(DType::BF16, {m, d});
+  gpu->copy_from_host(wb, w_bits.data(), w_bits.size() * 2);
+  Pair xs = upload(y_got, {rows, d}), ws = upload(w_vals, {m, d}), prod = zeros({rows, m});
+  cpu->matmul_nt(xs.cpu, ws.cpu, prod.cpu);
+  gpu->matmul_nt(yb, wb, prod.gpu);
+  EXPECT_LT(relative_diff(prod), 1e-5) << "bf16 x";
+  Pair prod2 = zeros({rows, m});
+  gpu->matmul_nt_many(yb, {&wb, &wb}, {&prod.gpu, &prod2.gpu});
+  EXPECT_LT(relative_difference(host(*cpu, prod.cpu), host(*gpu, prod2.gpu)), 1e-5) << "bf16 x, two products";
 }
 
 TEST_F(CudaVsCpu, GathersAndEmbedding) {
@@ -254,6 +299,78 @@ TEST_F(CudaVsCpu, TensorCoreAttentionByPosition) {
     for (int64_t d = 0; d < (int64_t)c.heads * c.head_dim; ++d)  // row 0 sits at position -1: it reads no key
       ASSERT_EQ(out[d], 0.0f) << "row 0, value " << d;
     EXPECT_LT(relative_diff(p.colsum), 1e-4) << "probe column sums";
+  }
+}
+
+// attention_blocks in the fast mode: the view's blocks (whole, by row lists, empty) staged into one bf16 K/V in a
+// single launch, then the tensor-core kernel; against the CPU's f32 attention over the same bf16-rounded blocks.
+// A row list that leaves its block is reported at the next read-back.
+TEST_F(CudaVsCpu, TensorCoreAttentionOverBlocks) {
+  const int n = 70, heads = 8, kv_heads = 2, head_dim = 64;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto rounded = [&](int64_t rows) {
+    std::vector<float> v((size_t)(rows * kv_heads * head_dim));
+    for (float& x : v) x = bf16_to_f32(f32_to_bf16(normal(rng)));
+    return upload(v, {rows, kv_heads, head_dim});
+  };
+  // Blocks of 300, 50 (rows 49, 0, 7 of them), 0 (5 rows, none read), 120 (every other row) rows.
+  struct Source {
+    int64_t rows;
+    std::vector<int32_t> read;  // empty: all
+    bool none = false;
+  };
+  const std::vector<Source> sources{{300, {}}, {50, {49, 0, 7}}, {5, {}, true}, {120, {}}};
+  std::vector<Pair> ks, vs, row_lists, positions;
+  std::vector<KeyBlock> cpu_blocks, gpu_blocks;
+  int32_t next_pos = 0;
+  for (const Source& src : sources) {
+    ks.push_back(rounded(src.rows));
+    vs.push_back(rounded(src.rows));
+    std::vector<int32_t> read = src.read;
+    if (src.rows == 120)
+      for (int32_t r = 0; r < 120; r += 2) read.push_back(r);
+    const int64_t count = src.none ? 0 : read.empty() ? src.rows : (int64_t)read.size();
+    std::vector<int32_t> pos((size_t)count);
+    for (int32_t& x : pos) x = next_pos++;
+    positions.push_back(ints(pos));
+    KeyBlock c{ks.back().cpu, vs.back().cpu, Tensor(), positions.back().cpu};
+    KeyBlock g{ks.back().gpu, vs.back().gpu, Tensor(), positions.back().gpu};
+    if (src.none || !read.empty()) {
+      row_lists.push_back(ints(src.none ? std::vector<int32_t>{} : read));
+      c.rows = row_lists.back().cpu, g.rows = row_lists.back().gpu;
+    }
+    cpu_blocks.push_back(c), gpu_blocks.push_back(g);
+  }
+  std::vector<int32_t> q_pos(n);
+  for (int i = 0; i < n; ++i) q_pos[i] = i == 0 ? -1 : (int32_t)(rng() % (next_pos + 3));
+  std::sort(q_pos.begin(), q_pos.end());
+  std::vector<float> q((size_t)(n * heads * head_dim));
+  for (float& x : q) x = bf16_to_f32(f32_to_bf16(normal(rng)));
+  const Pair qp = upload(q, {n, heads, head_dim}), qpos = ints(q_pos), out = zeros({n, heads, head_dim});
+  const auto args = [&](bool on_gpu) {
+    BlockAttentionArgs a;
+    a.q = on_gpu ? qp.gpu : qp.cpu, a.q_pos = on_gpu ? qpos.gpu : qpos.cpu, a.out = on_gpu ? out.gpu : out.cpu;
+    a.blocks = on_gpu ? gpu_blocks : cpu_blocks;
+    a.scale = 1.0f / std::sqrt((float)head_dim);
+    a.bf16_inputs = on_gpu;  // the CPU computes the rounded inputs in f32: the reference
+    return a;
+  };
+  cpu->attention_blocks(args(false));
+  gpu->attention_blocks(args(true));
+  EXPECT_LT(relative_diff(out), 2e-2);
+  const std::vector<float> got = host(*gpu, out.gpu);
+  for (int64_t d = 0; d < heads * head_dim; ++d) ASSERT_EQ(got[(size_t)d], 0.0f) << "row 0 reads no key, value " << d;
+
+  const Pair bad = ints({49, 50, 0});  // row 50 of a 50-row block
+  BlockAttentionArgs a = args(true);
+  a.blocks[1].rows = bad.gpu;
+  gpu->attention_blocks(a);
+  try {
+    host(*gpu, out.gpu);
+    FAIL() << "a row outside its block was not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 50"), std::string::npos) << e.what();
   }
 }
 

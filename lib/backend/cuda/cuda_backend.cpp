@@ -55,6 +55,13 @@ void check_on_device(const Tensor& t, DType dtype, const char* what) {
             dtype_name(dtype), " device tensor");
 }
 void check_f32(const Tensor& t, const char* what) { check_on_device(t, DType::F32, what); }
+void check_f32_or_bf16(const Tensor& t, const char* what) {
+  check_on_device(t, t.dtype == DType::BF16 ? DType::BF16 : DType::F32, what);
+}
+// x f32, or bf16 for bf16 weights (matmul_input_dtype).
+void check_matmul_input(const Tensor& x, const Tensor& w) {
+  check_on_device(x, x.dtype == DType::BF16 && w.dtype == DType::BF16 ? DType::BF16 : DType::F32, "matmul x");
+}
 
 // Largest power of two (up to 256) dividing the address: what cuBLASLt may assume of a pointer.
 uint32_t alignment_of(const void* p) {
@@ -132,14 +139,17 @@ class CudaBackend final : public Backend {
                  "device copy");
   }
 
+  DType matmul_input_dtype(const Tensor& w) const override {
+    return w.dtype == DType::BF16 ? DType::BF16 : DType::F32;
+  }
   void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override {
-    check_f32(x, "matmul x");
     check_f32(y, "matmul y");
     KVF_CHECK(w.defined() && w.device() == Device::Cuda && (w.dtype == DType::F32 || w.dtype == DType::BF16),
               "cuda backend: matmul w must be an f32 or bf16 device tensor");
+    check_matmul_input(x, w);
     const auto [n, k, m] = matmul_dims(x, w, y);
     if (n == 0 || m == 0) return;
-    if (w.dtype == DType::BF16) return matmul_bf16(to_bf16(x, Tensor{}), w, y, n, k, m);
+    if (w.dtype == DType::BF16) return matmul_bf16(x.dtype == DType::BF16 ? x : to_bf16(x, Tensor{}), w, y, n, k, m);
     // Row-major y[n, m] = x[n, k] w[m, k]^T is column-major y^T[m, n] = w^T... : op(A) = W^T as stored (k x m).
     const float one = 1.0f, zero = 0.0f;
     check_cublas(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)k, &one, w.data<float>(), (int)k,
@@ -150,8 +160,8 @@ class CudaBackend final : public Backend {
   void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) override {
     const bool all_bf16 = std::all_of(ws.begin(), ws.end(), [](const Tensor* w) { return w->dtype == DType::BF16; });
     if (!all_bf16 || ws.size() < 2) return Backend::matmul_nt_many(x, ws, ys);
-    check_f32(x, "matmul x");
-    const Tensor xb = to_bf16(x, Tensor{});
+    check_matmul_input(x, *ws[0]);
+    const Tensor xb = x.dtype == DType::BF16 ? x : to_bf16(x, Tensor{});
     for (size_t i = 0; i < ws.size(); ++i) {
       check_f32(*ys[i], "matmul y");
       check_on_device(*ws[i], DType::BF16, "matmul w");
@@ -161,9 +171,11 @@ class CudaBackend final : public Backend {
   }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override {
     check_f32(x, "rms_norm x");
+    check_f32_or_bf16(y, "rms_norm y");
     const int64_t d = x.row_elems();
     KVF_CHECK(weight.numel() == d && y.numel() == x.numel(), "rms_norm: weight ", weight.numel(), ", rows of ", d);
-    cuda::rms_norm(x.data<float>(), weight.data<float>(), eps, x.dim(0), d, y.data<float>(), s());
+    cuda::rms_norm(x.data<float>(), weight.data<float>(), eps, x.dim(0), d, y.data<char>(), y.dtype == DType::BF16,
+                   s());
     launched("rms_norm");
   }
   void add_inplace(Tensor& y, const Tensor& x) override {
@@ -178,7 +190,10 @@ class CudaBackend final : public Backend {
   }
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override {
     KVF_CHECK(gate.numel() == up.numel() && gate.numel() == out.numel(), "swiglu: shapes differ");
-    cuda::swiglu(gate.data<float>(), up.data<float>(), out.data<float>(), gate.numel(), s());
+    check_f32(gate, "swiglu gate");
+    check_f32(up, "swiglu up");
+    check_f32_or_bf16(out, "swiglu out");
+    cuda::swiglu(gate.data<float>(), up.data<float>(), out.data<char>(), out.dtype == DType::BF16, gate.numel(), s());
     launched("swiglu");
   }
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
@@ -207,12 +222,21 @@ class CudaBackend final : public Backend {
     launched("gather_rows");
   }
   void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) override {
+    rope_from(x, x, pos, spec, inverse);
+  }
+  void rope_into(const Tensor& src, Tensor& dst, const Tensor& pos, const RopeSpec& spec) override {
+    check_f32(src, "rope source");
+    KVF_CHECK(src.shape == dst.shape, "rope_into: ", shape_str(src.shape), " into ", shape_str(dst.shape));
+    rope_from(src, dst, pos, spec, false);
+  }
+  // x = src rotated (src may be x).
+  void rope_from(const Tensor& src, Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) {
     check_f32(x, "rope x");
     KVF_CHECK(x.shape.size() == 3 && pos.numel() == x.dim(0), "rope: x ", shape_str(x.shape), " with ", pos.numel(),
               " positions");
     KVF_CHECK(spec.inv_freq && (int64_t)spec.inv_freq->size() == spec.rotary_dim / 2 && spec.rotary_dim <= x.dim(2),
               "rope: rotary_dim ", spec.rotary_dim, " does not fit head_dim ", x.dim(2));
-    cuda::rope(x.data<float>(), pos.data<int32_t>(), x.dim(0), x.dim(1), x.dim(2), spec.rotary_dim,
+    cuda::rope(src.data<float>(), x.data<float>(), pos.data<int32_t>(), x.dim(0), x.dim(1), x.dim(2), spec.rotary_dim,
                frequencies(spec).data<float>(), spec.pairing == RopePairing::Adjacent, inverse, error_word(), s());
     launched("rope");
   }
@@ -247,15 +271,24 @@ class CudaBackend final : public Backend {
     if (!use_flash(a.bf16_inputs, sh)) return Backend::attention_blocks(a);
     Tensor k = empty(DType::BF16, {d.m, d.n_kv_heads, d.head_dim}), v = empty(DType::BF16, {d.m, d.n_kv_heads, d.head_dim});
     Tensor k_pos = empty(DType::I32, {d.m});
+    // Every block in one launch: the descriptors travel in one upload.
+    std::vector<cuda::StagedBlock> staged;
     int64_t at = 0;
     for (const KeyBlock& b : a.blocks) {
+      check_f32(b.k, "attention block k");
+      check_f32(b.v, "attention block v");
       const int64_t count = b.pos.numel();
-      Tensor kr = k.rows(at, count), vr = v.rows(at, count), pr = k_pos.rows(at, count);
-      to_bf16_into(b.k, b.rows, kr);
-      to_bf16_into(b.v, b.rows, vr);
-      copy(b.pos, pr);
+      if (count > 0)
+        staged.push_back({b.k.data<float>(), b.v.data<float>(), b.rows.defined() ? b.rows.data<int32_t>() : nullptr,
+                          b.pos.data<int32_t>(), at, count, b.k.dim(0)});
       at += count;
     }
+    Tensor descriptors = empty(DType::I8, {(int64_t)(staged.size() * sizeof(cuda::StagedBlock))});
+    copy_from_host(descriptors, staged.data(), staged.size() * sizeof(cuda::StagedBlock));
+    cuda::stage_blocks_bf16(reinterpret_cast<const cuda::StagedBlock*>(descriptors.data<char>()),
+                            (int64_t)staged.size(), d.m, d.n_kv_heads * d.head_dim, k.data<char>(), v.data<char>(),
+                            k_pos.data<int32_t>(), error_word(), s());
+    launched("staging attention blocks");
     flash(sh, a.q, a.q_pos, k, v, k_pos, a.out, nullptr, nullptr);
   }
 
