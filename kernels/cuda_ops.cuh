@@ -33,8 +33,8 @@ void rms_norm(const float* x, const float* weight, float eps, int64_t rows, int6
 void add_inplace(float* y, const float* x, int64_t n, cudaStream_t stream);
 // y[r, :] += bias
 void add_bias(float* y, const float* bias, int64_t rows, int64_t d, cudaStream_t stream);
-// out = silu(gate) * up; out f32, or bf16 when out_bf16
-void swiglu(const float* gate, const float* up, void* out, bool out_bf16, int64_t n, cudaStream_t stream);
+// out = silu(gate) * up; gate and up f32, or bf16 when in_bf16; out f32, or bf16 when out_bf16 (out may be gate)
+void swiglu(const void* gate, const void* up, bool in_bf16, void* out, bool out_bf16, int64_t n, cudaStream_t stream);
 // dst[i] = src[rows[i]], rows of row_bytes bytes (embedding lookups and KV gathers); rows outside [0, src_rows)
 // are reported as `code` and left unwritten.
 void gather_rows(const void* src, int64_t src_rows, const int32_t* rows, int64_t n, int64_t row_bytes, void* dst,
@@ -62,9 +62,11 @@ void stage_blocks_bf16(const StagedBlock* blocks, int64_t n_blocks, int64_t m, i
 // x [n, heads, head_dim] rotated in place to positions pos [n]: the first rotary_dim dims of each head, pairs
 // (2i, 2i+1) when adjacent, else (i, i + rotary_dim/2); angles p * inv_freq[i] in double; inverse: -angle.
 // A negative position is reported and its row left as it was.
-// src == x rotates in place; else x = src rotated (the dims past rotary_dim copied).
-void rope(const float* src, float* x, const int32_t* pos, int64_t n, int64_t heads, int64_t head_dim,
-          int64_t rotary_dim, const float* inv_freq, bool adjacent, bool inverse, IndexError* err, cudaStream_t stream);
+// src == x rotates in place; else x = src rotated (the dims past rotary_dim copied). Row r takes position
+// pos[r % period] (period n: one each; less: layers of `period` rows rotated alike in one launch).
+void rope(const float* src, float* x, const int32_t* pos, int64_t period, int64_t n, int64_t heads,
+          int64_t head_dim, int64_t rotary_dim, const float* inv_freq, bool adjacent, bool inverse, IndexError* err,
+          cudaStream_t stream);
 
 // The forward rule's attention (DESIGN.md §3) over gathered keys: query row r (position q_pos[r], head h) reads
 // every key j with k_pos[j] <= q_pos[r] of kv head h / (n_heads / n_kv_heads); scores scaled, softmax, P·V. A row

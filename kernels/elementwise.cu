@@ -44,13 +44,24 @@ __global__ void add_bias_kernel(float* y, const float* bias, int64_t n, int64_t 
   if (i < n) y[i] += bias[i % d];
 }
 
-template <typename Out>
-__global__ void swiglu_kernel(const float* gate, const float* up, Out* out, int64_t n) {
+__device__ __forceinline__ float load(const float* p) { return *p; }
+__device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+
+template <typename In, typename Out>
+__global__ void swiglu_kernel(const In* gate, const In* up, Out* out, int64_t n) {
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i < n) {
-    const float g = gate[i];
-    store(out + i, g / (1.0f + expf(-g)) * up[i]);
+    const float g = load(gate + i);
+    store(out + i, g / (1.0f + expf(-g)) * load(up + i));
   }
+}
+
+template <typename In>
+void launch_swiglu(const In* gate, const In* up, void* out, bool out_bf16, int64_t n, cudaStream_t stream) {
+  if (out_bf16)
+    swiglu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, static_cast<__nv_bfloat16*>(out), n);
+  else
+    swiglu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, static_cast<float*>(out), n);
 }
 
 __global__ void gather_kernel(const char* src, int64_t src_rows, const int32_t* rows, int64_t row_bytes, char* dst,
@@ -128,12 +139,13 @@ void add_bias(float* y, const float* bias, int64_t rows, int64_t d, cudaStream_t
   if (rows * d > 0) add_bias_kernel<<<blocks_for(rows * d), kThreads, 0, stream>>>(y, bias, rows * d, d);
 }
 
-void swiglu(const float* gate, const float* up, void* out, bool out_bf16, int64_t n, cudaStream_t stream) {
+void swiglu(const void* gate, const void* up, bool in_bf16, void* out, bool out_bf16, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  if (out_bf16)
-    swiglu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, static_cast<__nv_bfloat16*>(out), n);
+  if (in_bf16)
+    launch_swiglu(static_cast<const __nv_bfloat16*>(gate), static_cast<const __nv_bfloat16*>(up), out, out_bf16, n,
+                  stream);
   else
-    swiglu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, static_cast<float*>(out), n);
+    launch_swiglu(static_cast<const float*>(gate), static_cast<const float*>(up), out, out_bf16, n, stream);
 }
 
 void gather_rows(const void* src, int64_t src_rows, const int32_t* rows, int64_t n, int64_t row_bytes, void* dst,

@@ -4,17 +4,15 @@
 // whose lowest position is past the query tile's highest is skipped whole, so the work follows the causal area
 // of the rows actually computed.
 //
-// Block: 4 warps, 64 query rows of one head (16 per warp), 64-key tiles; a warp skips a tile none of its rows
-// reads. S = Q·K^T and O += P·V are bf16 mma.sync m16n8k16 with f32 accumulators, their B fragments by matrix
-// loads; the online softmax (running max and sum per row) stays in registers. K/V tiles are double-buffered with cp.async: the next visited tile loads while
+// Block: 4 warps, 64 query rows of one head (16 per warp), 64-key tiles. S = Q·K^T and O += P·V are bf16
+// mma.sync m16n8k16 with f32 accumulators, their B fragments by matrix loads; the online softmax (running max and
+// sum per row) stays in registers. K/V tiles are double-buffered with cp.async: the next visited tile loads while
 // this one is computed. Q arrives in f32 and is rounded to bf16 once, K and V in bf16 (the backend converts them
 // once per call). Measured forms and their times: docs/results/gpu_h100.md.
 #include <cfloat>
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
 #include <cuda_bf16.h>
 #include "cuda_ops.cuh"
@@ -22,7 +20,9 @@
 namespace kvf::cuda {
 namespace {
 
+constexpr int kRows = 64;     // query rows per block
 constexpr int kKeys = 64;     // keys per tile
+constexpr int kThreads = 128; // 4 warps
 constexpr int kPad = 8;       // bf16 padding per shared row: 16 bytes, so fragment loads hit distinct banks
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
@@ -89,14 +89,12 @@ __global__ void key_tile_bounds_kernel(const int32_t* k_pos, int64_t m, int64_t 
   if (threadIdx.x == 0) tile_pos[tile] = lo, tile_pos[tiles + tile] = hi;
 }
 
-// kWarps warps of 16 query rows each: 4 (64 rows, two blocks per multiprocessor) or 8 (128 rows, one block; each
-// K/V tile is read from L2 once for twice the rows).
-template <int D, int kWarps>
-__global__ void __launch_bounds__(32 * kWarps, kWarps == 4 ? 2 : 1)
+template <int D>
+__global__ void __launch_bounds__(kThreads, 2)
     flash_attention_kernel(AttentionShape sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k,
                            const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, float* out,
                            float* row_max, float* row_sum, KeySplits split) {
-  constexpr int kStride = D + kPad, kRows = 16 * kWarps, kThreads = 32 * kWarps;
+  constexpr int kStride = D + kPad;
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int kStages = 2;
   __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem);  // [kRows][kStride]
@@ -123,12 +121,9 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 ? 2 : 1)
   if (tid < kRows && row0 + tid < sh.n) atomicMax(&block_max_pos, q_pos[row0 + tid]);
   const int64_t r_lo = row0 + warp * 16 + g, r_hi = r_lo + 8;
   const int32_t pos_lo = r_lo < sh.n ? q_pos[r_lo] : INT_MIN, pos_hi = r_hi < sh.n ? q_pos[r_hi] : INT_MIN;
-  // The lowest and highest position among this warp's 16 rows (INT_MIN past the last row).
-  int32_t warp_min_pos = min(pos_lo, pos_hi), warp_max_pos = max(pos_lo, pos_hi);
-  for (int offset = 16; offset > 0; offset /= 2) {
+  int32_t warp_min_pos = min(pos_lo, pos_hi);  // the lowest position among this warp's 16 rows
+  for (int offset = 16; offset > 0; offset /= 2)
     warp_min_pos = min(warp_min_pos, __shfl_xor_sync(0xffffffffu, warp_min_pos, offset));
-    warp_max_pos = max(warp_max_pos, __shfl_xor_sync(0xffffffffu, warp_max_pos, offset));
-  }
   const int64_t all_tiles = (sh.m + kKeys - 1) / kKeys;
   const int32_t* tile_min = tile_pos;
   const int32_t* tile_max = tile_pos + all_tiles;
@@ -187,75 +182,72 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 ? 2 : 1)
     __syncthreads();
     const __nv_bfloat16* sK = sK0 + stage * kKeys * kStride;
     const __nv_bfloat16* sV = sV0 + stage * kKeys * kStride;
-    // A tile that some row of the block reads but none of this warp's: nothing to add (the warp still loads and
-    // waits with the others).
-    if (tile_min[tile] <= warp_max_pos) {
-      // S = Q K^T for this warp's 16 rows and the tile's 64 keys (8 n-tiles of 8 keys).
-      float s[kKeys / 8][4];
+
+    // S = Q K^T for this warp's 16 rows and the tile's 64 keys (8 n-tiles of 8 keys).
+    float s[kKeys / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
+      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; kk += 2) {  // one load: the B fragments of two 16-dim steps
+        uint32_t b[4];
+        ldmatrix_x4(b, sK + (nt * 8 + lane % 8) * kStride + kk * 16 + (lane / 8) * 8);
+        mma_bf16(s[nt], qa[kk], b[0], b[1]);
+        mma_bf16(s[nt], qa[kk + 1], b[2], b[3]);
+      }
+    }
+    uint32_t pa[kKeys / 16][4];
+    // The forward rule (a key a row must not read scores -inf), then the online softmax in base 2 on the raw
+    // scores: one FFMA scales and shifts each, and exp2(-inf) = 0 weighs out what the rule removed.
+    float raw_lo = -INFINITY, raw_hi = -INFINITY;
+    if (!(key0 + kKeys <= sh.m && tile_max[tile] <= warp_min_pos)) {
 #pragma unroll
       for (int nt = 0; nt < kKeys / 8; ++nt) {
-        s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk += 2) {  // one load: the B fragments of two 16-dim steps
-          uint32_t b[4];
-          ldmatrix_x4(b, sK + (nt * 8 + lane % 8) * kStride + kk * 16 + (lane / 8) * 8);
-          mma_bf16(s[nt], qa[kk], b[0], b[1]);
-          mma_bf16(s[nt], qa[kk + 1], b[2], b[3]);
-        }
+        const int64_t j0 = key0 + nt * 8 + 2 * t;
+        const int32_t p0 = j0 < sh.m ? k_pos[j0] : INT_MAX, p1 = j0 + 1 < sh.m ? k_pos[j0 + 1] : INT_MAX;
+        if (p0 > pos_lo) s[nt][0] = -INFINITY;
+        if (p1 > pos_lo) s[nt][1] = -INFINITY;
+        if (p0 > pos_hi) s[nt][2] = -INFINITY;
+        if (p1 > pos_hi) s[nt][3] = -INFINITY;
       }
-      uint32_t pa[kKeys / 16][4];
-      // The forward rule (a key a row must not read scores -inf), then the online softmax in base 2 on the raw
-      // scores: one FFMA scales and shifts each, and exp2(-inf) = 0 weighs out what the rule removed.
-      float raw_lo = -INFINITY, raw_hi = -INFINITY;
-      if (!(key0 + kKeys <= sh.m && tile_max[tile] <= warp_min_pos)) {
+    }
 #pragma unroll
-        for (int nt = 0; nt < kKeys / 8; ++nt) {
-          const int64_t j0 = key0 + nt * 8 + 2 * t;
-          const int32_t p0 = j0 < sh.m ? k_pos[j0] : INT_MAX, p1 = j0 + 1 < sh.m ? k_pos[j0 + 1] : INT_MAX;
-          if (p0 > pos_lo) s[nt][0] = -INFINITY;
-          if (p1 > pos_lo) s[nt][1] = -INFINITY;
-          if (p0 > pos_hi) s[nt][2] = -INFINITY;
-          if (p1 > pos_hi) s[nt][3] = -INFINITY;
-        }
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
+      raw_lo = fmaxf(raw_lo, fmaxf(s[nt][0], s[nt][1]));
+      raw_hi = fmaxf(raw_hi, fmaxf(s[nt][2], s[nt][3]));
+    }
+    const float new_lo = fmaxf(m_lo, quad_max(raw_lo) * scale_log2);
+    const float new_hi = fmaxf(m_hi, quad_max(raw_hi) * scale_log2);
+    // A row that has read no key yet has max -inf: shift by 0 so its weights come out exp2(-inf) = 0, not NaN.
+    const float use_lo = new_lo == -INFINITY ? 0.f : new_lo, use_hi = new_hi == -INFINITY ? 0.f : new_hi;
+    const float corr_lo = exp2f(m_lo - use_lo), corr_hi = exp2f(m_hi - use_hi);
+    m_lo = new_lo, m_hi = new_hi;
+    l_lo *= corr_lo, l_hi *= corr_hi;
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt)
+      o[nt][0] *= corr_lo, o[nt][1] *= corr_lo, o[nt][2] *= corr_hi, o[nt][3] *= corr_hi;
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
+      const float e0 = exp2f(fmaf(s[nt][0], scale_log2, -use_lo)), e1 = exp2f(fmaf(s[nt][1], scale_log2, -use_lo));
+      const float e2 = exp2f(fmaf(s[nt][2], scale_log2, -use_hi)), e3 = exp2f(fmaf(s[nt][3], scale_log2, -use_hi));
+      l_lo += e0 + e1, l_hi += e2 + e3;
+      // The C fragments of two neighbouring 8-key tiles are the A fragment of one 16-key step.
+      pa[nt / 2][(nt % 2) * 2 + 0] = pack_bf16(e0, e1);
+      pa[nt / 2][(nt % 2) * 2 + 1] = pack_bf16(e2, e3);
+    }
+    // O += P V: V's 16-key x 8-dim B fragments by transposed matrix loads, two dim tiles per load.
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+#pragma unroll
+      for (int nt = 0; nt < D / 8; nt += 2) {
+        const int mat = lane / 8, r = lane % 8;
+        const __nv_bfloat16* row = sV + (kk * 16 + (mat % 2) * 8 + r) * kStride + nt * 8 + (mat / 2) * 8;
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, row);
+        mma_bf16(o[nt], pa[kk], b[0], b[1]);
+        mma_bf16(o[nt + 1], pa[kk], b[2], b[3]);
       }
-#pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt) {
-        raw_lo = fmaxf(raw_lo, fmaxf(s[nt][0], s[nt][1]));
-        raw_hi = fmaxf(raw_hi, fmaxf(s[nt][2], s[nt][3]));
-      }
-      const float new_lo = fmaxf(m_lo, quad_max(raw_lo) * scale_log2);
-      const float new_hi = fmaxf(m_hi, quad_max(raw_hi) * scale_log2);
-      // A row that has read no key yet has max -inf: shift by 0 so its weights come out exp2(-inf) = 0, not NaN.
-      const float use_lo = new_lo == -INFINITY ? 0.f : new_lo, use_hi = new_hi == -INFINITY ? 0.f : new_hi;
-      const float corr_lo = exp2f(m_lo - use_lo), corr_hi = exp2f(m_hi - use_hi);
-      m_lo = new_lo, m_hi = new_hi;
-      l_lo *= corr_lo, l_hi *= corr_hi;
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt)
-        o[nt][0] *= corr_lo, o[nt][1] *= corr_lo, o[nt][2] *= corr_hi, o[nt][3] *= corr_hi;
-#pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt) {
-        const float e0 = exp2f(fmaf(s[nt][0], scale_log2, -use_lo)), e1 = exp2f(fmaf(s[nt][1], scale_log2, -use_lo));
-        const float e2 = exp2f(fmaf(s[nt][2], scale_log2, -use_hi)), e3 = exp2f(fmaf(s[nt][3], scale_log2, -use_hi));
-        l_lo += e0 + e1, l_hi += e2 + e3;
-        // The C fragments of two neighbouring 8-key tiles are the A fragment of one 16-key step.
-        pa[nt / 2][(nt % 2) * 2 + 0] = pack_bf16(e0, e1);
-        pa[nt / 2][(nt % 2) * 2 + 1] = pack_bf16(e2, e3);
-      }
-      // O += P V: V's 16-key x 8-dim B fragments by transposed matrix loads, two dim tiles per load.
-#pragma unroll
-      for (int kk = 0; kk < kKeys / 16; ++kk) {
-#pragma unroll
-        for (int nt = 0; nt < D / 8; nt += 2) {
-          const int mat = lane / 8, r = lane % 8;
-          const __nv_bfloat16* row = sV + (kk * 16 + (mat % 2) * 8 + r) * kStride + nt * 8 + (mat / 2) * 8;
-          uint32_t b[4];
-          ldmatrix_x4_trans(b, row);
-          mma_bf16(o[nt], pa[kk], b[0], b[1]);
-          mma_bf16(o[nt + 1], pa[kk], b[2], b[3]);
-        }
-      }
-    }  // tile read by this warp
+    }
     __syncthreads();  // every warp is done with this stage before it is loaded again
     stage ^= 1;
     tile = following;
@@ -294,29 +286,19 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 4 ? 2 : 1)
   }
 }
 
-// Rows per block: 64 unless KVF_FLASH_ROWS=128 (the two forms are timed side by side on the GPU).
-int flash_rows() {
-  static const int rows = [] {
-    const char* env = std::getenv("KVF_FLASH_ROWS");
-    return env && std::string(env) == "128" ? 128 : 64;
-  }();
-  return rows;
-}
-
-template <int D, int kWarps>
+template <int D>
 void launch(const AttentionShape& sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k,
             const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, float* out, float* row_max,
             float* row_sum, const KeySplits& split, int64_t splits, cudaStream_t stream) {
-  constexpr int kRows = 16 * kWarps;
   constexpr size_t smem = (size_t)(kRows + 2 * 2 * kKeys) * (D + kPad) * sizeof(__nv_bfloat16);
   static bool configured = false;  // raise the dynamic shared-memory limit once per kernel
   if (!configured) {
-    cudaFuncSetAttribute(flash_attention_kernel<D, kWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaFuncSetAttribute(flash_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     configured = true;
   }
   const dim3 grid((unsigned)((sh.n + kRows - 1) / kRows), (unsigned)sh.n_heads, (unsigned)splits);
-  flash_attention_kernel<D, kWarps>
-      <<<grid, 32 * kWarps, smem, stream>>>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split);
+  flash_attention_kernel<D>
+      <<<grid, kThreads, smem, stream>>>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split);
 }
 
 }  // namespace
@@ -328,8 +310,7 @@ bool flash_attention_supports(int64_t head_dim) { return head_dim == 64 || head_
 int64_t flash_attention_splits(const AttentionShape& sh, int multiprocessors) {
   // Few rows (a question over a long context): the keys are split until there are two blocks per multiprocessor,
   // each split at least 8 tiles long.
-  const int64_t rows = flash_rows(), blocks = (sh.n + rows - 1) / rows * sh.n_heads;
-  const int64_t want = (rows == 64 ? 2 : 1) * (int64_t)multiprocessors;
+  const int64_t blocks = (sh.n + kRows - 1) / kRows * sh.n_heads, want = 2 * (int64_t)multiprocessors;
   if (blocks <= 0 || blocks >= want) return 1;
   return std::max<int64_t>(1, std::min((want + blocks - 1) / blocks, flash_attention_tiles(sh.m) / 8));
 }
@@ -346,15 +327,10 @@ void flash_attention(const AttentionShape& sh, const float* q, const int32_t* q_
   KeySplits split;
   split.tiles_per_split = (flash_attention_tiles(sh.m) + splits - 1) / splits;
   if (splits > 1) split.max = scratch, split.sum = scratch + splits * cells, split.acc = scratch + 2 * splits * cells;
-  const bool wide = flash_rows() == 128;
-  if (sh.head_dim == 64 && !wide)
-    launch<64, 4>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
-  else if (sh.head_dim == 64)
-    launch<64, 8>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
-  else if (!wide)
-    launch<128, 4>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
+  if (sh.head_dim == 64)
+    launch<64>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
   else
-    launch<128, 8>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
+    launch<128>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
   if (splits > 1) merge_attention_splits(sh, splits, scratch, out, row_max, row_sum, stream);
 }
 

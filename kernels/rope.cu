@@ -4,11 +4,13 @@
 namespace kvf::cuda {
 namespace {
 
-__global__ void rope_kernel(const float* src, float* x, const int32_t* pos, int64_t heads, int64_t head_dim,
-                            int64_t half, const float* inv_freq, bool adjacent, bool inverse, IndexError* err) {
+__global__ void rope_kernel(const float* src, float* x, const int32_t* pos, int64_t period, int64_t heads,
+                            int64_t head_dim, int64_t half, const float* inv_freq, bool adjacent, bool inverse,
+                            IndexError* err) {
   const int64_t row = blockIdx.x, head = blockIdx.y;
-  if (pos[row] < 0) {
-    if (head == 0 && threadIdx.x == 0) report_index_error(err, kNegativePosition, pos[row], row, 0);
+  const int32_t position = pos[row % period];
+  if (position < 0) {
+    if (head == 0 && threadIdx.x == 0) report_index_error(err, kNegativePosition, position, row, 0);
     return;
   }
   float* v = x + (row * heads + head) * head_dim;
@@ -16,7 +18,7 @@ __global__ void rope_kernel(const float* src, float* x, const int32_t* pos, int6
   if (u != v)  // the dims RoPE leaves alone
     for (int64_t i = 2 * half + threadIdx.x; i < head_dim; i += blockDim.x) v[i] = u[i];
   // Angles in double: positions reach 1e5 and a float product would lose the phase's low bits.
-  const double p = (double)pos[row];
+  const double p = (double)position;
   for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
     const double angle = p * (double)inv_freq[i];
     const float c = (float)cos(angle), s = inverse ? -(float)sin(angle) : (float)sin(angle);
@@ -29,11 +31,12 @@ __global__ void rope_kernel(const float* src, float* x, const int32_t* pos, int6
 
 }  // namespace
 
-void rope(const float* src, float* x, const int32_t* pos, int64_t n, int64_t heads, int64_t head_dim,
-          int64_t rotary_dim, const float* inv_freq, bool adjacent, bool inverse, IndexError* err, cudaStream_t stream) {
+void rope(const float* src, float* x, const int32_t* pos, int64_t period, int64_t n, int64_t heads,
+          int64_t head_dim, int64_t rotary_dim, const float* inv_freq, bool adjacent, bool inverse, IndexError* err,
+          cudaStream_t stream) {
   if (n == 0 || heads == 0 || rotary_dim == 0) return;
   const dim3 grid((unsigned)n, (unsigned)heads);
-  rope_kernel<<<grid, 64, 0, stream>>>(src, x, pos, heads, head_dim, rotary_dim / 2, inv_freq, adjacent, inverse, err);
+  rope_kernel<<<grid, 64, 0, stream>>>(src, x, pos, period, heads, head_dim, rotary_dim / 2, inv_freq, adjacent, inverse, err);
 }
 
 }  // namespace kvf::cuda

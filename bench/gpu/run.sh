@@ -18,10 +18,8 @@
 #   PROFILE_TOKENS  prompt lengths of the large shape's op profiles (2048 8192)
 #   NEIGHBOR_CACHE_MB  similarity precompute: neighbours' KV kept in (device) memory (16384)
 #   STORE_DIR       where the precompute store is written (/tmp/kvfuse-device/store; /dev/shm/... takes the disk out)
-#   BATCH_TOKENS    chunk tokens per forward pass of the similarity precompute (1024); a second similarity run with
-#                   MORE_BATCH_TOKENS (4096; empty: none) on a copy of the store made before the first
-#   FLASH_ROWS      query rows per block of the tensor-core attention kernel to test and time (64 128; the kernel
-#                   reads KVF_FLASH_ROWS, 64 unless set)
+#   BATCH_TOKENS    chunk tokens per forward pass of the similarity precompute (1024); MORE_BATCH_TOKENS (unset:
+#                   none) adds a second similarity run with that many, on a copy of the store made before the first
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${1:-$here/device-bundle/kvfuse-sm90.tar.xz}
@@ -84,12 +82,6 @@ if want tests; then
     --gtest_output="xml:$out/cuda_tests.xml"
   # The counts, and every failed test by name (skipped ones are listed in run.log).
   grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test" "$work/last.log" | sort -u | tee -a "$summary"
-  # The tensor-core kernel's other block shapes (KVF_FLASH_ROWS) on the same checks.
-  for rows in ${FLASH_ROWS:-64 128}; do
-    KVF_FLASH_ROWS=$rows step "tensor-core tests, $rows rows" "$bin/kvf_unit_tests" \
-      --gtest_filter='*TensorCore*:*FastMode*:*FusedPrefill*'
-    grep -E "^\[  PASSED  \]|^\[  FAILED  \]" "$work/last.log" | sort -u | tee -a "$summary"
-  done
   # Which instructions the kernels use: HMMA (tensor cores), LDSM (matrix loads), LDL/STL (local-memory spills).
   if command -v cuobjdump >/dev/null; then
     say "sass: $(cuobjdump -sass "$bin/kvf_unit_tests" 2>/dev/null | grep -oE '\b(HMMA|LDSM|LDL|STL)[.A-Z0-9]*' |
@@ -99,14 +91,10 @@ fi
 
 # The sparse prefill's attention op by recompute ratio, against PyTorch SDPA (flash, dense causal) on the GPU.
 if want attention; then
-  # Each block shape twice, alternated, so the spread between repeats shows next to the difference.
-  for rows in ${FLASH_ROWS:-64 128} ${FLASH_ROWS:-64 128}; do
-    KVF_FLASH_ROWS=$rows step "attention, $rows rows" "$bin/kvf_attention_bench" --backend "$backend" \
-      --context "$attn_context" --heads 28 --kv-heads 4 --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json &&
-      sed "s/^{/{\"flash_rows\":$rows,/" "$work/last.log" | tee -a "$out/attention.jsonl" |
-      python3 -c 'import json,sys; print(" ".join("%.2f:%.2fms" % (r["ratio"], r["median_ms"]) for r in map(json.loads, sys.stdin)))' |
-      tee -a "$summary"
-  done
+  step attention "$bin/kvf_attention_bench" --backend "$backend" --context "$attn_context" --heads 28 --kv-heads 4 \
+    --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json && tee -a "$out/attention.jsonl" <"$work/last.log" |
+    python3 -c 'import json,sys; print(" ".join("%.2f:%.2fms" % (r["ratio"], r["median_ms"]) for r in map(json.loads, sys.stdin)))' |
+    tee -a "$summary"
   if [ "$backend" = cuda ]; then
     step sdpa python3 "$here/bench/gpu/sdpa_bench.py" --context "$attn_context" &&
       cat "$work/last.log" >>"$out/attention.jsonl"
@@ -160,7 +148,7 @@ if want precompute && [ -f "$big" ]; then
   step "prefill independent" "$bin/kvprep" prefill --store "$store" --model "$big" --mode independent \
     --backend "$backend" --compute "$compute"
   tail -2 "$work/last.log" | tee -a "$summary"
-  more_batch=${MORE_BATCH_TOKENS-4096}
+  more_batch=${MORE_BATCH_TOKENS:-}
   [ -n "$more_batch" ] && cp -a "$store" "$store-batch$more_batch"
   step "prefill similarity" "$bin/kvprep" prefill --store "$store" --model "$big" --mode similarity --top-n 10 \
     --backend "$backend" --compute "$compute" --neighbor-cache-mb "${NEIGHBOR_CACHE_MB:-16384}" \

@@ -82,8 +82,8 @@ class Backend {
   virtual void copy_to_host(const Tensor& src, void* dst, size_t bytes) = 0;
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
 
-  // y[n, m] = x[n, k] · w[m, k]^T; y f32, w f32 or a dtype the backend accepts, x f32 or
-  // matmul_input_dtype(w)
+  // y[n, m] = x[n, k] · w[m, k]^T; w f32 or a dtype the backend accepts; x and y f32 or matmul_input_dtype(w)
+  // (a bf16 y is the product rounded)
   virtual void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) = 0;
   // The dtype in which a matmul over w reads its input at no conversion: a GPU's bf16 GEMMs read bf16, so the
   // ops feeding them (rms_norm's y, swiglu's out, which then may take this dtype) write it directly instead of
@@ -103,7 +103,7 @@ class Backend {
   virtual void add_inplace(Tensor& y, const Tensor& x) = 0;
   // y[r, :] += bias for every row r
   virtual void add_bias(Tensor& y, const Tensor& bias) = 0;
-  // out = silu(gate) * up (gate and up f32; out as rms_norm's y)
+  // out = silu(gate) * up (gate, up and out each f32 or a matmul_input_dtype; out may be gate)
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out[i] = table[ids[i]] (f32 out; table f32 or a dtype the backend accepts)
   virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
@@ -111,12 +111,11 @@ class Backend {
   virtual void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) = 0;
   // x [n, heads, head_dim] rotated in place to positions pos [n]; inverse rotates back (removes RoPE).
   virtual void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse = false) = 0;
-  // dst = src rotated to positions pos (Decoder::with_roped_keys' rotated copy of a stored chunk's keys). This
-  // default copies, then rotates in place; a backend may do both in one pass.
-  virtual void rope_into(const Tensor& src, Tensor& dst, const Tensor& pos, const RopeSpec& spec) {
-    copy(src, dst);
-    rope_inplace(dst, pos, spec);
-  }
+  // dst = src rotated to positions pos (Decoder::with_roped_keys' rotated copy of a stored chunk's keys, every
+  // layer in one call): pos holds a position for each of the first pos.numel() rows, and the rows after them
+  // repeat that list (src's rows are layers of pos.numel() rows each). This default copies, then rotates each
+  // repetition in place; a backend may do all of it in one pass.
+  virtual void rope_into(const Tensor& src, Tensor& dst, const Tensor& pos, const RopeSpec& spec);
   virtual void attention(AttentionArgs& args) = 0;
   // attention() over the blocks' keys in order, for few query rows (decoding, short questions) over a long view:
   // the same result up to the order of float sums. This default stages the blocks into one K/V first; a backend

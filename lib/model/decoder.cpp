@@ -131,9 +131,8 @@ class ForwardPass {
     v_ = b_.empty(DType::F32, {N, KV, D});
     attn_ = b_.empty(DType::F32, {N, H, D});
     proj_ = b_.empty(DType::F32, {N, c_.hidden});
-    gate_ = b_.empty(DType::F32, {N, c_.ffn});
-    up_ = b_.empty(DType::F32, {N, c_.ffn});
-    mlp_in_ = act == DType::F32 ? gate_ : b_.empty(act, {N, c_.ffn});  // f32: SwiGLU in place
+    gate_ = b_.empty(act, {N, c_.ffn});  // SwiGLU reads gate and up and writes the down projection's input in place
+    up_ = b_.empty(act, {N, c_.ffn});
     // KV sharing: a source layer's K and V of the computed tokens are kept for the layers that read them; zeros
     // until the source has run (a condensed-KV span's first pass reads them, DESIGN.md §3).
     shared_k_.resize(layers_);
@@ -151,8 +150,8 @@ class ForwardPass {
     }
   }
 
-  // The dtype of the matmuls' inputs that the norms and SwiGLU write: the backend's for these weights where every
-  // layer's projections agree on it, else f32.
+  // The dtype of the matmuls' inputs that the norms and SwiGLU write (and of the gate and up products SwiGLU
+  // reads): the backend's for these weights where every layer's projections agree on it, else f32.
   DType matmul_input_dtype() const {
     const DType want = b_.matmul_input_dtype(w_.layers[0].wq);
     for (const LlamaLayerWeights& w : w_.layers)
@@ -326,8 +325,8 @@ class ForwardPass {
     b_.add_inplace(x_, proj_);
     b_.rms_norm(x_, w.ffn_norm, c_.norm_eps, xn_);
     b_.matmul_nt_many(xn_, {&w.w_gate, &w.w_up}, {&gate_, &up_});
-    b_.swiglu(gate_, up_, mlp_in_);
-    b_.matmul_nt(mlp_in_, w.w_down, proj_);
+    b_.swiglu(gate_, up_, gate_);
+    b_.matmul_nt(gate_, w.w_down, proj_);
     b_.add_inplace(x_, proj_);
   }
 
@@ -373,9 +372,9 @@ class ForwardPass {
   std::vector<int32_t> tokens_, logit_rows_;
   int64_t n_tokens_ = 0;
   std::vector<ForwardResult> results_;
-  // [tokens, ...] activations of the current layer; xn_ (the norms' output) and mlp_in_ (SwiGLU's) in the dtype
-  // the matmuls they feed read (matmul_input_dtype)
-  Tensor x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_, mlp_in_;
+  // [tokens, ...] activations of the current layer; xn_ (the norms' output) and the MLP's gate_ and up_ in the
+  // dtype the matmuls read (matmul_input_dtype)
+  Tensor x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_;
   std::vector<Tensor> shared_k_, shared_v_;              // per source layer read by later layers
   std::vector<float> decoded_k_, decoded_v_;             // decode_into's host buffers for a device backend
 };
@@ -435,13 +434,26 @@ KvSegment Decoder::with_roped_keys(const KvSegment& seg) const {
   std::vector<size_t> rotated;  // the layers that hold their own keys (the others read their source layer's)
   for (size_t l = 0; l < seg.k.size(); ++l)
     if (kv_sources_.empty() || kv_sources_[l] == (int32_t)l) rotated.push_back(l);
-  // One allocation for every layer's rotated keys: a query places tens of chunks of tens of layers each.
-  const Shape& shape = seg.k[rotated.front()].shape;
-  const Tensor all = backend_.empty(DType::F32, {(int64_t)rotated.size() * seg.rows(), shape[1], shape[2]});
+  // One allocation for every layer's rotated keys, and one rotation where the layers' keys lie one after the other
+  // (as a stored chunk's do): a query places tens of chunks of tens of layers each.
+  const Tensor& first = seg.k[rotated.front()];
+  const int64_t rows = seg.rows(), layer_bytes = (int64_t)first.nbytes();
+  Tensor all = backend_.empty(DType::F32, {(int64_t)rotated.size() * rows, first.dim(1), first.dim(2)});
+  bool consecutive = true;
+  for (size_t i = 0; i < rotated.size(); ++i) {
+    const Tensor& k = seg.k[rotated[i]];
+    consecutive = consecutive && k.storage == first.storage && k.shape == first.shape &&
+                  k.offset == first.offset + i * (size_t)layer_bytes;
+  }
+  if (consecutive) {
+    Tensor keys = first;
+    keys.shape[0] = all.dim(0);
+    backend_.rope_into(keys, all, pos, rope_);
+  }
   for (size_t i = 0; i < rotated.size(); ++i) {
     Tensor& k = out.k_roped[rotated[i]];
-    k = all.rows((int64_t)i * seg.rows(), seg.rows());
-    backend_.rope_into(seg.k[rotated[i]], k, pos, rope_);
+    k = all.rows((int64_t)i * rows, rows);
+    if (!consecutive) backend_.rope_into(seg.k[rotated[i]], k, pos, rope_);
   }
   return out;
 }

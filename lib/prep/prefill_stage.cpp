@@ -165,6 +165,12 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
       if (o.record_anchor_scores && (int64_t)r.tokens.size() > kFewQueryRows) probe_every_layer(r, c.n_layers);
     }
     t = Clock::now();
+    // On a GPU the neighbours' keys are rotated once for every layer, so each layer reads them where they lie: a
+    // launch per chunk instead of a gather and a rotation per neighbour, layer and sequence. The CPU gathers the
+    // rows cheaply and keeps its memory for the batch.
+    if (backend->device() != Device::Host)
+      for (std::vector<KvSegment>& segments : placed)
+        for (KvSegment& seg : segments) seg = decoder->with_roped_keys(seg);  // in place: the views point here
     const std::vector<ForwardResult> out = decoder->forward(batch);
     backend->synchronize();
     res.forward_seconds += seconds_since(t);

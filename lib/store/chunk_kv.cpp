@@ -51,27 +51,33 @@ KvSegment host_to_segment(const HostKv& kv, const KvShardLayout& layout, Backend
   KVF_CHECK((int64_t)positions.size() == kv.rows, "chunk KV: ", positions.size(), " positions for ", kv.rows,
             " rows");
   const int64_t row = (int64_t)layout.kv_heads * layout.head_dim, stored = layout.stored_layers;
-  // Every stored layer's rows, layer after layer, in one K and one V tensor (one allocation and, for a device,
-  // one upload each through a host buffer); each layer is a view of its rows.
-  const bool on_host = backend.device() == Device::Host;
-  const Tensor k_all = backend.empty(DType::F32, {stored * kv.rows, layout.kv_heads, layout.head_dim});
-  const Tensor v_all = backend.empty(DType::F32, k_all.shape);
-  std::vector<float> buf_k(on_host ? 0 : (size_t)(stored * kv.rows * row)), buf_v(buf_k.size());
-  float* dk = on_host ? k_all.data<float>() : buf_k.data();
-  float* dv = on_host ? v_all.data<float>() : buf_v.data();
+  // Every stored layer's rows, layer after layer, in one K and one V tensor (one allocation; a rotation can then
+  // cover every layer in one call); each layer is a view of its rows. The host's rows hold every stored layer
+  // each: the host reorders them in place, a device receives them as they are in one upload and reorders them.
+  const int64_t n = stored * kv.rows;
+  Tensor k_all = backend.empty(DType::F32, {n, layout.kv_heads, layout.head_dim});
+  Tensor v_all = backend.empty(DType::F32, k_all.shape);
+  if (backend.device() == Device::Host) {
+    for (int64_t s = 0; s < stored; ++s)
+      for (int64_t r = 0; r < kv.rows; ++r) {
+        std::copy_n(kv.k.data() + (r * stored + s) * row, row, k_all.data<float>() + (s * kv.rows + r) * row);
+        std::copy_n(kv.v.data() + (r * stored + s) * row, row, v_all.data<float>() + (s * kv.rows + r) * row);
+      }
+  } else if (n > 0) {
+    std::vector<int32_t> order((size_t)n);  // layer s, row r <- row r's layer s
+    for (int64_t s = 0; s < stored; ++s)
+      for (int64_t r = 0; r < kv.rows; ++r) order[(size_t)(s * kv.rows + r)] = (int32_t)(r * stored + s);
+    Tensor rows = backend.empty(DType::I32, {n}), as_read = backend.empty(DType::F32, k_all.shape);
+    backend.copy_from_host(rows, order.data(), order.size() * sizeof(int32_t));
+    backend.copy_from_host(as_read, kv.k.data(), (size_t)(n * row) * sizeof(float));
+    backend.gather_rows(as_read, rows, k_all);
+    backend.copy_from_host(as_read, kv.v.data(), (size_t)(n * row) * sizeof(float));
+    backend.gather_rows(as_read, rows, v_all);
+  }
   std::vector<Tensor> k_stored, v_stored;
   for (int64_t s = 0; s < stored; ++s) {
-    for (int64_t r = 0; r < kv.rows; ++r) {
-      std::copy_n(kv.k.data() + (r * stored + s) * row, row, dk + (s * kv.rows + r) * row);
-      std::copy_n(kv.v.data() + (r * stored + s) * row, row, dv + (s * kv.rows + r) * row);
-    }
     k_stored.push_back(k_all.rows(s * kv.rows, kv.rows));
     v_stored.push_back(v_all.rows(s * kv.rows, kv.rows));
-  }
-  if (!on_host) {
-    Tensor k_dst = k_all, v_dst = v_all;
-    backend.copy_from_host(k_dst, buf_k.data(), buf_k.size() * sizeof(float));
-    backend.copy_from_host(v_dst, buf_v.data(), buf_v.size() * sizeof(float));
   }
   return segment_of_stored_layers(k_stored, v_stored, layout, std::move(positions));
 }

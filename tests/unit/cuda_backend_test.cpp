@@ -160,6 +160,15 @@ TEST_F(CudaVsCpu, RowOpsIntoBf16AndBf16MatmulInput) {
   Pair prod2 = zeros({rows, m});
   gpu->matmul_nt_many(yb, {&wb, &wb}, {&prod.gpu, &prod2.gpu});
   EXPECT_LT(relative_difference(host(*cpu, prod.cpu), host(*gpu, prod2.gpu)), 1e-5) << "bf16 x, two products";
+  // bf16 products (gate and up), then SwiGLU from them in place: the f32 results rounded, then SwiGLU of those.
+  Tensor gate = gpu->empty(DType::BF16, {rows, m}), up_b = gpu->empty(DType::BF16, {rows, m});
+  gpu->matmul_nt_many(yb, {&wb, &wb}, {&gate, &up_b});
+  const std::vector<float> gate_ref = rounded(host(*cpu, prod.cpu)), gate_got = bf16_host(gate);
+  EXPECT_LT(relative_difference(gate_ref, gate_got), 1e-2) << "bf16 y";
+  Pair g = upload(gate_got, {rows, m}), silu = zeros({rows, m});
+  cpu->swiglu(g.cpu, g.cpu, silu.cpu);
+  gpu->swiglu(gate, up_b, gate);
+  EXPECT_LT(relative_difference(rounded(host(*cpu, silu.cpu)), bf16_host(gate)), 1e-2) << "swiglu from bf16";
 }
 
 TEST_F(CudaVsCpu, GathersAndEmbedding) {
@@ -225,6 +234,30 @@ TEST_F(CudaVsCpu, RopeBothPairingsForwardAndInverse) {
         EXPECT_LT(relative_diff(x), 1e-6) << "rotary " << rotary << " inverse " << inverse;
       }
     }
+}
+
+// A rotated copy of four layers of seven rows in one call, the positions repeating per layer: the source is left
+// as it was, and the dims past a partial rotary_dim are copied.
+TEST_F(CudaVsCpu, RopeIntoRepeatsThePositionsPerLayer) {
+  const std::vector<int32_t> positions = {0, 1, 7, 511, 4096, 100000, 3};
+  for (int rotary : {64, 32}) {
+    RopeSpec spec;
+    spec.rotary_dim = rotary;
+    spec.inv_freq = std::make_shared<const std::vector<float>>(rope_inv_frequencies(rotary, 10000.0, 1.0, {}));
+    const Pair src = random({4 * (int64_t)positions.size(), 3, 64}, 8), pos = ints(positions);
+    Pair dst = zeros(src.cpu.shape);
+    const std::vector<float> before = host(*gpu, src.gpu);
+    cpu->rope_into(src.cpu, dst.cpu, pos.cpu, spec);
+    gpu->rope_into(src.gpu, dst.gpu, pos.gpu, spec);
+    EXPECT_LT(relative_diff(dst), 1e-6) << "rotary " << rotary;
+    EXPECT_EQ(host(*gpu, src.gpu), before) << "the source is not rotated";
+    // Layer 2 equals its rows rotated alone.
+    const int64_t n = (int64_t)positions.size();
+    Pair layer = zeros({n, 3, 64});
+    gpu->copy(src.gpu.rows(2 * n, n), layer.gpu);
+    gpu->rope_inplace(layer.gpu, pos.gpu, spec);
+    EXPECT_EQ(host(*gpu, layer.gpu), host(*gpu, dst.gpu.rows(2 * n, n)));
+  }
 }
 
 struct AttentionCase {

@@ -58,9 +58,12 @@ void check_f32(const Tensor& t, const char* what) { check_on_device(t, DType::F3
 void check_f32_or_bf16(const Tensor& t, const char* what) {
   check_on_device(t, t.dtype == DType::BF16 ? DType::BF16 : DType::F32, what);
 }
-// x f32, or bf16 for bf16 weights (matmul_input_dtype).
+// x and y f32, or bf16 for bf16 weights (matmul_input_dtype).
 void check_matmul_input(const Tensor& x, const Tensor& w) {
   check_on_device(x, x.dtype == DType::BF16 && w.dtype == DType::BF16 ? DType::BF16 : DType::F32, "matmul x");
+}
+void check_matmul_output(const Tensor& y, const Tensor& w) {
+  check_on_device(y, y.dtype == DType::BF16 && w.dtype == DType::BF16 ? DType::BF16 : DType::F32, "matmul y");
 }
 
 // Largest power of two (up to 256) dividing the address: what cuBLASLt may assume of a pointer.
@@ -143,7 +146,7 @@ class CudaBackend final : public Backend {
     return w.dtype == DType::BF16 ? DType::BF16 : DType::F32;
   }
   void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override {
-    check_f32(y, "matmul y");
+    check_matmul_output(y, w);
     KVF_CHECK(w.defined() && w.device() == Device::Cuda && (w.dtype == DType::F32 || w.dtype == DType::BF16),
               "cuda backend: matmul w must be an f32 or bf16 device tensor");
     check_matmul_input(x, w);
@@ -163,7 +166,7 @@ class CudaBackend final : public Backend {
     check_matmul_input(x, *ws[0]);
     const Tensor xb = x.dtype == DType::BF16 ? x : to_bf16(x, Tensor{});
     for (size_t i = 0; i < ws.size(); ++i) {
-      check_f32(*ys[i], "matmul y");
+      check_matmul_output(*ys[i], *ws[i]);
       check_on_device(*ws[i], DType::BF16, "matmul w");
       const auto [n, k, m] = matmul_dims(x, *ws[i], *ys[i]);
       if (n && m) matmul_bf16(xb, *ws[i], *ys[i], n, k, m);
@@ -190,10 +193,11 @@ class CudaBackend final : public Backend {
   }
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override {
     KVF_CHECK(gate.numel() == up.numel() && gate.numel() == out.numel(), "swiglu: shapes differ");
-    check_f32(gate, "swiglu gate");
-    check_f32(up, "swiglu up");
+    check_f32_or_bf16(gate, "swiglu gate");
+    check_on_device(up, gate.dtype, "swiglu up");
     check_f32_or_bf16(out, "swiglu out");
-    cuda::swiglu(gate.data<float>(), up.data<float>(), out.data<char>(), out.dtype == DType::BF16, gate.numel(), s());
+    cuda::swiglu(gate.data<char>(), up.data<char>(), gate.dtype == DType::BF16, out.data<char>(),
+                 out.dtype == DType::BF16, gate.numel(), s());
     launched("swiglu");
   }
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
@@ -222,22 +226,25 @@ class CudaBackend final : public Backend {
     launched("gather_rows");
   }
   void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) override {
+    KVF_CHECK(x.shape.size() == 3 && pos.numel() == x.dim(0), "rope: x ", shape_str(x.shape), " with ", pos.numel(),
+              " positions");
     rope_from(x, x, pos, spec, inverse);
   }
   void rope_into(const Tensor& src, Tensor& dst, const Tensor& pos, const RopeSpec& spec) override {
     check_f32(src, "rope source");
-    KVF_CHECK(src.shape == dst.shape, "rope_into: ", shape_str(src.shape), " into ", shape_str(dst.shape));
+    KVF_CHECK(src.shape == dst.shape && src.shape.size() == 3 && pos.numel() > 0 && src.dim(0) % pos.numel() == 0,
+              "rope_into: ", shape_str(src.shape), " into ", shape_str(dst.shape), " with ", pos.numel(),
+              " positions");
     rope_from(src, dst, pos, spec, false);
   }
-  // x = src rotated (src may be x).
+  // x = src rotated (src may be x), row r at pos[r % pos.numel()].
   void rope_from(const Tensor& src, Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) {
     check_f32(x, "rope x");
-    KVF_CHECK(x.shape.size() == 3 && pos.numel() == x.dim(0), "rope: x ", shape_str(x.shape), " with ", pos.numel(),
-              " positions");
     KVF_CHECK(spec.inv_freq && (int64_t)spec.inv_freq->size() == spec.rotary_dim / 2 && spec.rotary_dim <= x.dim(2),
               "rope: rotary_dim ", spec.rotary_dim, " does not fit head_dim ", x.dim(2));
-    cuda::rope(src.data<float>(), x.data<float>(), pos.data<int32_t>(), x.dim(0), x.dim(1), x.dim(2), spec.rotary_dim,
-               frequencies(spec).data<float>(), spec.pairing == RopePairing::Adjacent, inverse, error_word(), s());
+    cuda::rope(src.data<float>(), x.data<float>(), pos.data<int32_t>(), pos.numel(), x.dim(0), x.dim(1), x.dim(2),
+               spec.rotary_dim, frequencies(spec).data<float>(), spec.pairing == RopePairing::Adjacent, inverse,
+               error_word(), s());
     launched("rope");
   }
   void attention(AttentionArgs& a) override {
@@ -328,18 +335,20 @@ class CudaBackend final : public Backend {
   }
 
   // Row-major y[n, m] = xb[n, k] · w[m, k]^T, both bf16, f32 accumulate, f32 y.
+  // y f32, or bf16 (the f32 accumulators rounded).
   void matmul_bf16(const Tensor& xb, const Tensor& w, Tensor& y, int64_t n, int64_t k, int64_t m) {
-    const auto key = std::make_tuple(n, k, m, alignment_of(y.data<char>()));
+    const bool y_bf16 = y.dtype == DType::BF16;
+    const auto key = std::make_tuple(n, k, m, alignment_of(y.data<char>()), y_bf16);
     auto it = lt_plans_.find(key);
-    if (it == lt_plans_.end()) it = lt_plans_.emplace(key, make_plan(n, k, m, std::get<3>(key))).first;
+    if (it == lt_plans_.end()) it = lt_plans_.emplace(key, make_plan(n, k, m, std::get<3>(key), y_bf16)).first;
     const LtPlan& p = it->second;
     const float one = 1.0f, zero = 0.0f;
-    check_cublas(cublasLtMatmul(lt_, p.op, &one, w.data<char>(), p.a, xb.data<char>(), p.b, &zero, y.data<float>(), p.c,
-                                y.data<float>(), p.c, &p.algo, workspace_.data<char>(), kWorkspaceBytes, s()),
+    check_cublas(cublasLtMatmul(lt_, p.op, &one, w.data<char>(), p.a, xb.data<char>(), p.b, &zero, y.data<char>(), p.c,
+                                y.data<char>(), p.c, &p.algo, workspace_.data<char>(), kWorkspaceBytes, s()),
                  "cublasLtMatmul");
   }
   // Column-major: D^T[m, n] = op(A)[m, k] · B[k, n], A = W as stored (k x m, transposed), B = x^T (k x n).
-  LtPlan make_plan(int64_t n, int64_t k, int64_t m, uint32_t y_alignment) {
+  LtPlan make_plan(int64_t n, int64_t k, int64_t m, uint32_t y_alignment, bool y_bf16) {
     LtPlan p;
     check_cublas(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
     const cublasOperation_t trans = CUBLAS_OP_T, plain = CUBLAS_OP_N;
@@ -347,7 +356,8 @@ class CudaBackend final : public Backend {
     check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof plain), "transb");
     check_cublas(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, (uint64_t)k, (uint64_t)m, k), "layout a");
     check_cublas(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, (uint64_t)k, (uint64_t)n, k), "layout b");
-    check_cublas(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, (uint64_t)m, (uint64_t)n, m), "layout c");
+    check_cublas(cublasLtMatrixLayoutCreate(&p.c, y_bf16 ? CUDA_R_16BF : CUDA_R_32F, (uint64_t)m, (uint64_t)n, m),
+                 "layout c");
     cublasLtMatmulPreference_t pref;
     check_cublas(cublasLtMatmulPreferenceCreate(&pref), "preference");
     const uint64_t ws = kWorkspaceBytes;
@@ -434,7 +444,7 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   Tensor workspace_, errors_;
-  std::map<std::tuple<int64_t, int64_t, int64_t, uint32_t>, LtPlan> lt_plans_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, uint32_t, bool>, LtPlan> lt_plans_;  // n, k, m, y alignment, bf16 y
   std::map<const void*, Tensor> inv_freq_;
   std::vector<std::shared_ptr<const std::vector<float>>> keep_;  // so a cached pointer is never reused
 };

@@ -1,8 +1,20 @@
-// The portable attention_blocks: the blocks' rows copied into one K/V, then the backend's attention().
+// The Backend interface's portable defaults: attention_blocks over the blocks staged into one K/V, then the
+// backend's attention(); rope_into as a copy rotated in place.
 #include "backend/backend.h"
 #include "backend/op_checks.h"
 
 namespace kvf {
+
+void Backend::rope_into(const Tensor& src, Tensor& dst, const Tensor& pos, const RopeSpec& spec) {
+  const int64_t period = pos.numel();
+  KVF_CHECK(src.shape == dst.shape && period > 0 && src.dim(0) % period == 0, "rope_into: ", shape_str(src.shape),
+            " into ", shape_str(dst.shape), " with ", period, " positions");
+  copy(src, dst);
+  for (int64_t first = 0; first < dst.dim(0); first += period) {
+    Tensor rows = dst.rows(first, period);
+    rope_inplace(rows, pos, spec);
+  }
+}
 
 void Backend::attention_blocks(const BlockAttentionArgs& a) {
   const BlockAttentionDims d = block_attention_dims(a);
