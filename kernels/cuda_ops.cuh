@@ -42,8 +42,8 @@ void gather_rows(const void* src, int64_t src_rows, const int32_t* rows, int64_t
 // dst[i] = f32(table[ids[i]]) for a bf16 table [table_rows, d] (the fast mode's embedding).
 void gather_bf16_rows_to_f32(const void* table, int64_t table_rows, const int32_t* ids, int64_t n, int64_t d,
                              float* dst, IndexError* err, cudaStream_t stream);
-// dst[i] = bf16(src[rows ? rows[i] : i]), rows of d values (rows already checked by the caller's plan).
-void rows_to_bf16(const float* src, const int32_t* rows, int64_t n, int64_t d, void* dst, cudaStream_t stream);
+// dst = bf16(src), n rows of d values.
+void rows_to_bf16(const float* src, int64_t n, int64_t d, void* dst, cudaStream_t stream);
 // One key block of a view, staged by stage_blocks_bf16: rows [first, first + count) of the staged K/V come from
 // k/v (f32, `src_rows` rows of d values) at rows[i] (or i when rows is null), their positions from pos.
 struct StagedBlock {

@@ -87,8 +87,8 @@ __global__ void gather_bf16_kernel(const __nv_bfloat16* table, int64_t table_row
 }
 
 // Round to nearest even, as the CPU's f32_to_bf16.
-__global__ void to_bf16_kernel(const float* src, const int32_t* rows, int64_t d, __nv_bfloat16* dst) {
-  const float* from = src + (rows ? (int64_t)rows[blockIdx.y] : (int64_t)blockIdx.y) * d;
+__global__ void to_bf16_kernel(const float* src, int64_t d, __nv_bfloat16* dst) {
+  const float* from = src + (int64_t)blockIdx.y * d;
   __nv_bfloat16* to = dst + (int64_t)blockIdx.y * d;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < d; i += (int64_t)gridDim.x * blockDim.x)
     to[i] = __float2bfloat16_rn(from[i]);
@@ -162,10 +162,10 @@ void gather_bf16_rows_to_f32(const void* table, int64_t table_rows, const int32_
                                                         dst, err);
 }
 
-void rows_to_bf16(const float* src, const int32_t* rows, int64_t n, int64_t d, void* dst, cudaStream_t stream) {
+void rows_to_bf16(const float* src, int64_t n, int64_t d, void* dst, cudaStream_t stream) {
   if (n == 0 || d == 0) return;
   const dim3 grid((unsigned)std::min<int64_t>((d + kThreads - 1) / kThreads, 8), (unsigned)n);
-  to_bf16_kernel<<<grid, kThreads, 0, stream>>>(src, rows, d, static_cast<__nv_bfloat16*>(dst));
+  to_bf16_kernel<<<grid, kThreads, 0, stream>>>(src, d, static_cast<__nv_bfloat16*>(dst));
 }
 
 void stage_blocks_bf16(const StagedBlock* blocks, int64_t n_blocks, int64_t m, int64_t d, void* k_dst, void* v_dst,

@@ -152,7 +152,7 @@ class CudaBackend final : public Backend {
     check_matmul_input(x, w);
     const auto [n, k, m] = matmul_dims(x, w, y);
     if (n == 0 || m == 0) return;
-    if (w.dtype == DType::BF16) return matmul_bf16(x.dtype == DType::BF16 ? x : to_bf16(x, Tensor{}), w, y, n, k, m);
+    if (w.dtype == DType::BF16) return matmul_bf16(x.dtype == DType::BF16 ? x : to_bf16(x), w, y, n, k, m);
     // Row-major y[n, m] = x[n, k] w[m, k]^T is column-major y^T[m, n] = w^T... : op(A) = W^T as stored (k x m).
     const float one = 1.0f, zero = 0.0f;
     check_cublas(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)k, &one, w.data<float>(), (int)k,
@@ -164,7 +164,7 @@ class CudaBackend final : public Backend {
     const bool all_bf16 = std::all_of(ws.begin(), ws.end(), [](const Tensor* w) { return w->dtype == DType::BF16; });
     if (!all_bf16 || ws.size() < 2) return Backend::matmul_nt_many(x, ws, ys);
     check_matmul_input(x, *ws[0]);
-    const Tensor xb = x.dtype == DType::BF16 ? x : to_bf16(x, Tensor{});
+    const Tensor xb = x.dtype == DType::BF16 ? x : to_bf16(x);
     for (size_t i = 0; i < ws.size(); ++i) {
       check_matmul_output(*ys[i], *ws[i]);
       check_on_device(*ws[i], DType::BF16, "matmul w");
@@ -258,7 +258,7 @@ class CudaBackend final : public Backend {
     float* max_ptr = dims.probing ? row_max.data<float>() : nullptr;
     float* sum_ptr = dims.probing ? row_sum.data<float>() : nullptr;
     if (use_flash(a.bf16_inputs, sh)) {
-      Tensor k = to_bf16(a.k, Tensor{}), v = to_bf16(a.v, Tensor{});
+      Tensor k = to_bf16(a.k), v = to_bf16(a.v);
       flash(sh, a.q, a.q_pos, k, v, a.k_pos, a.out, max_ptr, sum_ptr);
     } else {
       attention_f32(sh, a.q, a.q_pos, a.k, a.v, a.k_pos, a.out, max_ptr, sum_ptr);
@@ -376,22 +376,13 @@ class CudaBackend final : public Backend {
     return p;
   }
 
-  // x (f32, rows of d, the listed rows or all) as a new bf16 tensor / into dst.
-  Tensor to_bf16(const Tensor& x, const Tensor& rows) {
-    Shape shape = x.shape;
-    if (rows.defined()) shape[0] = rows.numel();
-    Tensor out = empty(DType::BF16, shape);
-    to_bf16_into(x, rows, out);
-    return out;
-  }
-  void to_bf16_into(const Tensor& x, const Tensor& rows, Tensor& dst) {
+  // x (f32) as a new bf16 tensor.
+  Tensor to_bf16(const Tensor& x) {
     check_f32(x, "bf16 conversion source");
-    const int64_t n = rows.defined() ? rows.numel() : x.dim(0);
-    KVF_CHECK(dst.dim(0) == n && dst.row_elems() == x.row_elems(), "bf16 conversion: ", shape_str(dst.shape), " for ",
-              n, " rows of ", shape_str(x.shape));
-    cuda::rows_to_bf16(x.data<float>(), rows.defined() ? rows.data<int32_t>() : nullptr, n, x.row_elems(),
-                       dst.data<char>(), s());
+    Tensor out = empty(DType::BF16, x.shape);
+    cuda::rows_to_bf16(x.data<float>(), x.dim(0), x.row_elems(), out.data<char>(), s());
     launched("bf16 conversion");
+    return out;
   }
 
   template <typename Dims>  // AttentionDims or BlockAttentionDims
