@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "fusion/query_engine.h"
 #include "fusion/query_file.h"
@@ -76,15 +77,15 @@ void print_op_split(const std::vector<Setting>& settings,
   std::printf("\n|---|");
   for (size_t i = 0; i < settings.size(); ++i) std::printf("---:|");
   std::printf("\n");
-  std::map<std::string, bool> names;
+  std::set<std::string> names;
   for (const auto& [label, by_op] : ops)
-    for (const auto& entry : by_op) names[entry.first] = true;
+    for (const auto& entry : by_op) names.insert(entry.first);
   const auto cell = [&](const Setting& s, const std::string& op) -> kvf::OpStats {
     const auto it = ops.find(s.label());
     if (it == ops.end() || !it->second.count(op)) return {};
     return it->second.at(op);
   };
-  for (const auto& [op, unused] : names) {
+  for (const std::string& op : names) {
     std::printf("| %s |", op.c_str());
     for (const Setting& s : settings) {
       const kvf::OpStats st = cell(s, op);
@@ -95,7 +96,7 @@ void print_op_split(const std::vector<Setting>& settings,
   std::printf("| all ops |");
   for (const Setting& s : settings) {
     double total = 0;
-    for (const auto& [op, unused] : names) total += cell(s, op).seconds;
+    for (const std::string& op : names) total += cell(s, op).seconds;
     std::printf(" %.1f |", 1e3 * total / queries);
   }
   std::printf("\n");

@@ -237,16 +237,6 @@ class CudaBackend final : public Backend {
               " positions");
     rope_from(src, dst, pos, spec, false);
   }
-  // x = src rotated (src may be x), row r at pos[r % pos.numel()].
-  void rope_from(const Tensor& src, Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) {
-    check_f32(x, "rope x");
-    KVF_CHECK(spec.inv_freq && (int64_t)spec.inv_freq->size() == spec.rotary_dim / 2 && spec.rotary_dim <= x.dim(2),
-              "rope: rotary_dim ", spec.rotary_dim, " does not fit head_dim ", x.dim(2));
-    cuda::rope(src.data<float>(), x.data<float>(), pos.data<int32_t>(), pos.numel(), x.dim(0), x.dim(1), x.dim(2),
-               spec.rotary_dim, frequencies(spec).data<float>(), spec.pairing == RopePairing::Adjacent, inverse,
-               error_word(), s());
-    launched("rope");
-  }
   void attention(AttentionArgs& a) override {
     const AttentionDims dims = attention_dims(a);
     const cuda::AttentionShape sh = shape_of(dims, a.scale);
@@ -300,6 +290,16 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // x = src rotated (src may be x), row r at pos[r % pos.numel()].
+  void rope_from(const Tensor& src, Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) {
+    check_f32(x, "rope x");
+    KVF_CHECK(spec.inv_freq && (int64_t)spec.inv_freq->size() == spec.rotary_dim / 2 && spec.rotary_dim <= x.dim(2),
+              "rope: rotary_dim ", spec.rotary_dim, " does not fit head_dim ", x.dim(2));
+    cuda::rope(src.data<float>(), x.data<float>(), pos.data<int32_t>(), pos.numel(), x.dim(0), x.dim(1), x.dim(2),
+               spec.rotary_dim, frequencies(spec).data<float>(), spec.pairing == RopePairing::Adjacent, inverse,
+               error_word(), s());
+    launched("rope");
+  }
   static constexpr int64_t kWorkspaceBytes = 32 << 20;  // cuBLASLt's
 
   // A cuBLASLt matmul for one (n, k, m) and output alignment: descriptors and the heuristic's algorithm.
