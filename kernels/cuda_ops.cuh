@@ -91,16 +91,30 @@ void attention(const AttentionShape& shape, const float* q, const int32_t* q_pos
 void merge_attention_splits(const AttentionShape& shape, int64_t splits, const float* scratch, float* out,
                             float* row_max, float* row_sum, cudaStream_t stream);
 
-// The same on tensor cores (kernels/flash_attention.cu): bf16 K and V [m, n_kv_heads, head_dim], Q in f32 rounded
-// to bf16, f32 softmax; head_dim 64 or 128. tile_pos holds 2 * flash_attention_tiles(m) ints of scratch; with
-// splits > 1 (flash_attention_splits: few rows over many keys) the key tiles are split over blocks whose states
-// go to scratch (splits * n * n_heads * (head_dim + 2) floats) and are merged.
+// The same on tensor cores (kernels/flash_attention.cu), for one or several independent sequences in one launch
+// (several short ones fill the GPU together where each alone would not): every sequence's keys lie in one bf16 K
+// and V [keys, n_kv_heads, head_dim] with their positions, Q in f32 rounded to bf16, f32 softmax; head_dim 64 or
+// 128 (the heads and scale from `heads`; its n and m are unused). `work`: flash_attention_work_bytes of device
+// scratch for the descriptors. With splits > 1 (flash_attention_splits: few rows over many keys; one sequence
+// only) the key tiles are split over blocks whose states go to scratch (splits * n * n_heads * (head_dim + 2)
+// floats) and are merged.
+struct FlashSequence {
+  const float* q;        // [n, n_heads, head_dim]
+  const int32_t* q_pos;  // [n]
+  float* out;            // [n, n_heads, head_dim]
+  float* row_max;        // null, or [n, n_heads]: each row's max score and softmax sum, for probe_colsums
+  float* row_sum;
+  int64_t n = 0;           // query rows
+  int64_t k_first = 0, m = 0;  // its keys: [k_first, k_first + m) of the call's
+  int64_t tile_first = 0;  // set by flash_attention: its first 64-key tile among the call's
+};
 bool flash_attention_supports(int64_t head_dim);
-int64_t flash_attention_tiles(int64_t m);
+int64_t flash_attention_blocks(const AttentionShape& shape);  // blocks of one sequence's rows, all heads, unsplit
 int64_t flash_attention_splits(const AttentionShape& shape, int multiprocessors);
-void flash_attention(const AttentionShape& shape, const float* q, const int32_t* q_pos, const void* k_bf16,
-                     const void* v_bf16, const int32_t* k_pos, int32_t* tile_pos, float* out, float* row_max,
-                     float* row_sum, int64_t splits, float* scratch, cudaStream_t stream);
+int64_t flash_attention_work_bytes(const FlashSequence* seqs, int64_t n_seqs);
+void flash_attention(const AttentionShape& heads, const FlashSequence* seqs, int64_t n_seqs, const void* k_bf16,
+                     const void* v_bf16, const int32_t* k_pos, void* work, int64_t splits, float* scratch,
+                     cudaStream_t stream);
 
 // Where a split kernel leaves its partial states: [splits][n][n_heads] maxima and sums, [splits][n][n_heads][dim]
 // unnormalised P·V.

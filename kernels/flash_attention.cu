@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <vector>
 
 #include <cuda_bf16.h>
 #include "cuda_ops.cuh"
@@ -75,13 +76,20 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// Lowest and highest key position of every 64-key tile (tile_pos[t], tile_pos[tiles + t]): a block skips the
-// tiles none of its rows reads, and a warp skips the per-key rule on full tiles all of its rows read whole.
-__global__ void key_tile_bounds_kernel(const int32_t* k_pos, int64_t m, int64_t tiles, int32_t* tile_pos) {
+// Lowest and highest key position of every 64-key tile of every sequence (tile_pos[t], tile_pos[tiles + t]; a
+// sequence's tiles start at its tile_first): a block skips the tiles none of its rows reads, and a warp skips the
+// per-key rule on full tiles all of its rows read whole.
+__global__ void key_tile_bounds_kernel(const FlashSequence* seqs, int64_t n_seqs, const int32_t* k_pos, int64_t tiles,
+                                       int32_t* tile_pos) {
   const int64_t tile = blockIdx.x;
+  int64_t s = 0;
+  while (s + 1 < n_seqs && seqs[s + 1].tile_first <= tile) ++s;
+  const FlashSequence seq = seqs[s];
+  const int64_t key0 = (tile - seq.tile_first) * kKeys;
+  const int32_t* pos = k_pos + seq.k_first;
   int32_t lo = INT_MAX, hi = INT_MIN;
-  for (int64_t j = tile * kKeys + threadIdx.x; j < m && j < (tile + 1) * kKeys; j += blockDim.x)
-    lo = min(lo, k_pos[j]), hi = max(hi, k_pos[j]);
+  for (int64_t j = key0 + threadIdx.x; j < seq.m && j < key0 + kKeys; j += blockDim.x)
+    lo = min(lo, pos[j]), hi = max(hi, pos[j]);
   for (int offset = 16; offset > 0; offset /= 2) {
     lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, offset));
     hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, offset));
@@ -91,9 +99,9 @@ __global__ void key_tile_bounds_kernel(const int32_t* k_pos, int64_t m, int64_t 
 
 template <int D>
 __global__ void __launch_bounds__(kThreads, 2)
-    flash_attention_kernel(AttentionShape sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k,
-                           const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, float* out,
-                           float* row_max, float* row_sum, KeySplits split) {
+    flash_attention_kernel(AttentionShape sh, const FlashSequence* seqs, const int2* blocks, const __nv_bfloat16* k,
+                           const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, int64_t call_tiles,
+                           KeySplits split) {
   constexpr int kStride = D + kPad;
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int kStages = 2;
@@ -103,8 +111,16 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ int32_t block_max_pos;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  // The last row tiles (the latest positions, the most keys) first, so the long blocks do not form the tail.
-  const int64_t row0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * kRows, head = blockIdx.y;
+  // This block's sequence and row tile (the launcher orders them longest first).
+  const int2 block = blocks[blockIdx.x];
+  const FlashSequence seq = seqs[block.x];
+  const float* q = seq.q;
+  const int32_t* q_pos = seq.q_pos;
+  k += seq.k_first * sh.n_kv_heads * D;
+  v += seq.k_first * sh.n_kv_heads * D;
+  k_pos += seq.k_first;
+  const int64_t n = seq.n, m = seq.m;
+  const int64_t row0 = (int64_t)block.y * kRows, head = blockIdx.y;
   const int64_t kv_head = head / (sh.n_heads / sh.n_kv_heads);
   const int64_t q_stride = sh.n_heads * D, kv_stride = sh.n_kv_heads * D;
 
@@ -114,19 +130,19 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int i = tid; i < kRows * D / 4; i += kThreads) {
     const int r = i / (D / 4), c = (i % (D / 4)) * 4;
     float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (row0 + r < sh.n) x = *reinterpret_cast<const float4*>(q + (row0 + r) * q_stride + head * D + c);
+    if (row0 + r < n) x = *reinterpret_cast<const float4*>(q + (row0 + r) * q_stride + head * D + c);
     uint2 packed = make_uint2(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w));
     *reinterpret_cast<uint2*>(sQ + r * kStride + c) = packed;
   }
-  if (tid < kRows && row0 + tid < sh.n) atomicMax(&block_max_pos, q_pos[row0 + tid]);
+  if (tid < kRows && row0 + tid < n) atomicMax(&block_max_pos, q_pos[row0 + tid]);
   const int64_t r_lo = row0 + warp * 16 + g, r_hi = r_lo + 8;
-  const int32_t pos_lo = r_lo < sh.n ? q_pos[r_lo] : INT_MIN, pos_hi = r_hi < sh.n ? q_pos[r_hi] : INT_MIN;
+  const int32_t pos_lo = r_lo < n ? q_pos[r_lo] : INT_MIN, pos_hi = r_hi < n ? q_pos[r_hi] : INT_MIN;
   int32_t warp_min_pos = min(pos_lo, pos_hi);  // the lowest position among this warp's 16 rows
   for (int offset = 16; offset > 0; offset /= 2)
     warp_min_pos = min(warp_min_pos, __shfl_xor_sync(0xffffffffu, warp_min_pos, offset));
-  const int64_t all_tiles = (sh.m + kKeys - 1) / kKeys;
-  const int32_t* tile_min = tile_pos;
-  const int32_t* tile_max = tile_pos + all_tiles;
+  const int64_t all_tiles = (m + kKeys - 1) / kKeys;
+  const int32_t* tile_min = tile_pos + seq.tile_first;
+  const int32_t* tile_max = tile_pos + call_tiles + seq.tile_first;
   __syncthreads();
 
   // This warp's 16 rows of Q as A fragments, for every 16-dim step.
@@ -163,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __nv_bfloat16* sV = sV0 + stage * kKeys * kStride;
     for (int i = tid; i < kKeys * D / 8; i += kThreads) {
       const int r = i / (D / 8), c = (i % (D / 8)) * 8;
-      const bool valid = key0 + r < sh.m;
+      const bool valid = key0 + r < m;
       const int64_t at = valid ? (key0 + r) * kv_stride + kv_head * D + c : 0;
       cp_async16(sK + r * kStride + c, k + at, valid);
       cp_async16(sV + r * kStride + c, v + at, valid);
@@ -200,11 +216,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     // The forward rule (a key a row must not read scores -inf), then the online softmax in base 2 on the raw
     // scores: one FFMA scales and shifts each, and exp2(-inf) = 0 weighs out what the rule removed.
     float raw_lo = -INFINITY, raw_hi = -INFINITY;
-    if (!(key0 + kKeys <= sh.m && tile_max[tile] <= warp_min_pos)) {
+    if (!(key0 + kKeys <= m && tile_max[tile] <= warp_min_pos)) {
 #pragma unroll
       for (int nt = 0; nt < kKeys / 8; ++nt) {
         const int64_t j0 = key0 + nt * 8 + 2 * t;
-        const int32_t p0 = j0 < sh.m ? k_pos[j0] : INT_MAX, p1 = j0 + 1 < sh.m ? k_pos[j0 + 1] : INT_MAX;
+        const int32_t p0 = j0 < m ? k_pos[j0] : INT_MAX, p1 = j0 + 1 < m ? k_pos[j0 + 1] : INT_MAX;
         if (p0 > pos_lo) s[nt][0] = -INFINITY;
         if (p1 > pos_lo) s[nt][1] = -INFINITY;
         if (p0 > pos_hi) s[nt][2] = -INFINITY;
@@ -256,18 +272,18 @@ __global__ void __launch_bounds__(kThreads, 2)
   l_lo = quad_sum(l_lo), l_hi = quad_sum(l_hi);
   constexpr float kLn2 = 0.6931471805599453f;  // natural-log units for the merge and the probe
   if (gridDim.z > 1) {  // a partial state: unnormalised P·V, max and sum, merged by merge_attention_splits
-    const int64_t part = blockIdx.z * sh.n * sh.n_heads;
+    const int64_t part = blockIdx.z * n * sh.n_heads;
 #pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
       const int c = nt * 8 + 2 * t;
-      if (r_lo < sh.n)
+      if (r_lo < n)
         *reinterpret_cast<float2*>(split.acc + (part + r_lo * sh.n_heads + head) * D + c) = make_float2(o[nt][0], o[nt][1]);
-      if (r_hi < sh.n)
+      if (r_hi < n)
         *reinterpret_cast<float2*>(split.acc + (part + r_hi * sh.n_heads + head) * D + c) = make_float2(o[nt][2], o[nt][3]);
     }
     if (t == 0) {
-      if (r_lo < sh.n) split.max[part + r_lo * sh.n_heads + head] = m_lo * kLn2, split.sum[part + r_lo * sh.n_heads + head] = l_lo;
-      if (r_hi < sh.n) split.max[part + r_hi * sh.n_heads + head] = m_hi * kLn2, split.sum[part + r_hi * sh.n_heads + head] = l_hi;
+      if (r_lo < n) split.max[part + r_lo * sh.n_heads + head] = m_lo * kLn2, split.sum[part + r_lo * sh.n_heads + head] = l_lo;
+      if (r_hi < n) split.max[part + r_hi * sh.n_heads + head] = m_hi * kLn2, split.sum[part + r_hi * sh.n_heads + head] = l_hi;
     }
     return;
   }
@@ -275,63 +291,104 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int nt = 0; nt < D / 8; ++nt) {
     const int c = nt * 8 + 2 * t;
-    if (r_lo < sh.n)
-      *reinterpret_cast<float2*>(out + r_lo * q_stride + head * D + c) = make_float2(o[nt][0] * inv_lo, o[nt][1] * inv_lo);
-    if (r_hi < sh.n)
-      *reinterpret_cast<float2*>(out + r_hi * q_stride + head * D + c) = make_float2(o[nt][2] * inv_hi, o[nt][3] * inv_hi);
+    if (r_lo < n)
+      *reinterpret_cast<float2*>(seq.out + r_lo * q_stride + head * D + c) = make_float2(o[nt][0] * inv_lo, o[nt][1] * inv_lo);
+    if (r_hi < n)
+      *reinterpret_cast<float2*>(seq.out + r_hi * q_stride + head * D + c) = make_float2(o[nt][2] * inv_hi, o[nt][3] * inv_hi);
   }
-  if (row_max != nullptr && t == 0) {  // natural-log max and the sum, for the probe's column weights
-    if (r_lo < sh.n) row_max[r_lo * sh.n_heads + head] = m_lo * kLn2, row_sum[r_lo * sh.n_heads + head] = l_lo;
-    if (r_hi < sh.n) row_max[r_hi * sh.n_heads + head] = m_hi * kLn2, row_sum[r_hi * sh.n_heads + head] = l_hi;
+  if (seq.row_max != nullptr && t == 0) {  // natural-log max and the sum, for the probe's column weights
+    if (r_lo < n) seq.row_max[r_lo * sh.n_heads + head] = m_lo * kLn2, seq.row_sum[r_lo * sh.n_heads + head] = l_lo;
+    if (r_hi < n) seq.row_max[r_hi * sh.n_heads + head] = m_hi * kLn2, seq.row_sum[r_hi * sh.n_heads + head] = l_hi;
   }
 }
 
 template <int D>
-void launch(const AttentionShape& sh, const float* q, const int32_t* q_pos, const __nv_bfloat16* k,
-            const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, float* out, float* row_max,
-            float* row_sum, const KeySplits& split, int64_t splits, cudaStream_t stream) {
+void launch(const AttentionShape& sh, const FlashSequence* seqs, const int2* blocks, int64_t n_blocks,
+            const __nv_bfloat16* k, const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos,
+            int64_t tiles, const KeySplits& split, int64_t splits, cudaStream_t stream) {
   constexpr size_t smem = (size_t)(kRows + 2 * 2 * kKeys) * (D + kPad) * sizeof(__nv_bfloat16);
   static bool configured = false;  // raise the dynamic shared-memory limit once per kernel
   if (!configured) {
     cudaFuncSetAttribute(flash_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     configured = true;
   }
-  const dim3 grid((unsigned)((sh.n + kRows - 1) / kRows), (unsigned)sh.n_heads, (unsigned)splits);
-  flash_attention_kernel<D>
-      <<<grid, kThreads, smem, stream>>>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split);
+  const dim3 grid((unsigned)n_blocks, (unsigned)sh.n_heads, (unsigned)splits);
+  flash_attention_kernel<D><<<grid, kThreads, smem, stream>>>(sh, seqs, blocks, k, v, k_pos, tile_pos, tiles, split);
 }
+
+int64_t key_tiles(int64_t m) { return (m + kKeys - 1) / kKeys; }
+
+// Where a call's descriptors lie in its work buffer: the sequences, the (sequence, row tile) of each block, then
+// the key tile bounds.
+struct WorkLayout {
+  int64_t tiles = 0, row_blocks = 0, blocks_at = 0, tile_pos_at = 0, bytes = 0;
+  explicit WorkLayout(const FlashSequence* seqs, int64_t n_seqs) {
+    for (int64_t s = 0; s < n_seqs; ++s)
+      tiles += key_tiles(seqs[s].m), row_blocks += (seqs[s].n + kRows - 1) / kRows;
+    blocks_at = n_seqs * (int64_t)sizeof(FlashSequence);
+    tile_pos_at = blocks_at + row_blocks * (int64_t)sizeof(int2);
+    bytes = tile_pos_at + 2 * tiles * (int64_t)sizeof(int32_t);
+  }
+};
 
 }  // namespace
 
-int64_t flash_attention_tiles(int64_t m) { return (m + kKeys - 1) / kKeys; }
-
 bool flash_attention_supports(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
+int64_t flash_attention_blocks(const AttentionShape& sh) { return (sh.n + kRows - 1) / kRows * sh.n_heads; }
 
 int64_t flash_attention_splits(const AttentionShape& sh, int multiprocessors) {
   // Few rows (a question over a long context): the keys are split until there are two blocks per multiprocessor,
   // each split at least 8 tiles long.
-  const int64_t blocks = (sh.n + kRows - 1) / kRows * sh.n_heads, want = 2 * (int64_t)multiprocessors;
+  const int64_t blocks = flash_attention_blocks(sh), want = 2 * (int64_t)multiprocessors;
   if (blocks <= 0 || blocks >= want) return 1;
-  return std::max<int64_t>(1, std::min((want + blocks - 1) / blocks, flash_attention_tiles(sh.m) / 8));
+  return std::max<int64_t>(1, std::min((want + blocks - 1) / blocks, key_tiles(sh.m) / 8));
 }
 
-void flash_attention(const AttentionShape& sh, const float* q, const int32_t* q_pos, const void* k_bf16,
-                     const void* v_bf16, const int32_t* k_pos, int32_t* tile_pos, float* out, float* row_max,
-                     float* row_sum, int64_t splits, float* scratch, cudaStream_t stream) {
-  if (sh.n == 0 || sh.n_heads == 0) return;
-  const int64_t tiles = flash_attention_tiles(sh.m);
-  if (sh.m > 0) key_tile_bounds_kernel<<<(unsigned)tiles, 32, 0, stream>>>(k_pos, sh.m, tiles, tile_pos);
+int64_t flash_attention_work_bytes(const FlashSequence* seqs, int64_t n_seqs) { return WorkLayout(seqs, n_seqs).bytes; }
+
+void flash_attention(const AttentionShape& heads, const FlashSequence* seqs, int64_t n_seqs, const void* k_bf16,
+                     const void* v_bf16, const int32_t* k_pos, void* work, int64_t splits, float* scratch,
+                     cudaStream_t stream) {
+  const WorkLayout layout(seqs, n_seqs);
+  if (layout.row_blocks == 0 || heads.n_heads == 0) return;
+  // The descriptors, each sequence's tiles numbered after the one before; the blocks with the last row tiles (the
+  // latest positions, the most keys) of every sequence first, so the long blocks do not form the tail.
+  std::vector<unsigned char> host((size_t)layout.tile_pos_at);
+  FlashSequence* placed = reinterpret_cast<FlashSequence*>(host.data());
+  int2* blocks = reinterpret_cast<int2*>(host.data() + layout.blocks_at);
+  int64_t tile_first = 0, row_tiles = 0, at = 0;
+  for (int64_t s = 0; s < n_seqs; ++s) {
+    placed[s] = seqs[s];
+    placed[s].tile_first = tile_first;
+    tile_first += key_tiles(seqs[s].m);
+    row_tiles = std::max(row_tiles, (seqs[s].n + kRows - 1) / kRows);
+  }
+  for (int64_t t = row_tiles - 1; t >= 0; --t)
+    for (int64_t s = 0; s < n_seqs; ++s)
+      if (t * kRows < seqs[s].n) blocks[at++] = make_int2((int)s, (int)t);
+  unsigned char* dev = static_cast<unsigned char*>(work);
+  // From pageable memory: returns once the bytes are staged, so `host` may go.
+  cudaMemcpyAsync(dev, host.data(), host.size(), cudaMemcpyHostToDevice, stream);
+  const auto* dev_seqs = reinterpret_cast<const FlashSequence*>(dev);
+  const auto* dev_blocks = reinterpret_cast<const int2*>(dev + layout.blocks_at);
+  auto* tile_pos = reinterpret_cast<int32_t*>(dev + layout.tile_pos_at);
+  if (layout.tiles > 0)
+    key_tile_bounds_kernel<<<(unsigned)layout.tiles, 32, 0, stream>>>(dev_seqs, n_seqs, k_pos, layout.tiles, tile_pos);
   const auto* k = static_cast<const __nv_bfloat16*>(k_bf16);
   const auto* v = static_cast<const __nv_bfloat16*>(v_bf16);
-  const int64_t cells = sh.n * sh.n_heads;
+  // Split over keys: one sequence only (flash_attention_splits), its partial states in scratch.
+  AttentionShape one = heads;
+  one.n = seqs[0].n, one.m = seqs[0].m;
+  const int64_t cells = one.n * one.n_heads;
   KeySplits split;
-  split.tiles_per_split = (flash_attention_tiles(sh.m) + splits - 1) / splits;
+  split.tiles_per_split = (key_tiles(one.m) + splits - 1) / splits;
   if (splits > 1) split.max = scratch, split.sum = scratch + splits * cells, split.acc = scratch + 2 * splits * cells;
-  if (sh.head_dim == 64)
-    launch<64>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
+  if (heads.head_dim == 64)
+    launch<64>(heads, dev_seqs, dev_blocks, at, k, v, k_pos, tile_pos, layout.tiles, split, splits, stream);
   else
-    launch<128>(sh, q, q_pos, k, v, k_pos, tile_pos, out, row_max, row_sum, split, splits, stream);
-  if (splits > 1) merge_attention_splits(sh, splits, scratch, out, row_max, row_sum, stream);
+    launch<128>(heads, dev_seqs, dev_blocks, at, k, v, k_pos, tile_pos, layout.tiles, split, splits, stream);
+  if (splits > 1) merge_attention_splits(one, splits, scratch, seqs[0].out, seqs[0].row_max, seqs[0].row_sum, stream);
 }
 
 }  // namespace kvf::cuda

@@ -121,6 +121,10 @@ class Backend {
   // the same result up to the order of float sums. This default stages the blocks into one K/V first; a backend
   // that can read them in place overrides it.
   virtual void attention_blocks(const BlockAttentionArgs& args);
+  // attention_blocks of several independent sequences (a ragged batch's, one layer): the same results as one call
+  // each, in order. This default makes those calls; a backend may run them together (short sequences that alone
+  // would leave a GPU idle).
+  virtual void attention_blocks_many(const std::vector<BlockAttentionArgs>& seqs);
 };
 
 // The CPU backend (BLAS sgemm + TBB), always available.

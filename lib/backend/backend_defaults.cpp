@@ -1,5 +1,5 @@
 // The Backend interface's portable defaults: attention_blocks over the blocks staged into one K/V, then the
-// backend's attention(); rope_into as a copy rotated in place.
+// backend's attention(), and a call per sequence for attention_blocks_many; rope_into as a copy rotated in place.
 #include "backend/backend.h"
 #include "backend/op_checks.h"
 
@@ -42,6 +42,10 @@ void Backend::attention_blocks(const BlockAttentionArgs& a) {
     at += count;
   }
   attention(staged);
+}
+
+void Backend::attention_blocks_many(const std::vector<BlockAttentionArgs>& seqs) {
+  for (const BlockAttentionArgs& a : seqs) attention_blocks(a);
 }
 
 }  // namespace kvf

@@ -72,5 +72,8 @@ void ProfilingBackend::attention(AttentionArgs& args) {
 void ProfilingBackend::attention_blocks(const BlockAttentionArgs& args) {
   timed("attention_blocks", [&] { inner_.attention_blocks(args); });
 }
+void ProfilingBackend::attention_blocks_many(const std::vector<BlockAttentionArgs>& seqs) {
+  timed("attention_blocks", [&] { inner_.attention_blocks_many(seqs); });
+}
 
 }  // namespace kvf

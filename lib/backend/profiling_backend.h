@@ -44,6 +44,7 @@ class ProfilingBackend final : public Backend {
   void rope_into(const Tensor& src, Tensor& dst, const Tensor& pos, const RopeSpec& spec) override;
   void attention(AttentionArgs& args) override;
   void attention_blocks(const BlockAttentionArgs& args) override;
+  void attention_blocks_many(const std::vector<BlockAttentionArgs>& seqs) override;
 
  private:
   template <typename F>

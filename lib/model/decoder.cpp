@@ -64,6 +64,8 @@ class ForwardPass {
       else
         return_layer_kv(l, src, s);
     }
+    if (!in_place_.empty()) b_.attention_blocks_many(in_place_);  // together: short sequences fill a GPU jointly
+    in_place_.clear();
     if (output_used) output_and_mlp(l);
   }
 
@@ -205,7 +207,7 @@ class ForwardPass {
     const Tensor& mask_pos = c_.condensed.masks_diagonal(l) ? p.pos_before : p.pos;
     const auto probe = std::find(r.probe_layers.begin(), r.probe_layers.end(), l);
     // The fast mode without a probe: attention reads the view's rotated keys where they lie instead of a staged
-    // copy of every key.
+    // copy of every key, for every such sequence of the layer in one call (run_layer).
     if (mode_ == ComputeMode::Fast && probe == r.probe_layers.end()) {
       BlockAttentionArgs args;
       args.q = qs;
@@ -214,7 +216,7 @@ class ForwardPass {
       args.scale = 1.0f / std::sqrt((float)c_.head_dim);
       args.bf16_inputs = true;
       stage_keys(r, p, src, ks, vs, &args.blocks);
-      b_.attention_blocks(args);
+      in_place_.push_back(std::move(args));
       return;
     }
     stage_keys(r, p, src, ks, vs, nullptr);
@@ -377,6 +379,7 @@ class ForwardPass {
   Tensor x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_;
   std::vector<Tensor> shared_k_, shared_v_;              // per source layer read by later layers
   std::vector<float> decoded_k_, decoded_v_;             // decode_into's host buffers for a device backend
+  std::vector<BlockAttentionArgs> in_place_;              // the layer's sequences whose attention reads keys in place
 };
 
 }  // namespace

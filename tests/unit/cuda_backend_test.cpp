@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 #include "backend/backend.h"
@@ -405,6 +406,73 @@ TEST_F(CudaVsCpu, TensorCoreAttentionOverBlocks) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("row 50"), std::string::npos) << e.what();
   }
+}
+
+// attention_blocks_many: sequences of a ragged batch (their own rows, blocks and positions) through the
+// tensor-core kernel in one launch where together they fill the GPU, a short one on the portable path; each
+// against the CPU's f32 attention of the same bf16-rounded inputs, and against its own attention_blocks call.
+TEST_F(CudaVsCpu, TensorCoreAttentionOverManySequences) {
+  const int heads = 32, kv_heads = 4, head_dim = 64;
+  struct Shape2 {
+    int64_t rows, keys;
+  };
+  const std::vector<Shape2> shapes{{640, 1500}, {130, 900}, {40, 2000}, {5, 300}};  // the last: few rows
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto rounded = [&](int64_t rows, int64_t width) {
+    std::vector<float> v((size_t)(rows * width * head_dim));
+    for (float& x : v) x = bf16_to_f32(f32_to_bf16(normal(rng)));
+    return upload(v, {rows, width, head_dim});
+  };
+  std::vector<Pair> keep;  // every tensor the arguments point at (reserved: references into it stay valid)
+  keep.reserve(16 * shapes.size());
+  std::vector<BlockAttentionArgs> cpu_seqs, gpu_seqs;
+  std::vector<Pair> outs;
+  for (const Shape2& sh : shapes) {
+    // Two blocks: the first half of the keys whole, then every other row of a second source.
+    const int64_t whole = sh.keys / 2, listed = sh.keys - whole;
+    keep.push_back(rounded(whole, kv_heads));
+    keep.push_back(rounded(whole, kv_heads));
+    KeyBlock c0{keep[keep.size() - 2].cpu, keep.back().cpu, Tensor(), Tensor()};
+    KeyBlock g0{keep[keep.size() - 2].gpu, keep.back().gpu, Tensor(), Tensor()};
+    keep.push_back(rounded(2 * listed, kv_heads));
+    keep.push_back(rounded(2 * listed, kv_heads));
+    KeyBlock c1{keep[keep.size() - 2].cpu, keep.back().cpu, Tensor(), Tensor()};
+    KeyBlock g1{keep[keep.size() - 2].gpu, keep.back().gpu, Tensor(), Tensor()};
+    std::vector<int32_t> every_other((size_t)listed), pos0((size_t)whole), pos1((size_t)listed);
+    for (int64_t i = 0; i < listed; ++i) every_other[(size_t)i] = (int32_t)(2 * i);
+    std::iota(pos0.begin(), pos0.end(), 0);
+    std::iota(pos1.begin(), pos1.end(), (int32_t)whole);
+    keep.push_back(ints(every_other));
+    c1.rows = keep.back().cpu, g1.rows = keep.back().gpu;
+    keep.push_back(ints(pos0));
+    c0.pos = keep.back().cpu, g0.pos = keep.back().gpu;
+    keep.push_back(ints(pos1));
+    c1.pos = keep.back().cpu, g1.pos = keep.back().gpu;
+    std::vector<int32_t> q_pos((size_t)sh.rows);
+    for (int32_t& p : q_pos) p = (int32_t)(rng() % (sh.keys + 3)) - 1;  // -1: a row that reads no key
+    keep.push_back(rounded(sh.rows, heads));
+    const Pair& q = keep.back();
+    keep.push_back(ints(q_pos));
+    const Pair& qp = keep.back();
+    outs.push_back(zeros({sh.rows, heads, head_dim}));
+    BlockAttentionArgs c, g;
+    c.q = q.cpu, c.q_pos = qp.cpu, c.out = outs.back().cpu, c.blocks = {c0, c1};
+    g.q = q.gpu, g.q_pos = qp.gpu, g.out = outs.back().gpu, g.blocks = {g0, g1};
+    c.scale = g.scale = 1.0f / std::sqrt((float)head_dim);
+    g.bf16_inputs = true;  // the CPU computes the rounded inputs in f32: the reference
+    cpu_seqs.push_back(c), gpu_seqs.push_back(g);
+  }
+  cpu->attention_blocks_many(cpu_seqs);
+  gpu->attention_blocks_many(gpu_seqs);
+  std::vector<std::vector<float>> together;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    EXPECT_LT(relative_diff(outs[i]), 2e-2) << "sequence " << i;
+    together.push_back(host(*gpu, outs[i].gpu));
+  }
+  // Alone, the first sequence fills the GPU without a key split: the same kernel work, so the same bits.
+  gpu->attention_blocks(gpu_seqs[0]);
+  EXPECT_EQ(host(*gpu, outs[0].gpu), together[0]);
 }
 
 // The same forward request on both backends: a stored view, computed tokens at scattered positions (two of them

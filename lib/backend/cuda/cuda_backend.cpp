@@ -262,34 +262,76 @@ class CudaBackend final : public Backend {
   }
   // The fast mode's prefill reads the view's rows (the survivors of the supersede rule, by their row lists) and
   // the computed tokens straight into one bf16 K/V, then the tensor-core kernel; few rows take the portable path.
-  void attention_blocks(const BlockAttentionArgs& a) override {
-    const BlockAttentionDims d = block_attention_dims(a);
-    const cuda::AttentionShape sh = shape_of(d, a.scale);
-    if (!use_flash(a.bf16_inputs, sh)) return Backend::attention_blocks(a);
-    Tensor k = empty(DType::BF16, {d.m, d.n_kv_heads, d.head_dim}), v = empty(DType::BF16, {d.m, d.n_kv_heads, d.head_dim});
-    Tensor k_pos = empty(DType::I32, {d.m});
-    // Every block in one launch: the descriptors travel in one upload.
-    std::vector<cuda::StagedBlock> staged;
-    int64_t at = 0;
-    for (const KeyBlock& b : a.blocks) {
-      check_f32(b.k, "attention block k");
-      check_f32(b.v, "attention block v");
-      const int64_t count = b.pos.numel();
-      if (count > 0)
-        staged.push_back({b.k.data<float>(), b.v.data<float>(), b.rows.defined() ? b.rows.data<int32_t>() : nullptr,
-                          b.pos.data<int32_t>(), at, count, b.k.dim(0)});
-      at += count;
+  void attention_blocks(const BlockAttentionArgs& a) override { attention_blocks_many({a}); }
+  // Sequences the tensor-core kernel takes go through it together: their blocks staged into one bf16 K/V in one
+  // launch, then one attention launch over all of them when together they fill the GPU (a precompute batch's
+  // chunks), else one per sequence, each split over its keys as it needs. Few rows take the portable path.
+  void attention_blocks_many(const std::vector<BlockAttentionArgs>& seqs) override {
+    std::vector<const BlockAttentionArgs*> tensor_core;
+    std::vector<BlockAttentionDims> dims;
+    for (const BlockAttentionArgs& a : seqs) {
+      const BlockAttentionDims d = block_attention_dims(a);
+      if (!use_flash(a.bf16_inputs, shape_of(d, a.scale))) {
+        Backend::attention_blocks(a);
+        continue;
+      }
+      KVF_CHECK(dims.empty() || (d.n_heads == dims[0].n_heads && d.n_kv_heads == dims[0].n_kv_heads &&
+                                 d.head_dim == dims[0].head_dim && a.scale == tensor_core[0]->scale),
+                "attention_blocks_many: sequence heads ", d.n_heads, "/", d.n_kv_heads, "x", d.head_dim,
+                " differ from the first's");
+      tensor_core.push_back(&a);
+      dims.push_back(d);
     }
-    Tensor descriptors = empty(DType::I8, {(int64_t)(staged.size() * sizeof(cuda::StagedBlock))});
-    copy_from_host(descriptors, staged.data(), staged.size() * sizeof(cuda::StagedBlock));
-    cuda::stage_blocks_bf16(reinterpret_cast<const cuda::StagedBlock*>(descriptors.data<char>()),
-                            (int64_t)staged.size(), d.m, d.n_kv_heads * d.head_dim, k.data<char>(), v.data<char>(),
-                            k_pos.data<int32_t>(), error_word(), s());
-    launched("staging attention blocks");
-    flash(sh, a.q, a.q_pos, k, v, k_pos, a.out, nullptr, nullptr);
+    if (tensor_core.empty()) return;
+    int64_t keys = 0;
+    for (const BlockAttentionDims& d : dims) keys += d.m;
+    const BlockAttentionDims& d0 = dims[0];
+    Tensor k = empty(DType::BF16, {keys, d0.n_kv_heads, d0.head_dim}), v = empty(DType::BF16, k.shape);
+    Tensor k_pos = empty(DType::I32, {keys});
+    stage_blocks(tensor_core, keys, d0.n_kv_heads * d0.head_dim, k, v, k_pos);
+    std::vector<cuda::FlashSequence> flash_seqs;
+    int64_t at = 0, row_blocks = 0;
+    for (size_t i = 0; i < tensor_core.size(); ++i) {
+      const BlockAttentionArgs& a = *tensor_core[i];
+      flash_seqs.push_back(sequence(a.q, a.q_pos, a.out, at, dims[i].m));
+      at += dims[i].m;
+      row_blocks += cuda::flash_attention_blocks(shape_of(dims[i], a.scale));
+    }
+    cuda::AttentionShape heads = shape_of(d0, tensor_core[0]->scale);
+    if (flash_seqs.size() > 1 && row_blocks >= 2 * (int64_t)multiprocessors_)
+      return flash_sequences(heads, flash_seqs, k, v, k_pos, 1, nullptr);
+    for (size_t i = 0; i < flash_seqs.size(); ++i) {
+      const int64_t first = flash_seqs[i].k_first, m = dims[i].m;
+      const cuda::AttentionShape sh = shape_of(dims[i], tensor_core[i]->scale);
+      flash(sh, tensor_core[i]->q, tensor_core[i]->q_pos, k.rows(first, m), v.rows(first, m), k_pos.rows(first, m),
+            tensor_core[i]->out, nullptr, nullptr);
+    }
   }
 
  private:
+  // Every block of these sequences, in order, into one bf16 K/V of `keys` rows and their positions, in one launch
+  // (a view holds a block per chunk: a launch per block and layer would leave the GPU waiting on the host).
+  void stage_blocks(const std::vector<const BlockAttentionArgs*>& seqs, int64_t keys, int64_t row, Tensor& k,
+                    Tensor& v, Tensor& k_pos) {
+    std::vector<cuda::StagedBlock> staged;
+    int64_t at = 0;
+    for (const BlockAttentionArgs* a : seqs)
+      for (const KeyBlock& b : a->blocks) {
+        check_f32(b.k, "attention block k");
+        check_f32(b.v, "attention block v");
+        const int64_t count = b.pos.numel();
+        if (count > 0)
+          staged.push_back({b.k.data<float>(), b.v.data<float>(), b.rows.defined() ? b.rows.data<int32_t>() : nullptr,
+                            b.pos.data<int32_t>(), at, count, b.k.dim(0)});
+        at += count;
+      }
+    Tensor descriptors = empty(DType::I8, {(int64_t)(staged.size() * sizeof(cuda::StagedBlock))});
+    copy_from_host(descriptors, staged.data(), staged.size() * sizeof(cuda::StagedBlock));
+    cuda::stage_blocks_bf16(reinterpret_cast<const cuda::StagedBlock*>(descriptors.data<char>()),
+                            (int64_t)staged.size(), keys, row, k.data<char>(), v.data<char>(), k_pos.data<int32_t>(),
+                            error_word(), s());
+    launched("staging attention blocks");
+  }
   // x = src rotated (src may be x), row r at pos[r % pos.numel()].
   void rope_from(const Tensor& src, Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) {
     check_f32(x, "rope x");
@@ -395,15 +437,29 @@ class CudaBackend final : public Backend {
   static bool use_flash(bool bf16_inputs, const cuda::AttentionShape& sh) {
     return bf16_inputs && sh.n >= kFlashMinRows && cuda::flash_attention_supports(sh.head_dim);
   }
+  // The tensor-core kernel over one sequence: few rows over many keys split the keys over blocks.
   void flash(const cuda::AttentionShape& sh, const Tensor& q, const Tensor& q_pos, const Tensor& k, const Tensor& v,
              const Tensor& k_pos, const Tensor& out, float* row_max, float* row_sum) {
-    Tensor tile_pos = empty(DType::I32, {2 * cuda::flash_attention_tiles(sh.m)});
     const int64_t splits = cuda::flash_attention_splits(sh, multiprocessors_);
     Tensor scratch;
     if (splits > 1) scratch = empty(DType::F32, {splits * sh.n * sh.n_heads * (sh.head_dim + 2)});
-    cuda::flash_attention(sh, q.data<float>(), q_pos.data<int32_t>(), k.data<char>(), v.data<char>(),
-                          k_pos.data<int32_t>(), tile_pos.data<int32_t>(), out.data<float>(), row_max, row_sum, splits,
-                          splits > 1 ? scratch.data<float>() : nullptr, s());
+    flash_sequences(sh, {sequence(q, q_pos, out, 0, sh.m, row_max, row_sum)}, k, v, k_pos, splits,
+                    splits > 1 ? scratch.data<float>() : nullptr);
+  }
+  static cuda::FlashSequence sequence(const Tensor& q, const Tensor& q_pos, const Tensor& out, int64_t k_first,
+                                      int64_t m, float* row_max = nullptr, float* row_sum = nullptr) {
+    cuda::FlashSequence seq;
+    seq.q = q.data<float>(), seq.q_pos = q_pos.data<int32_t>(), seq.out = out.data<float>();
+    seq.row_max = row_max, seq.row_sum = row_sum;
+    seq.n = q.dim(0), seq.k_first = k_first, seq.m = m;
+    return seq;
+  }
+  void flash_sequences(const cuda::AttentionShape& heads, const std::vector<cuda::FlashSequence>& seqs,
+                       const Tensor& k, const Tensor& v, const Tensor& k_pos, int64_t splits, float* scratch) {
+    const int64_t n_seqs = (int64_t)seqs.size();
+    Tensor work = empty(DType::I8, {cuda::flash_attention_work_bytes(seqs.data(), n_seqs)});
+    cuda::flash_attention(heads, seqs.data(), n_seqs, k.data<char>(), v.data<char>(), k_pos.data<int32_t>(),
+                          work.data<char>(), splits, scratch, s());
     launched("flash attention");
   }
   void attention_f32(const cuda::AttentionShape& sh, const Tensor& q, const Tensor& q_pos, const Tensor& k,
