@@ -209,6 +209,32 @@ PY
     --backend "$backend" --methods full,reuse,cacheblend,a3,fusion --ratios 0.15 --kv independent,similarity \
     --max-tokens 8 --out "$work/eval"
   [ -f "$work/eval/report.md" ] && sed -n '1,40p' "$work/eval/report.md" >>"$log"
+  # The next questions' chunk KV loading while one computes (FusionRAG §4.2; on a GPU through the backend's
+  # loading lane): 6 questions of 16 chunks each, no chunk shared, answered without prefetch and 2 questions ahead.
+  python3 - "$work/corpus.jsonl" "$work/overlap.jsonl" <<'PY'
+import json, sys
+docs = [json.loads(line) for line in open(sys.argv[1])]
+with open(sys.argv[2], "w") as f:
+    per = 16 if len(docs) >= 32 else max(1, len(docs) // 2)  # a small dry run's corpus: two questions
+    for i in range(min(6, len(docs) // per)):
+        ctx = docs[per * i: per * i + per]
+        f.write(json.dumps({"id": f"o{i}", "question": "Which river runs past the mill?",
+                            "contexts": [{"title": d["title"], "text": d["text"]} for d in ctx]}) + "\n")
+PY
+  for ahead in 0 2; do
+    step "kvrun batch, prefetch $ahead" "$bin/kvrun" batch --queries "$work/overlap.jsonl" \
+      --out "$work/overlap-$ahead.jsonl" --store "$store" --model "$big" --backend "$backend" --compute "$compute" \
+      --method fusion --max-tokens 8 --json --prefetch "$ahead" --cache-mb 16384 &&
+      python3 - "$work/overlap-$ahead.jsonl" "$ahead" <<'PY' | tee -a "$summary"
+import json, statistics, sys
+ms = [json.loads(line)["timings_ms"] for line in open(sys.argv[1])]
+total = sum(m["ttft"] + m["decode"] for m in ms)
+later = ms[1:]  # the first question's chunks can only load when it asks
+print(f"  prefetch {sys.argv[2]}: {len(ms)} questions in {total:.0f} ms (ttft + decode); after the first: median "
+      f"load waited {statistics.median(m['load'] for m in later):.1f} ms, ttft "
+      f"{statistics.median(m['ttft'] for m in later):.1f} ms, decode {statistics.median(m['decode'] for m in later):.1f} ms")
+PY
+  done
 fi
 
 say "files: $(ls "$out" | tr '\n' ' ')"

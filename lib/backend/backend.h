@@ -76,6 +76,10 @@ class Backend {
 
   // Waits until every op queued so far has finished (a no-op for a synchronous backend).
   virtual void synchronize() {}
+  // Where a loader thread puts chunk KV while this backend computes: a backend whose uploads and reorders overlap
+  // this one's work (a CUDA backend's second stream); its tensors are this backend's to read once its
+  // synchronize() has returned. This default is the backend itself (the CPU's ops run where they are called).
+  virtual Backend& loading_lane() { return *this; }
 
   virtual Tensor empty(DType dtype, const Shape& shape) = 0;
   virtual void copy_from_host(Tensor& dst, const void* src, size_t bytes) = 0;

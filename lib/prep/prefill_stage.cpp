@@ -175,10 +175,13 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     backend->synchronize();
     res.forward_seconds += seconds_since(t);
     t = Clock::now();
+    const double readback_before = res.readback_seconds;
     for (size_t i = 0; i < out.size(); ++i) {
       const uint64_t id = chunks.chunks()[begin + i].id;
       if (!needs(begin + i)) continue;  // computed only to keep the batch as it always is
+      const auto t_readback = Clock::now();
       HostKv kv = segment_to_host(source_layers_of(out[i].kv, decoder->kv_sources()), *backend);
+      res.readback_seconds += seconds_since(t_readback);
       kv.positions = iota(kv.rows, 0);  // stored rows carry in-chunk positions
       std::vector<double> scores;
       if (!batch[i].probe_layers.empty()) {
@@ -193,7 +196,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
       ++res.computed;
       progress.advance(1);
     }
-    res.store_seconds += seconds_since(t);
+    res.store_seconds += seconds_since(t) - (res.readback_seconds - readback_before);
   };
   run_in_rounds(cluster, groups.size(), per_round, compute_group, [&](size_t round, bool) { sink.end_round(round); });
   progress.finish();

@@ -46,8 +46,8 @@ struct PrefillStageResult {
   uint64_t scored = 0;         // chunks whose anchor scores were recorded
   double seconds = 0;
   // Where this rank's time went: loading the model, building requests (neighbour KV reads), the forward passes,
-  // and reading back, converting and storing the KV.
-  double load_seconds = 0, view_seconds = 0, forward_seconds = 0, store_seconds = 0;
+  // reading the KV back (to host memory, token-major), and converting, checking and storing it (shard files).
+  double load_seconds = 0, view_seconds = 0, forward_seconds = 0, readback_seconds = 0, store_seconds = 0;
 };
 
 PrefillStageResult run_prefill_stage(const PrefillStageOptions& options);

@@ -79,7 +79,11 @@ std::shared_ptr<const KvSegment> ChunkKvCache::load(uint64_t chunk_id, const std
       kv = std::move(encoded);
     } else {
       bytes = (uint64_t)raw.positions.size() * (uint64_t)layout.row_elems() * 2 * sizeof(float);
-      kv = std::make_shared<const KvSegment>(source_.decode_segment(raw, backend_));
+      // On the backend's loading lane (a GPU's second stream: the upload overlaps the query's compute), finished
+      // before any thread can read it.
+      Backend& lane = backend_.loading_lane();
+      kv = std::make_shared<const KvSegment>(source_.decode_segment(raw, lane));
+      lane.synchronize();
     }
   } catch (...) {
     error = std::current_exception();

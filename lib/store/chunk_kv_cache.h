@@ -30,11 +30,10 @@ namespace kvf {
 //
 // Threads: every read from the KvModeReader's files (HDF5) is serialised by a mutex of the cache, since HDF5 files
 // are used from one thread at a time here (lib/store/hdf5_file.h); checking and converting what was read
-// (KvModeReader::decode) runs after it is released, so concurrent loads do that in parallel. Loads call the
-// backend's empty() and copy_from_host() outside any lock, at the same time as the query thread's own backend
-// calls: the CPU backend keeps no mutable state of its own (aligned_alloc + memcpy), so that is safe there; a
-// backend that has some (ProfilingBackend's op table, a device stream) must make those two calls thread-safe
-// before it is used here.
+// (KvModeReader::decode) runs after it is released, so concurrent loads do that in parallel. Loads put the KV on
+// the backend's loading lane (Backend::loading_lane: the CPU backend itself, which keeps no mutable state of its
+// own; a CUDA backend's second stream with pinned staging buffers, so uploads overlap the query thread's compute)
+// outside any lock, and wait for it there before the chunk is handed to any thread.
 class ChunkKvCache {
  public:
   // budget 0: keep nothing

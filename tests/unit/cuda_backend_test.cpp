@@ -538,6 +538,45 @@ TEST_F(CudaVsCpu, FastModeRealShapeModels) {
   }
 }
 
+// The loading lane (a second stream): an upload large enough to pass through the pinned staging buffers in several
+// pieces, a reorder on the lane, then, once the lane is synchronised, read and freed by the backend's own work;
+// a bad row met on the lane is reported by its synchronize().
+TEST_F(CudaVsCpu, LoadingLaneUploadsBesideTheBackendsWork) {
+  Backend& lane = gpu->loading_lane();
+  ASSERT_NE(&lane, gpu.get());
+  EXPECT_EQ(&lane, &gpu->loading_lane()) << "one lane per backend";
+  const int64_t rows = 5000, width = 1030;  // 20.6 MB: three pieces of the 8 MiB staging buffers, the last short
+  std::vector<float> values((size_t)(rows * width));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = (float)(i % 9973) - 0.5f * (float)(i % 7);
+  std::vector<int32_t> reversed((size_t)rows);
+  for (int64_t r = 0; r < rows; ++r) reversed[(size_t)r] = (int32_t)(rows - 1 - r);
+  Tensor as_read = lane.empty(DType::F32, {rows, width}), order = lane.empty(DType::I32, {rows});
+  Tensor reordered = lane.empty(DType::F32, {rows, width});
+  lane.copy_from_host(as_read, values.data(), values.size() * sizeof(float));
+  lane.copy_from_host(order, reversed.data(), reversed.size() * sizeof(int32_t));
+  lane.gather_rows(as_read, order, reordered);
+  lane.synchronize();
+  Tensor on_backend = gpu->empty(DType::F32, {rows, width});
+  gpu->copy(reordered, on_backend);
+  as_read = Tensor(), reordered = Tensor();  // freed in the backend's stream order, after the copy
+  const std::vector<float> got = host(*gpu, on_backend);
+  for (int64_t r = 0; r < rows; r += 997)
+    for (int64_t c = 0; c < width; c += 103)
+      ASSERT_EQ(got[(size_t)(r * width + c)], values[(size_t)((rows - 1 - r) * width + c)]) << r << "," << c;
+  EXPECT_EQ(got[got.size() - 1], values[(size_t)(width - 1)]);
+
+  const std::vector<int32_t> bad{0, 7, (int32_t)rows + 2};
+  Tensor bad_rows = lane.empty(DType::I32, {3}), three = lane.empty(DType::F32, {3, width});
+  lane.copy_from_host(bad_rows, bad.data(), bad.size() * sizeof(int32_t));
+  lane.gather_rows(on_backend, bad_rows, three);
+  try {
+    lane.synchronize();
+    FAIL() << "a bad row on the lane was not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 5002"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CudaBackend, SaysWhyItIsMissing) {
   std::string why;
   if (cuda_device_available(&why)) GTEST_SKIP() << "a CUDA device is present";

@@ -96,9 +96,9 @@ void add_prefill_command(CLI::App& app) {
                 (unsigned long long)r.shards_written, r.stored_bytes / 1e6,
                 r.tokens ? (double)r.stored_bytes / r.tokens : 0.0);
     std::printf("time: model load %.1f s, requests (neighbour KV reads) %.1f s, forward %.1f s (%.1f ms per chunk), "
-                "read back and store %.1f s\n",
+                "read back %.1f s, convert and store %.1f s\n",
                 r.load_seconds, r.view_seconds, r.forward_seconds,
-                r.computed ? 1e3 * r.forward_seconds / r.computed : 0.0, r.store_seconds);
+                r.computed ? 1e3 * r.forward_seconds / r.computed : 0.0, r.readback_seconds, r.store_seconds);
     if (a->anchor_scores)
       std::printf("anchor scores recorded for %llu chunks (chunks of %lld tokens or fewer are scored by compress)\n",
                   (unsigned long long)r.scored, (long long)kFewQueryRows);

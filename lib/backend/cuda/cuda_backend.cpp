@@ -10,7 +10,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -37,17 +40,52 @@ struct Stream {
   ~Stream() { cudaStreamDestroy(s); }
 };
 
+// Device memory from the stream-ordered pool: allocated in the order of one stream, freed in the order of another
+// (the same one, except for a loading lane's tensors, which its parent's work reads and frees).
 class CudaStorage final : public Storage {
  public:
-  CudaStorage(size_t bytes, std::shared_ptr<Stream> stream) : stream_(std::move(stream)) {
+  CudaStorage(size_t bytes, const Stream& allocate_on, std::shared_ptr<Stream> free_on) : free_on_(std::move(free_on)) {
     bytes_ = bytes;
-    check_cuda(cudaMallocAsync(&data_, bytes ? bytes : 256, stream_->s), "cudaMallocAsync");
+    check_cuda(cudaMallocAsync(&data_, bytes ? bytes : 256, allocate_on.s), "cudaMallocAsync");
   }
-  ~CudaStorage() override { cudaFreeAsync(data_, stream_->s); }
+  ~CudaStorage() override { cudaFreeAsync(data_, free_on_->s); }
   Device device() const override { return Device::Cuda; }
 
  private:
-  std::shared_ptr<Stream> stream_;
+  std::shared_ptr<Stream> free_on_;
+};
+
+// Large uploads pass through two pinned host buffers in turn: the host copies the next piece while the DMA engine
+// sends the last, and the call returns without waiting for the device to reach the copy (from pageable memory
+// the driver may hold the caller until it does). One upload at a time per backend.
+class PinnedStaging {
+ public:
+  static constexpr size_t kPiece = 8 << 20;
+  ~PinnedStaging() {
+    for (int b = 0; b < 2; ++b)
+      if (buffer_[b]) cudaEventSynchronize(done_[b]), cudaEventDestroy(done_[b]), cudaFreeHost(buffer_[b]);
+  }
+  void upload(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int b = 0; b < 2 && !buffer_[b]; ++b) {
+      check_cuda(cudaHostAlloc(&buffer_[b], kPiece, cudaHostAllocDefault), "pinned staging buffer");
+      check_cuda(cudaEventCreateWithFlags(&done_[b], cudaEventDisableTiming), "staging event");
+    }
+    for (size_t at = 0, piece = 0; at < bytes; at += kPiece, ++piece) {
+      const int b = (int)(piece % 2);
+      const size_t n = std::min(kPiece, bytes - at);
+      check_cuda(cudaEventSynchronize(done_[b]), "staging buffer wait");  // the DMA that last read it is done
+      std::memcpy(buffer_[b], static_cast<const char*>(src) + at, n);
+      check_cuda(cudaMemcpyAsync(static_cast<char*>(dst) + at, buffer_[b], n, cudaMemcpyHostToDevice, stream),
+                 "upload");
+      check_cuda(cudaEventRecord(done_[b], stream), "staging event");
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  void* buffer_[2] = {nullptr, nullptr};
+  cudaEvent_t done_[2] = {nullptr, nullptr};
 };
 
 void check_on_device(const Tensor& t, DType dtype, const char* what) {
@@ -79,7 +117,10 @@ constexpr int64_t kFlashMinRows = 16;
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend() : stream_(std::make_shared<Stream>()) {
+  CudaBackend() : CudaBackend(nullptr) {}
+  // free_on: the stream that frees this backend's tensors (null: its own). A loading lane frees on its parent's.
+  explicit CudaBackend(std::shared_ptr<Stream> free_on)
+      : stream_(std::make_shared<Stream>()), free_on_(free_on ? std::move(free_on) : stream_) {
     int device = 0;
     check_cuda(cudaGetDevice(&device), "cudaGetDevice");
     check_cuda(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device), "device attribute");
@@ -114,12 +155,14 @@ class CudaBackend final : public Backend {
     t.dtype = dtype;
     t.shape = shape;
     for (int64_t d : shape) KVF_CHECK(d >= 0, "cuda backend: negative dimension in shape ", shape_str(shape));
-    t.storage = std::make_shared<CudaStorage>(t.nbytes(), stream_);
+    t.storage = std::make_shared<CudaStorage>(t.nbytes(), *stream_, free_on_);
     return t;
   }
-  // Queued on the stream: from pageable memory the call returns once the data is staged, so `src` may go.
+  // Queued on the stream; the call returns once `src` is copied out, so it may go. Small uploads (descriptors,
+  // indices) go as they are, large ones (chunk KV) through the pinned staging buffers.
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override {
     KVF_CHECK(bytes == dst.nbytes(), "copy_from_host: ", bytes, " bytes into a tensor of ", dst.nbytes());
+    if (bytes >= kPinnedFrom) return staging_.upload(dst.data<char>(), src, bytes, s());
     if (bytes) check_cuda(cudaMemcpyAsync(dst.data<char>(), src, bytes, cudaMemcpyHostToDevice, s()), "upload");
   }
   // The one place the host waits for the device, so the place a bad index met on the device is reported.
@@ -134,7 +177,23 @@ class CudaBackend final : public Backend {
       throw_index_error(err);
     }
   }
-  void synchronize() override { check_cuda(cudaStreamSynchronize(s()), "synchronize"); }
+  // Waits, and reports a bad index met since the last read-back (as copy_to_host does).
+  void synchronize() override {
+    cuda::IndexError err;
+    check_cuda(cudaMemcpyAsync(&err, errors_.data<char>(), sizeof err, cudaMemcpyDeviceToHost, s()), "error word");
+    check_cuda(cudaStreamSynchronize(s()), "synchronize");
+    if (err.code != cuda::kNoError) {
+      check_cuda(cudaMemsetAsync(errors_.data<char>(), 0, sizeof err, s()), "clear error word");
+      throw_index_error(err);
+    }
+  }
+  // A second CudaBackend on its own stream, made on first use: a loader thread's uploads and reorders run there,
+  // beside this backend's compute (FusionRAG §4.2). Its tensors are freed in this backend's stream order, after the
+  // work of this backend that reads them.
+  Backend& loading_lane() override {
+    std::call_once(lane_made_, [this] { lane_ = std::make_unique<CudaBackend>(stream_); });
+    return *lane_;
+  }
   void copy(const Tensor& src, Tensor& dst) override {
     KVF_CHECK(src.nbytes() == dst.nbytes(), "copy: ", src.nbytes(), " bytes into ", dst.nbytes());
     if (src.nbytes())
@@ -486,7 +545,12 @@ class CudaBackend final : public Backend {
     return it->second;
   }
 
-  std::shared_ptr<Stream> stream_;
+  static constexpr size_t kPinnedFrom = 1 << 20;  // uploads from this many bytes go through staging_
+
+  std::shared_ptr<Stream> stream_, free_on_;
+  PinnedStaging staging_;
+  std::once_flag lane_made_;
+  std::unique_ptr<CudaBackend> lane_;
   int multiprocessors_ = 0;
   cublasHandle_t blas_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
