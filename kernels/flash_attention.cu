@@ -4,6 +4,9 @@
 // whose lowest position is past the query tile's highest is skipped whole, so the work follows the causal area
 // of the rows actually computed.
 //
+// One launch takes one sequence or several independent ones (a precompute batch's chunks, each its own rows, keys
+// and positions): a block works on 64 query rows of one head of one sequence, named by a descriptor list that
+// puts the longest row tiles of every sequence first.
 // Block: 4 warps, 64 query rows of one head (16 per warp), 64-key tiles. S = Q·K^T and O += P·V are bf16
 // mma.sync m16n8k16 with f32 accumulators, their B fragments by matrix loads; the online softmax (running max and
 // sum per row) stays in registers. K/V tiles are double-buffered with cp.async: the next visited tile loads while
@@ -382,7 +385,8 @@ void flash_attention(const AttentionShape& heads, const FlashSequence* seqs, int
   one.n = seqs[0].n, one.m = seqs[0].m;
   const int64_t cells = one.n * one.n_heads;
   KeySplits split;
-  split.tiles_per_split = (key_tiles(one.m) + splits - 1) / splits;
+  // Unsplit, every sequence reads all of its own tiles, however many: no bound from the first one's.
+  split.tiles_per_split = splits > 1 ? (key_tiles(one.m) + splits - 1) / splits : INT32_MAX;
   if (splits > 1) split.max = scratch, split.sum = scratch + splits * cells, split.acc = scratch + 2 * splits * cells;
   if (heads.head_dim == 64)
     launch<64>(heads, dev_seqs, dev_blocks, at, k, v, k_pos, tile_pos, layout.tiles, split, splits, stream);

@@ -129,7 +129,10 @@ ChunkKvCache::Stats ChunkKvCache::stats() const {
   return s;
 }
 
-BackgroundLoader::BackgroundLoader(ChunkKvCache& cache) : cache_(cache), thread_([this] { run(); }) {}
+BackgroundLoader::BackgroundLoader(ChunkKvCache& cache, int threads) : cache_(cache) {
+  KVF_CHECK(threads >= 1, "background loader: ", threads, " threads, need at least 1");
+  for (int t = 0; t < threads; ++t) threads_.emplace_back([this] { run(); });
+}
 
 BackgroundLoader::~BackgroundLoader() {
   {
@@ -138,7 +141,7 @@ BackgroundLoader::~BackgroundLoader() {
     queue_.clear();
   }
   wake_.notify_all();
-  thread_.join();  // waits for a load in progress: the cache outlives this loader
+  for (std::thread& t : threads_) t.join();  // each waits for its load in progress: the cache outlives this loader
 }
 
 void BackgroundLoader::enqueue(std::vector<uint64_t> chunk_ids) {
@@ -146,12 +149,12 @@ void BackgroundLoader::enqueue(std::vector<uint64_t> chunk_ids) {
     const std::lock_guard<std::mutex> lock(mutex_);
     queue_.insert(queue_.end(), chunk_ids.begin(), chunk_ids.end());
   }
-  wake_.notify_one();
+  wake_.notify_all();
 }
 
 void BackgroundLoader::wait_idle() {
   std::unique_lock<std::mutex> lock(mutex_);
-  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  idle_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
 }
 
 void BackgroundLoader::run() {
@@ -161,14 +164,13 @@ void BackgroundLoader::run() {
     if (stop_) break;
     const uint64_t chunk_id = queue_.front();
     queue_.pop_front();
-    busy_ = true;
+    ++running_;
     lock.unlock();
     cache_.prefetch(chunk_id);  // never throws: an error waits in the cache for the query thread's get()
     lock.lock();
-    busy_ = false;
-    if (queue_.empty()) idle_.notify_all();
+    --running_;
+    if (queue_.empty() && running_ == 0) idle_.notify_all();
   }
-  busy_ = false;
   idle_.notify_all();
 }
 

@@ -85,12 +85,15 @@ class ChunkKvCache {
   Stats stats_;
 };
 
-// One background thread that loads chunk ids into a cache (FusionRAG §4.2: the next questions' chunks load while
+// Background threads that load chunk ids into a cache (FusionRAG §4.2: the next questions' chunks load while
 // the current one computes). enqueue() returns at once; errors are kept by the cache and rethrown by the next
 // get() of that id, so a failed prefetch never kills the process: the query thread's own get() reports it.
+// `threads` loads run side by side (the store's reads one at a time, each chunk's checks, conversion and upload
+// in parallel), as the query thread's own loads do: one thread alone converts a chunk at a time, slower than a
+// GPU question computes. On a CPU backend they would take the compute's cores, so there one is right.
 class BackgroundLoader {
  public:
-  explicit BackgroundLoader(ChunkKvCache& cache);
+  explicit BackgroundLoader(ChunkKvCache& cache, int threads = 1);
   ~BackgroundLoader();  // stops and joins; pending work is dropped
   BackgroundLoader(const BackgroundLoader&) = delete;
   BackgroundLoader& operator=(const BackgroundLoader&) = delete;
@@ -105,8 +108,9 @@ class BackgroundLoader {
   std::mutex mutex_;
   std::condition_variable wake_, idle_;
   std::deque<uint64_t> queue_;
-  bool busy_ = false, stop_ = false;
-  std::thread thread_;  // last: starts once the members it uses exist
+  int running_ = 0;  // loads in progress
+  bool stop_ = false;
+  std::vector<std::thread> threads_;  // last: they start once the members they use exist
 };
 
 }  // namespace kvf

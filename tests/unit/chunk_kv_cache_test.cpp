@@ -340,6 +340,19 @@ TEST_F(ChunkKvCacheTest, APrefetchedChunkIsAHit) {
   EXPECT_FALSE(cache.get(id(1)).hit);
 }
 
+TEST_F(ChunkKvCacheTest, SeveralLoaderThreadsLoadEachChunkOnce) {
+  ChunkKvCache cache(*source, *backend, 1ull << 30);
+  BackgroundLoader loader(cache, 3);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 60; ++i) ids.push_back(id((size_t)i % chunks.size()));  // each chunk asked for many times
+  loader.enqueue(ids);
+  loader.wait_idle();
+  EXPECT_EQ(cache.stats().misses, chunks.size());  // a chunk in flight is not loaded again by another thread
+  for (size_t c = 0; c < chunks.size(); ++c) EXPECT_TRUE(cache.get(id(c)).hit) << c;
+  EXPECT_THAT(error_of([&] { BackgroundLoader bad(cache, 0); }),
+              HasSubstr("0 threads"));
+}
+
 TEST_F(ChunkKvCacheTest, AFailedPrefetchIsReportedByTheLaterGet) {
   ChunkKvCache cache(*source, *backend, 1ull << 30);
   BackgroundLoader loader(cache);
@@ -356,7 +369,7 @@ TEST_F(ChunkKvCacheTest, AFailedPrefetchIsReportedByTheLaterGet) {
 TEST_F(ChunkKvCacheTest, ALoaderDestroyedWithWorkPendingStops) {
   ChunkKvCache cache(*source, *backend, 1ull << 30);
   {
-    BackgroundLoader loader(cache);
+    BackgroundLoader loader(cache, 2);
     std::vector<uint64_t> ids;
     for (int i = 0; i < 200; ++i) ids.push_back(id((size_t)i % chunks.size()));
     loader.enqueue(ids);

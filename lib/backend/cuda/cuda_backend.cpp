@@ -129,6 +129,11 @@ class CudaBackend final : public Backend {
     check_cuda(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
     uint64_t keep = UINT64_MAX;
     check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "memory pool threshold");
+    // A block freed in one stream's order is reused by another only once that free has happened: otherwise the
+    // pool makes the allocating stream wait for the freeing one, and a loading lane's uploads (its tensors are
+    // freed in the compute stream's order) would queue behind the query's compute instead of overlapping it.
+    int no = 0;
+    check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no), "memory pool reuse");
     check_cublas(cublasCreate(&blas_), "cublasCreate");
     check_cublas(cublasSetStream(blas_, s()), "cublasSetStream");
     check_cublas(cublasSetMathMode(blas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");  // f32 as the CPU computes
