@@ -170,19 +170,14 @@ class CudaBackend final : public Backend {
     if (bytes >= kPinnedFrom) return staging_.upload(dst.data<char>(), src, bytes, s());
     if (bytes) check_cuda(cudaMemcpyAsync(dst.data<char>(), src, bytes, cudaMemcpyHostToDevice, s()), "upload");
   }
-  // The one place the host waits for the device, so the place a bad index met on the device is reported.
+  // The host waits for the device here and in synchronize(), so those are where a bad index met on the device
+  // is reported.
   void copy_to_host(const Tensor& src, void* dst, size_t bytes) override {
     KVF_CHECK(bytes == src.nbytes(), "copy_to_host: ", bytes, " bytes from a tensor of ", src.nbytes());
     if (bytes) check_cuda(cudaMemcpyAsync(dst, src.data<char>(), bytes, cudaMemcpyDeviceToHost, s()), "download");
-    cuda::IndexError err;
-    check_cuda(cudaMemcpyAsync(&err, errors_.data<char>(), sizeof err, cudaMemcpyDeviceToHost, s()), "error word");
-    check_cuda(cudaStreamSynchronize(s()), "download");
-    if (err.code != cuda::kNoError) {
-      check_cuda(cudaMemsetAsync(errors_.data<char>(), 0, sizeof err, s()), "clear error word");
-      throw_index_error(err);
-    }
+    synchronize();
   }
-  // Waits, and reports a bad index met since the last read-back (as copy_to_host does).
+  // Waits, and reports a bad index met since the last wait.
   void synchronize() override {
     cuda::IndexError err;
     check_cuda(cudaMemcpyAsync(&err, errors_.data<char>(), sizeof err, cudaMemcpyDeviceToHost, s()), "error word");
