@@ -28,11 +28,14 @@ TEST(IntDot, ActivationRoundingStaysWithinHalfABlockScale) {
   EXPECT_EQ(q.d[1], 0.0f);
   for (int64_t b = 0; b < 9; ++b) {
     float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::abs(x[b * 32 + i]));
+    const float inv = amax > 0 ? 32767.0f / amax : 0.0f;
     int sum = 0;
     for (int i = 0; i < 32; ++i) {
-      amax = std::max(amax, std::abs(x[b * 32 + i]));
       const int qi = q.q[b * 32 + i];
       sum += qi;
+      // The rounding every kernel assumes (the SIMD quantizer's included): to the nearest integer, ties to even.
+      ASSERT_EQ(qi, (int)std::lrint(x[b * 32 + i] * inv)) << "block " << b << " value " << i;
       ASSERT_LE(std::abs(x[b * 32 + i] - qi * q.d[b]), q.d[b] * 0.5f * 1.0001f) << "block " << b << " value " << i;
     }
     EXPECT_EQ(q.d[b], amax / 32767.0f);

@@ -27,6 +27,18 @@ constexpr DType kFormats[] = {DType::BF16, DType::F16, DType::Q4_0, DType::Q4_1,
 
 using Weight = test::QuantizedWeight;
 
+// The most that rounding the activations x[0, k) to 16-bit integers in blocks of 32 (int_dot.h) moves their
+// product with the weights w[0, k): half a block scale per value.
+double int16_rounding_bound(const float* x, const float* w, int64_t k) {
+  double bound = 0;
+  for (int64_t e = 0; e < k; ++e) {
+    float amax = 0;
+    for (int v = 0; v < 32; ++v) amax = std::max(amax, std::abs(x[e / 32 * 32 + v]));
+    bound += std::abs((double)w[e]) * amax / 65534;
+  }
+  return bound;
+}
+
 TEST(PackedMatmul, EveryKernelAndFormatIsCloseToTheF32Product) {
   auto b = make_cpu_backend();
   std::mt19937 rng(7);
@@ -36,18 +48,27 @@ TEST(PackedMatmul, EveryKernelAndFormatIsCloseToTheF32Product) {
     ASSERT_GT(n, cpu::packed_matmul_few_rows(t, k)) << "rows the panels take";
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
     for (GemmKernel kernel : cpu::available_gemm_kernels()) {
+      const bool integer = kernel == GemmKernel::Avx2Int16 && cpu::int_dot_available(t);
       std::vector<float> y((size_t)(n * m));
       cpu::packed_matmul(x.data(), n, k, w.t, y.data(), kernel);
       double err = 0, ref_sq = 0;
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < m; ++j) {
-          double ref = 0;
-          for (int64_t t2 = 0; t2 < k; ++t2) ref += (double)x[i * k + t2] * w.values[j * k + t2];
+          double ref = 0, mag = 0;
+          for (int64_t t2 = 0; t2 < k; ++t2) {
+            ref += (double)x[i * k + t2] * w.values[j * k + t2];
+            mag += std::abs((double)x[i * k + t2] * w.values[j * k + t2]);
+          }
           err += (y[i * m + j] - ref) * (y[i * m + j] - ref);
           ref_sq += ref * ref;
+          if (integer) {
+            ASSERT_NEAR(y[i * m + j], ref, 2e-6 * mag + int16_rounding_bound(&x[i * k], &w.values[j * k], k))
+                << dtype_name(t) << " " << i << "," << j;
+          }
         }
-      // bf16 rounding of activations and weights: relative error per product ~2^-9; f32 panels: float rounding.
-      const double limit = kernel == GemmKernel::Avx512Bf16 ? 1e-4 : 1e-10;
+      // bf16 rounding of activations and weights: relative error per product ~2^-9; 16-bit activations: ~2^-16
+      // of each block's largest; f32 panels: float rounding.
+      const double limit = kernel == GemmKernel::Avx512Bf16 ? 1e-4 : integer ? 2e-9 : 1e-10;
       EXPECT_LT(err / ref_sq, limit) << dtype_name(t) << " " << cpu::gemm_kernel_name(kernel);
     }
   }
@@ -127,16 +148,14 @@ TEST(PackedMatmul, FewRowsAreCloseToTheProductWhateverTheirBatch) {
     EXPECT_EQ(0, std::memcmp(one.data(), four.data() + 3 * m, one.size() * sizeof(float))) << dtype_name(t);
     for (int64_t i = 0; i < 4; ++i)
       for (int64_t j = 0; j < m; ++j) {
-        double ref = 0, mag = 0, rounding = 0;
+        double ref = 0, mag = 0;
         for (int64_t e = 0; e < k; ++e) {
-          const float* block = x.data() + i * k + e / 32 * 32;
-          float amax = 0;
-          for (int v = 0; v < 32; ++v) amax = std::max(amax, std::abs(block[v]));
           ref += (double)x[i * k + e] * w.values[j * k + e];
           mag += std::abs((double)x[i * k + e] * w.values[j * k + e]);
-          rounding += std::abs((double)w.values[j * k + e]) * amax / 65534;
         }
-        const double activation_rounding = integer ? rounding : bf16 ? mag / 512 : 0;
+        const double activation_rounding = integer ? int16_rounding_bound(&x[i * k], &w.values[j * k], k)
+                                           : bf16  ? mag / 512
+                                                   : 0;
         ASSERT_NEAR(four[i * m + j], ref, 2e-6 * mag + activation_rounding) << dtype_name(t) << " " << i << "," << j;
       }
   }
@@ -189,23 +208,26 @@ TEST(PackedMatmul, ManyProductsEqualSeparateCalls) {
   auto b = make_cpu_backend();
   std::mt19937 rng(13);
   const int64_t k = 256;
+  // Block formats and a bf16 weight: with the 16-bit integer kernel the products take two kinds of panels.
   const Weight wq = test::make_quantized_weight(*b, DType::Q4_1, 192, k, rng),
                wk = test::make_quantized_weight(*b, DType::Q8_0, 64, k, rng),
-               wv = test::make_quantized_weight(*b, DType::Q4_K, 100, k, rng);
+               wv = test::make_quantized_weight(*b, DType::Q4_K, 100, k, rng),
+               wb = test::make_quantized_weight(*b, DType::BF16, 48, k, rng);
   for (int64_t n : {3, 40}) {  // the few-rows path and the panels
     const std::vector<float> xv = test::random_rows(n, k, rng);
     Tensor x = b->empty(DType::F32, {n, k});
     b->copy_from_host(x, xv.data(), xv.size() * sizeof(float));
     std::vector<Tensor> together, apart;
-    for (const Weight* w : {&wq, &wk, &wv}) {
+    for (const Weight* w : {&wq, &wk, &wv, &wb}) {
       together.push_back(b->empty(DType::F32, {n, w->t.dim(0)}));
       apart.push_back(b->empty(DType::F32, {n, w->t.dim(0)}));
     }
-    b->matmul_nt_many(x, {&wq.t, &wk.t, &wv.t}, {&together[0], &together[1], &together[2]});
+    b->matmul_nt_many(x, {&wq.t, &wk.t, &wv.t, &wb.t}, {&together[0], &together[1], &together[2], &together[3]});
     b->matmul_nt(x, wq.t, apart[0]);
     b->matmul_nt(x, wk.t, apart[1]);
     b->matmul_nt(x, wv.t, apart[2]);
-    for (int i = 0; i < 3; ++i)
+    b->matmul_nt(x, wb.t, apart[3]);
+    for (int i = 0; i < 4; ++i)
       EXPECT_EQ(0, std::memcmp(together[i].data<float>(), apart[i].data<float>(), apart[i].nbytes())) << n << " " << i;
   }
 }

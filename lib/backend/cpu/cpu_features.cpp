@@ -58,6 +58,7 @@ const CpuFeatures& cpu_features() {
 const char* gemm_kernel_name(GemmKernel kernel) {
   switch (kernel) {
     case GemmKernel::Avx512Bf16: return "avx512-bf16";
+    case GemmKernel::Avx2Int16: return "avx2-int16";
     case GemmKernel::Avx2F32: return "avx2";
   }
   return "?";
@@ -67,7 +68,10 @@ std::vector<GemmKernel> available_gemm_kernels() {
   const CpuFeatures& f = cpu_features();
   std::vector<GemmKernel> out;
   if (f.avx512_bf16) out.push_back(GemmKernel::Avx512Bf16);
-  if (f.avx2_fma) out.push_back(GemmKernel::Avx2F32);
+  if (f.avx2_fma) {
+    out.push_back(GemmKernel::Avx2Int16);
+    out.push_back(GemmKernel::Avx2F32);
+  }
   return out;
 }
 

@@ -3,32 +3,12 @@
 #include <immintrin.h>
 
 #include "backend/cpu/gemm_isa.h"
+#include "backend/cpu/transpose_avx2.h"
 
 namespace kvf::cpu {
 namespace {
 
 constexpr int kCols = 16, kRows = 6;
-
-// Rows r[0..8) of 8 floats -> their transpose, in place.
-inline void transpose_8x8(__m256 r[8]) {
-  __m256 t[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  __m256 u[8];
-  for (int i = 0; i < 8; i += 4)
-    for (int j = 0; j < 2; ++j) {
-      u[i + j] = _mm256_shuffle_ps(t[i + j], t[i + j + 2], _MM_SHUFFLE(1, 0, 1, 0));
-      u[i + j + 2] = _mm256_shuffle_ps(t[i + j], t[i + j + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-  // u[0..4) hold columns (0|4), (2|6), (1|5), (3|7) of rows 0-3 in their 128-bit halves; u[4..8) those of rows 4-7.
-  const int order[4] = {0, 2, 1, 3};
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm256_permute2f128_ps(u[order[i]], u[order[i] + 4], 0x20);
-    r[i + 4] = _mm256_permute2f128_ps(u[order[i]], u[order[i] + 4], 0x31);
-  }
-}
 
 // Eight columns at a time: 8 k values of each of 8 weight rows transposed into 8 panel rows (columns past `cols`
 // are zeros).

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -54,9 +55,35 @@ void dot_rows_avx2(const float* x, int64_t ldx, int rows, const float* w, int64_
 void dot_rows_bf16_avx512(const uint16_t* x, int64_t ldx, int rows, const uint16_t* w, int64_t ldw, int wrows,
                           int64_t k, float* y, int64_t ldy);
 
+struct Int16Rows;
+// 16-bit activation rows (int_dot.h's rounding, the same integers) regrouped for the integer panels below: rows in
+// fours, each four's pairs of values interleaved, so a tile of four rows reads one stream.
+struct Int16RowTiles {
+  int64_t rows = 0, k = 0;
+  std::vector<int32_t> pairs;   // [ceil(rows / 4)][k / 2][4]: (q[r][2i], q[r][2i + 1]) of row r = 4g + j at [g][i][j]
+  std::vector<float> d, sum32;  // [rows, k / 32] as in Int16Rows
+};
+// One row's rounding as quantize_rows_int16 does it, bit for bit (AVX2): q [k], d and sum32 [k / 32].
+void quantize_row_int16_avx2(const float* x, int64_t k, int16_t* q, float* d, float* sum32);
+// Rows [4 * four, 4 * four + 4) of x [rows, k] into out (sized for rows and k by the caller; missing rows zero),
+// through scratch (4 * k values).
+void quantize_row_tiles_int16(const float* x, int64_t rows, int64_t k, int64_t four, int16_t* scratch,
+                              Int16RowTiles& out);
+
+// Block-quantized weights (the types int_dot_available admits) in panels of 16-bit integers times 16-bit activation
+// rows, for many rows on AVX2 (gemm_int16_avx2.cpp). A panel holds columns rows[c], c < cols (<= kInt16PanelCols;
+// the others zero), values [k0, k0 + kc) (kc <= 256, whole blocks of the format), with their block scales and
+// mins, in int16_panel_bytes(kc) bytes (64-byte aligned). multiply_int16_panel sets (or adds to)
+// y[r][0, kInt16PanelCols) for x rows row0 + r, r < rows (row0 a multiple of 4), over the panel's values; every
+// output gets the same operations in the same order whatever rows is.
+constexpr int kInt16PanelCols = 16;
+size_t int16_panel_bytes(int kc);
+void pack_int16_panel(DType t, const uint8_t* const* rows, int cols, int64_t k0, int kc, void* panel);
+void multiply_int16_panel(const Int16RowTiles& x, int64_t row0, int rows, int64_t k0, const void* panel, float* y,
+                          int64_t ldy, bool accumulate);
+
 // Integer dot products of 16-bit activation rows with block-quantized weight rows (int_dot_avx512.cpp, AVX-512
 // VNNI; int_dot_avx2.cpp, AVX2); int_dot.h says what they compute.
-struct Int16Rows;
 void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                                int64_t ldy);
 // The same with AVX2 (int_dot_avx2.cpp), for CPUs without AVX-512 VNNI.

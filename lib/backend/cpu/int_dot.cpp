@@ -16,6 +16,13 @@ void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out
   out.q.resize((size_t)(rows * k));
   out.d.resize((size_t)(rows * k / 32));
   out.sum32.resize((size_t)(rows * k / 32));
+  static const bool avx2 = cpu_features().avx2_fma;
+  if (avx2) {
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row_int16_avx2(x + r * k, k, out.q.data() + r * k, out.d.data() + r * (k / 32),
+                              out.sum32.data() + r * (k / 32));
+    return;
+  }
   for (int64_t b = 0; b < rows * k / 32; ++b) {
     const float* v = x + b * 32;
     float amax = 0;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -24,7 +25,7 @@ constexpr int64_t kPanelK = 256;
 constexpr size_t kGroupBytes = 128 << 10, kRowSlabBytes = 96 << 10;
 
 const GemmIsa& isa_of(GemmKernel kernel) {
-  return kernel == GemmKernel::Avx512Bf16 ? kGemmAvx512Bf16 : kGemmAvx2F32;
+  return kernel == GemmKernel::Avx512Bf16 ? kGemmAvx512Bf16 : kGemmAvx2F32;  // Avx2Int16's other weights: f32
 }
 
 // Column blocks of every product, so that one parallel loop covers them all.
@@ -88,6 +89,144 @@ void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<Mat
   });
 }
 
+// One kind of panel: how a task packs a panel of a product's weight columns [c0, c0 + ncols) for values [k0, k0 +
+// kc), and how it multiplies `rows` activation rows from `row` by one, into y (rows ldy apart, every panel column).
+struct PanelKind {
+  int64_t cols;        // columns per panel
+  size_t panel_bytes;  // one panel of kPanelK values
+  int64_t slab_rows;   // activation rows that pass over a group of panels at a time (a multiple of row_step)
+  int64_t row_step = 1;  // a multiple of which every multiply's first row is
+  std::function<void(const MatmulProduct& p, int64_t c0, int ncols, int64_t k0, int kc, void* panel)> pack;
+  std::function<void(int64_t row, int rows, int64_t k0, const void* panel, int kc, float* y, int64_t ldy,
+                     bool accumulate)>
+      multiply;
+};
+
+// Tasks are (column group, row block) tiles. A task packs its group's panels for one k step together (they stay
+// in L2), then passes the activations over them a slab of rows at a time, so each slab is read from memory once
+// per group and from L2 once per panel. The outputs accumulate over the k steps in a buffer of the task's own,
+// panel by panel, where consecutive tiles are adjacent (in y a product's rows lie far apart, and reading them
+// back at every k step stalled the kernel), and are copied into y at the end. Columns are split into groups
+// small enough to keep every core busy before rows are split, since each row block packs its panels again.
+void tiled_matmul(int64_t n, int64_t k, const std::vector<MatmulProduct>& products, const PanelKind& kind) {
+  const int64_t pc = kind.cols;
+  const int64_t workers = tbb::this_task_arena::max_concurrency();
+  int64_t panels = 0;
+  for (const MatmulProduct& p : products) panels += (p.w->dim(0) + pc - 1) / pc;
+  // Rows that fit one slab gain nothing from groups (they stay in L1/L2 anyway), and one panel per task spreads
+  // the work most evenly over the workers (decoding 16 sequences: level with and without groups, within noise).
+  const int64_t group = n <= kind.slab_rows ? 1
+                                            : std::clamp<int64_t>(panels / (4 * workers), 1,
+                                                                  (int64_t)(kGroupBytes / kind.panel_bytes));
+  const std::vector<ColumnBlock> blocks = column_blocks(products, group * pc);
+  const int64_t col_blocks = (int64_t)blocks.size();
+  const int64_t row_blocks = std::clamp<int64_t>((2 * workers + col_blocks - 1) / col_blocks, 1, (n + 47) / 48);
+  const int64_t rows_per_block = ((n + row_blocks - 1) / row_blocks + kind.row_step - 1) / kind.row_step * kind.row_step;
+  tbb::parallel_for(int64_t{0}, col_blocks * row_blocks, [&](int64_t task) {
+    const ColumnBlock& block = blocks[(size_t)(task / row_blocks)];
+    const MatmulProduct& p = products[block.product];
+    const int64_t m = p.w->dim(0), r0 = task % row_blocks * rows_per_block;
+    const int64_t nrows = std::min(rows_per_block, n - r0);
+    if (nrows <= 0) return;
+    const int group_panels = (int)((block.cols + pc - 1) / pc);
+    const auto panel_cols = [&](int g) { return (int)std::min<int64_t>(pc, block.cols - g * pc); };
+    static thread_local std::vector<uint8_t> panel_buffer;  // 64-byte aligned below for the kernels' aligned loads
+    panel_buffer.resize(kind.panel_bytes * (size_t)group_panels + 64);
+    uint8_t* panel0 = panel_buffer.data() + (64 - (uintptr_t)panel_buffer.data() % 64) % 64;
+    static thread_local std::vector<float> out;  // [panel][row][pc]: every column of a panel, zeros included
+    out.resize((size_t)(group_panels * nrows * pc));
+    for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
+      const int kc = (int)std::min(kPanelK, k - k0);
+      for (int g = 0; g < group_panels; ++g)
+        kind.pack(p, block.c0 + g * pc, panel_cols(g), k0, kc, panel0 + g * kind.panel_bytes);
+      for (int64_t s = 0; s < nrows; s += kind.slab_rows) {
+        const int srows = (int)std::min(kind.slab_rows, nrows - s);
+        for (int g = 0; g < group_panels; ++g)
+          kind.multiply(r0 + s, srows, k0, panel0 + g * kind.panel_bytes, kc, out.data() + (g * nrows + s) * pc, pc,
+                        k0 > 0);
+      }
+    }
+    for (int g = 0; g < group_panels; ++g)
+      for (int64_t r = 0; r < nrows; ++r)
+        std::memcpy(p.y + (r0 + r) * m + block.c0 + g * pc, out.data() + (g * nrows + r) * pc,
+                    (size_t)panel_cols(g) * sizeof(float));
+  });
+}
+
+// The weight rows [c0, c0 + ncols) of a product, where they lie.
+void weight_rows(const MatmulProduct& p, int64_t k, int64_t c0, int ncols, const uint8_t* rows[64]) {
+  const size_t row_bytes = dtype_bytes(p.w->dtype, k);
+  for (int c = 0; c < ncols; ++c) rows[c] = p.w->data<uint8_t>() + (c0 + c) * row_bytes;
+}
+
+// Weights dequantized into the panels of a float kernel (GemmIsa), activations in its input form.
+void float_panel_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products,
+                        GemmKernel kernel) {
+  const GemmIsa& isa = isa_of(kernel);
+  // Activations in the kernel's input form, once for every panel of every product (a kernel that reads f32 takes
+  // them where they are: a copy of a 2048-row input cost a fresh allocation's page faults on every call).
+  std::vector<uint8_t> converted;
+  const uint8_t* xin = reinterpret_cast<const uint8_t*>(x);
+  if (isa.convert_x) {
+    converted.resize((size_t)(n * k) * isa.x_elem_bytes);
+    tbb::parallel_for(int64_t{0}, n,
+                      [&](int64_t r) { isa.convert_x(x + r * k, k, converted.data() + r * k * isa.x_elem_bytes); });
+    xin = converted.data();
+  }
+  PanelKind kind;
+  kind.cols = isa.panel_cols;
+  kind.panel_bytes = (size_t)(isa.panel_cols * kPanelK) * isa.x_elem_bytes;
+  kind.slab_rows = (int64_t)(kRowSlabBytes / (kPanelK * isa.x_elem_bytes));
+  kind.pack = [&](const MatmulProduct& p, int64_t c0, int ncols, int64_t k0, int kc, void* panel) {
+    const uint8_t* rows[64];
+    weight_rows(p, k, c0, ncols, rows);
+    // Block formats the bf16 kernel decodes straight into its panel; the others go through f32 values.
+    if (kernel == GemmKernel::Avx512Bf16 && pack_quant_panel_bf16_supports(p.w->dtype))
+      return pack_quant_panel_bf16(p.w->dtype, rows, ncols, k0, kc, panel);
+    static thread_local std::vector<float> values;  // a panel's weights in f32, before packing
+    values.resize((size_t)(isa.panel_cols * kPanelK));
+    for (int c = 0; c < ncols; ++c) weight_values(p.w->dtype, rows[c], k0, kc, values.data() + c * kPanelK);
+    isa.pack_panel(values.data(), kPanelK, ncols, kc, panel);
+  };
+  kind.multiply = [&](int64_t row, int rows, int64_t k0, const void* panel, int kc, float* y, int64_t ldy,
+                      bool accumulate) {
+    isa.multiply(xin + (row * k + k0) * isa.x_elem_bytes, k, rows, panel, kc, isa.panel_cols, y, ldy, accumulate);
+  };
+  tiled_matmul(n, k, products, kind);
+}
+
+// Block-format weights widened into 16-bit integer panels, activations rounded to 16-bit integers once for every
+// product (Avx2Int16).
+void integer_panel_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products) {
+  static thread_local Int16RowTiles buffer;
+  Int16RowTiles& xi = buffer;  // the workers read this thread's buffer
+  xi.rows = n;
+  xi.k = k;
+  xi.pairs.resize((size_t)((n + 3) / 4 * k * 2));
+  xi.d.resize((size_t)(n * k / 32));
+  xi.sum32.resize((size_t)(n * k / 32));
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, (n + 3) / 4), [&](const tbb::blocked_range<int64_t>& fours) {
+    std::vector<int16_t> scratch((size_t)(4 * k));
+    for (int64_t four = fours.begin(); four < fours.end(); ++four)
+      quantize_row_tiles_int16(x, n, k, four, scratch.data(), xi);
+  });
+  PanelKind kind;
+  kind.cols = kInt16PanelCols;
+  kind.row_step = 4;  // the activations' tiles
+  kind.panel_bytes = int16_panel_bytes((int)kPanelK);
+  // 64 rows: 32 KB of activations a k step, the size of L1 (Qwen2.5 0.5B, 512 tokens: level with 96, and 16-32%
+  // ahead of 32 and 192).
+  kind.slab_rows = 64;
+  kind.pack = [&](const MatmulProduct& p, int64_t c0, int ncols, int64_t k0, int kc, void* panel) {
+    const uint8_t* rows[64];
+    weight_rows(p, k, c0, ncols, rows);
+    pack_int16_panel(p.w->dtype, rows, ncols, k0, kc, panel);
+  };
+  kind.multiply = [&](int64_t row, int rows, int64_t k0, const void* panel, int, float* y, int64_t ldy,
+                      bool accumulate) { multiply_int16_panel(xi, row, rows, k0, panel, y, ldy, accumulate); };
+  tiled_matmul(n, k, products, kind);
+}
+
 }  // namespace
 
 int64_t packed_matmul_few_rows(DType t, int64_t k) {
@@ -144,83 +283,11 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
   int64_t few_rows = std::numeric_limits<int64_t>::max();
   for (const MatmulProduct& p : products) few_rows = std::min(few_rows, packed_matmul_few_rows(p.w->dtype, k));
   if (n <= few_rows) return few_rows_matmul(x, n, k, products);
-  // Activations in the kernel's input form, once for every panel of every product (a kernel that reads f32 takes
-  // them where they are: a copy of a 2048-row input cost a fresh allocation's page faults on every call).
-  std::vector<uint8_t> converted;
-  const uint8_t* xin = reinterpret_cast<const uint8_t*>(x);
-  if (isa.convert_x) {
-    converted.resize((size_t)(n * k) * isa.x_elem_bytes);
-    tbb::parallel_for(int64_t{0}, n,
-                      [&](int64_t r) { isa.convert_x(x + r * k, k, converted.data() + r * k * isa.x_elem_bytes); });
-    xin = converted.data();
-  }
-
-  // Tasks are (column group, row block) tiles. A task packs its group's panels for one k step together (they stay
-  // in L2), then passes the activations over them a slab of rows at a time, so each slab is read from memory once
-  // per group and from L2 once per panel. The outputs accumulate over the k steps in a buffer of the task's own,
-  // panel by panel, where consecutive tiles are adjacent (in y a product's rows lie far apart, and reading them
-  // back at every k step stalled the kernel), and are copied into y at the end. Columns are split into groups
-  // small enough to keep every core busy before rows are split, since each row block packs its panels again.
-  const int64_t pc = isa.panel_cols;
-  const size_t panel_bytes = (size_t)(pc * kPanelK) * isa.x_elem_bytes;
-  const int64_t workers = tbb::this_task_arena::max_concurrency();
-  int64_t panels = 0;
-  for (const MatmulProduct& p : products) panels += (p.w->dim(0) + pc - 1) / pc;
-  // Rows that fit one slab gain nothing from groups (they stay in L1/L2 anyway), and one panel per task spreads
-  // the work most evenly over the workers (decoding 16 sequences: level with and without groups, within noise).
-  const int64_t slab_rows = (int64_t)(kRowSlabBytes / (kPanelK * isa.x_elem_bytes));
-  const int64_t group =
-      n <= slab_rows ? 1 : std::clamp<int64_t>(panels / (4 * workers), 1, (int64_t)(kGroupBytes / panel_bytes));
-  const std::vector<ColumnBlock> blocks = column_blocks(products, group * pc);
-  const int64_t col_blocks = (int64_t)blocks.size();
-  const int64_t row_blocks = std::clamp<int64_t>((2 * workers + col_blocks - 1) / col_blocks, 1, (n + 47) / 48);
-  const int64_t rows_per_block = (n + row_blocks - 1) / row_blocks;
-  tbb::parallel_for(int64_t{0}, col_blocks * row_blocks, [&](int64_t task) {
-    const ColumnBlock& block = blocks[(size_t)(task / row_blocks)];
-    const MatmulProduct& p = products[block.product];
-    const int64_t m = p.w->dim(0), r0 = task % row_blocks * rows_per_block;
-    const int64_t nrows = std::min(rows_per_block, n - r0);
-    if (nrows <= 0) return;
-    const int group_panels = (int)((block.cols + pc - 1) / pc);
-    const auto panel_cols = [&](int g) { return (int)std::min<int64_t>(pc, block.cols - g * pc); };
-    const size_t row_bytes = dtype_bytes(p.w->dtype, k);
-    const uint8_t* wp = p.w->data<uint8_t>();
-    static thread_local std::vector<uint8_t> panel_buffer;  // 64-byte aligned below for the kernels' aligned loads
-    panel_buffer.resize(panel_bytes * (size_t)group_panels + 64);
-    uint8_t* panel0 = panel_buffer.data() + (64 - (uintptr_t)panel_buffer.data() % 64) % 64;
-    static thread_local std::vector<float> out;  // [panel][row][pc]: every column of a panel, zeros included
-    out.resize((size_t)(group_panels * nrows * pc));
-    // Block formats the bf16 kernel decodes straight into its panel; the others go through f32 values.
-    const bool direct = kernel == GemmKernel::Avx512Bf16 && pack_quant_panel_bf16_supports(p.w->dtype);
-    static thread_local std::vector<float> values;  // a panel's weights in f32, before packing
-    if (!direct) values.resize((size_t)(pc * kPanelK));
-    for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
-      const int kc = (int)std::min(kPanelK, k - k0);
-      for (int g = 0; g < group_panels; ++g) {
-        const int64_t c0 = block.c0 + g * pc;
-        const int ncols = panel_cols(g);
-        if (direct) {
-          const uint8_t* rows[64];
-          for (int c = 0; c < ncols; ++c) rows[c] = wp + (c0 + c) * row_bytes;
-          pack_quant_panel_bf16(p.w->dtype, rows, ncols, k0, kc, panel0 + g * panel_bytes);
-        } else {
-          for (int c = 0; c < ncols; ++c)
-            weight_values(p.w->dtype, wp + (c0 + c) * row_bytes, k0, kc, values.data() + c * kPanelK);
-          isa.pack_panel(values.data(), kPanelK, ncols, kc, panel0 + g * panel_bytes);
-        }
-      }
-      for (int64_t s = 0; s < nrows; s += slab_rows) {
-        const int srows = (int)std::min(slab_rows, nrows - s);
-        for (int g = 0; g < group_panels; ++g)
-          isa.multiply(xin + ((r0 + s) * k + k0) * isa.x_elem_bytes, k, srows, panel0 + g * panel_bytes, kc,
-                       (int)pc, out.data() + (g * nrows + s) * pc, pc, k0 > 0);
-      }
-    }
-    for (int g = 0; g < group_panels; ++g)
-      for (int64_t r = 0; r < nrows; ++r)
-        std::memcpy(p.y + (r0 + r) * m + block.c0 + g * pc, out.data() + (g * nrows + r) * pc,
-                    (size_t)panel_cols(g) * sizeof(float));
-  });
+  std::vector<MatmulProduct> integer, floating;
+  for (const MatmulProduct& p : products)
+    (kernel == GemmKernel::Avx2Int16 && int_dot_available(p.w->dtype) ? integer : floating).push_back(p);
+  if (!integer.empty()) integer_panel_matmul(x, n, k, integer);
+  if (!floating.empty()) float_panel_matmul(x, n, k, floating, kernel);
 }
 
 }  // namespace kvf::cpu
