@@ -45,9 +45,9 @@ TEST(PackedMatmul, EveryKernelAndFormatIsCloseToTheF32Product) {
   const int64_t n = 19, k = 512, m = 100;  // past every few-rows limit; a partial row tile and column panel
   const std::vector<float> x = test::random_rows(n, k, rng);
   for (DType t : kFormats) {
-    ASSERT_GT(n, cpu::packed_matmul_few_rows(t, k)) << "rows the panels take";
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
     for (GemmKernel kernel : cpu::available_gemm_kernels()) {
+      ASSERT_GT(n, cpu::packed_matmul_few_rows(t, k, kernel)) << "rows the panels take";
       const bool integer = kernel == GemmKernel::Avx2Int16 && cpu::int_dot_available(t);
       std::vector<float> y((size_t)(n * m));
       cpu::packed_matmul(x.data(), n, k, w.t, y.data(), kernel);
@@ -82,8 +82,8 @@ TEST(PackedMatmul, ARowsResultDoesNotDependOnItsBatch) {
   const std::vector<float> x = test::random_rows(rows, k, rng);
   for (DType t : {DType::Q4_1, DType::Q8_0, DType::BF16}) {
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
-    const int64_t few = cpu::packed_matmul_few_rows(t, k);
     for (GemmKernel kernel : cpu::available_gemm_kernels()) {
+      const int64_t few = cpu::packed_matmul_few_rows(t, k, kernel);
       std::vector<float> all((size_t)(rows * m));
       cpu::packed_matmul(x.data(), rows, k, w.t, all.data(), kernel);
       for (int64_t first : {0, 5, 33, 60})

@@ -88,6 +88,7 @@ void tile(const Int16RowTiles& x, int64_t row0, int64_t k0, const PanelView& p, 
     // Named accumulators, not an array: GCC rotated an array's registers through copies on every step.
     __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
     const int16_t* w = p.q + b * kCols;
+    const int32_t* a4 = pairs + b * 2;  // the block's pairs of the four rows, 4 a step
 #pragma GCC unroll 16
     for (int pair = 0; pair < kScaleValues / 2; ++pair, w += 2 * kCols) {
       __m256i w0 = _mm256_load_si256((const __m256i*)w), w1 = _mm256_load_si256((const __m256i*)(w + 16));
@@ -95,7 +96,7 @@ void tile(const Int16RowTiles& x, int64_t row0, int64_t k0, const PanelView& p, 
       // then bounded the kernel.
       __asm__("" : "+x"(w0), "+x"(w1));
       const auto step = [&](int r, __m256i& lo, __m256i& hi) {
-        const __m256i a = _mm256_set1_epi32(pairs[(b / 2 + pair) * 4 + r]);
+        const __m256i a = _mm256_set1_epi32(a4[pair * 4 + r]);
         lo = _mm256_add_epi32(lo, _mm256_madd_epi16(a, w0));
         hi = _mm256_add_epi32(hi, _mm256_madd_epi16(a, w1));
         // Integer sums reassociate freely: without this GCC regrouped the unrolled steps' additions into a tree
@@ -166,7 +167,8 @@ void quantize_row_int16_avx2(const float* x, int64_t k, int16_t* q, float* d, fl
   const __m256 sign = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < k / 32; ++b, x += 32, q += 32) {
     __m256 v[4], m = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[i] = _mm256_loadu_ps(x + 8 * i)));
+    // max(|v|, m) keeps m where v is NaN, as std::max(amax, |v|) does in the scalar rounding.
+    for (int i = 0; i < 4; ++i) m = _mm256_max_ps(_mm256_andnot_ps(sign, v[i] = _mm256_loadu_ps(x + 8 * i)), m);
     __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     h = _mm_max_ps(h, _mm_movehl_ps(h, h));
     const float amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));

@@ -229,12 +229,16 @@ void integer_panel_matmul(const float* x, int64_t n, int64_t k, const std::vecto
 
 }  // namespace
 
-int64_t packed_matmul_few_rows(DType t, int64_t k) {
-  // AVX2's integer kernel (4 rows a pass; the later passes read each weight row from L1) beats dequantized panels
-  // up to 16 rows: decoding 16 Qwen 0.5B sequences 15-30% faster, 12 SmolLM2 ones 24%
-  // (docs/results/cpu_vs_llamacpp_avx2.md). With AVX-512 the panels overtake it past 8 rows.
-  static const int64_t integer_rows = cpu_features().avx512_vnni ? 8 : 16;
-  if (int_dot_available(t)) return integer_rows;
+int64_t packed_matmul_few_rows(DType t, int64_t k, GemmKernel kernel) {
+  // Block formats: with AVX-512 VNNI the panels overtake the integer dot products past 8 rows. On AVX2 the integer
+  // kernel (4 rows a pass; the later passes read each weight row from L1) beats the f32 panels up to 16 rows
+  // (decoding 16 Qwen 0.5B sequences 15-30% faster, 12 SmolLM2 ones 24%) and the 16-bit integer panels up to 12:
+  // at 8 rows it leads them by 10-30%, at 12 they are level, at 16 the panels lead by 8-30%
+  // (docs/results/cpu_vs_llamacpp_avx2.md).
+  if (int_dot_available(t)) {
+    static const bool vnni = cpu_features().avx512_vnni;
+    return vnni ? 8 : kernel == GemmKernel::Avx2Int16 ? 12 : 16;
+  }
   return t == DType::BF16 && bf16_dots_available(k) ? 8 : 4;
 }
 
@@ -281,7 +285,7 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
               isa.k_step);
   if (n == 0) return;
   int64_t few_rows = std::numeric_limits<int64_t>::max();
-  for (const MatmulProduct& p : products) few_rows = std::min(few_rows, packed_matmul_few_rows(p.w->dtype, k));
+  for (const MatmulProduct& p : products) few_rows = std::min(few_rows, packed_matmul_few_rows(p.w->dtype, k, kernel));
   if (n <= few_rows) return few_rows_matmul(x, n, k, products);
   std::vector<MatmulProduct> integer, floating;
   for (const MatmulProduct& p : products)
