@@ -25,8 +25,8 @@ enum class GemmKernel {
 const char* gemm_kernel_name(GemmKernel kernel);
 // The kernels this CPU can run, best first.
 std::vector<GemmKernel> available_gemm_kernels();
-// The kernel matmuls use: the best available, or the one KVF_GEMM_KERNEL names (avx512-bf16 | avx2-int16 | avx2); an unknown
-// or unavailable name throws kvf::Error naming it and the kernels this CPU has.
+// The kernel matmuls use: the best available, or the one KVF_GEMM_KERNEL names (avx512-bf16 | avx2-int16 | avx2);
+// an unknown or unavailable name throws kvf::Error naming it and the kernels this CPU has.
 GemmKernel active_gemm_kernel();
 
 }  // namespace kvf::cpu

@@ -121,7 +121,8 @@ void tiled_matmul(int64_t n, int64_t k, const std::vector<MatmulProduct>& produc
   const std::vector<ColumnBlock> blocks = column_blocks(products, group * pc);
   const int64_t col_blocks = (int64_t)blocks.size();
   const int64_t row_blocks = std::clamp<int64_t>((2 * workers + col_blocks - 1) / col_blocks, 1, (n + 47) / 48);
-  const int64_t rows_per_block = ((n + row_blocks - 1) / row_blocks + kind.row_step - 1) / kind.row_step * kind.row_step;
+  const int64_t step = kind.row_step;
+  const int64_t rows_per_block = ((n + row_blocks - 1) / row_blocks + step - 1) / step * step;
   tbb::parallel_for(int64_t{0}, col_blocks * row_blocks, [&](int64_t task) {
     const ColumnBlock& block = blocks[(size_t)(task / row_blocks)];
     const MatmulProduct& p = products[block.product];
