@@ -207,7 +207,8 @@ void integer_panel_matmul(const float* x, int64_t n, int64_t k, const std::vecto
   xi.d.resize((size_t)(n * k / 32));
   xi.sum32.resize((size_t)(n * k / 32));
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, (n + 3) / 4), [&](const tbb::blocked_range<int64_t>& fours) {
-    std::vector<int16_t> scratch((size_t)(4 * k));
+    static thread_local std::vector<int16_t> scratch;  // reused across calls: no allocation per range
+    scratch.resize((size_t)(4 * k));
     for (int64_t four = fours.begin(); four < fours.end(); ++four)
       quantize_row_tiles_int16(x, n, k, four, scratch.data(), xi);
   });
