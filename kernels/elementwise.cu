@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "cuda_ops.cuh"
 
@@ -17,12 +18,33 @@ int blocks_for(int64_t n) { return (int)((n + kThreads - 1) / kThreads); }
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
-template <typename Out>
+// Four outputs at once: a float4, or four bf16 in 8 bytes.
+__device__ __forceinline__ void store4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+__device__ __forceinline__ void store4(__nv_bfloat16* p, float4 v) {
+  const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+  uint2 packed;
+  packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+  packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+  *reinterpret_cast<uint2*>(p) = packed;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// One row per block; with kVec4 (d a multiple of 4, rows 16-byte aligned) each thread reads and writes four
+// values at a time: the op is bound by memory, and 16-byte accesses move it at full width.
+template <bool kVec4, typename Out>
 __global__ void rms_norm_kernel(const float* x, const float* w, float eps, int64_t d, Out* y) {
   const float* xr = x + blockIdx.x * d;
   Out* yr = y + blockIdx.x * d;
   double local = 0;
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) local += (double)xr[i] * (double)xr[i];
+  if constexpr (kVec4) {
+    for (int64_t i = 4 * threadIdx.x; i < d; i += 4 * blockDim.x) {
+      const float4 v = *reinterpret_cast<const float4*>(xr + i);
+      local += (double)v.x * v.x + (double)v.y * v.y + (double)v.z * v.z + (double)v.w * v.w;
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) local += (double)xr[i] * (double)xr[i];
+  }
   __shared__ double partial[kThreads];
   partial[threadIdx.x] = local;
   __syncthreads();
@@ -31,7 +53,14 @@ __global__ void rms_norm_kernel(const float* x, const float* w, float eps, int64
     __syncthreads();
   }
   const float scale = (float)(1.0 / sqrt(partial[0] / (double)d + (double)eps));
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) store(yr + i, xr[i] * scale * w[i]);
+  if constexpr (kVec4) {
+    for (int64_t i = 4 * threadIdx.x; i < d; i += 4 * blockDim.x) {
+      const float4 v = *reinterpret_cast<const float4*>(xr + i), g = *reinterpret_cast<const float4*>(w + i);
+      store4(yr + i, make_float4(v.x * scale * g.x, v.y * scale * g.y, v.z * scale * g.z, v.w * scale * g.w));
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) store(yr + i, xr[i] * scale * w[i]);
+  }
 }
 
 __global__ void add_kernel(float* y, const float* x, int64_t n) {
@@ -39,21 +68,52 @@ __global__ void add_kernel(float* y, const float* x, int64_t n) {
   if (i < n) y[i] += x[i];
 }
 
-__global__ void add_bias_kernel(float* y, const float* bias, int64_t n, int64_t d) {
+// n4 float4s.
+__global__ void add4_kernel(float4* y, const float4* x, int64_t n4) {
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i < n) y[i] += bias[i % d];
+  if (i < n4) {
+    float4 a = y[i];
+    const float4 b = x[i];
+    a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
+    y[i] = a;
+  }
+}
+
+// One row per blockIdx.y: no division by the row width per element.
+__global__ void add_bias_kernel(float* y, const float* bias, int64_t d) {
+  float* row = y + blockIdx.y * d;
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < d; c += (int64_t)gridDim.x * blockDim.x)
+    row[c] += bias[c];
 }
 
 __device__ __forceinline__ float load(const float* p) { return *p; }
 __device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 
+__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
 template <typename In, typename Out>
 __global__ void swiglu_kernel(const In* gate, const In* up, Out* out, int64_t n) {
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i < n) {
-    const float g = load(gate + i);
-    store(out + i, g / (1.0f + expf(-g)) * load(up + i));
+  if (i < n) store(out + i, silu_times(load(gate + i), load(up + i)));
+}
+
+// bf16 gate and up, eight values per thread (16-byte loads): the same arithmetic per element as swiglu_kernel.
+template <typename Out>
+__global__ void swiglu_bf16x8_kernel(const uint4* gate, const uint4* up, Out* out, int64_t n8) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= n8) return;
+  const uint4 g = gate[i], u = up[i];
+  const __nv_bfloat162* g2 = reinterpret_cast<const __nv_bfloat162*>(&g);
+  const __nv_bfloat162* u2 = reinterpret_cast<const __nv_bfloat162*>(&u);
+  float r[8];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float2 gf = __bfloat1622float2(g2[j]), uf = __bfloat1622float2(u2[j]);
+    r[2 * j] = silu_times(gf.x, uf.x);
+    r[2 * j + 1] = silu_times(gf.y, uf.y);
   }
+  store4(out + 8 * i, make_float4(r[0], r[1], r[2], r[3]));
+  store4(out + 8 * i + 4, make_float4(r[4], r[5], r[6], r[7]));
 }
 
 template <typename In>
@@ -125,27 +185,48 @@ __global__ void stage_blocks_kernel(const StagedBlock* blocks, int n_blocks, int
 void rms_norm(const float* x, const float* weight, float eps, int64_t rows, int64_t d, void* y, bool y_bf16,
               cudaStream_t stream) {
   if (rows == 0) return;
+  const bool vec4 = d % 4 == 0 && aligned16(x) && aligned16(weight) && aligned16(y);
+  const auto run = [&](auto kernel, auto* out) {
+    kernel<<<(unsigned)rows, kThreads, 0, stream>>>(x, weight, eps, d, out);
+  };
+  auto* y_bf = static_cast<__nv_bfloat16*>(y);
+  auto* y_f = static_cast<float*>(y);
   if (y_bf16)
-    rms_norm_kernel<<<(unsigned)rows, kThreads, 0, stream>>>(x, weight, eps, d, static_cast<__nv_bfloat16*>(y));
+    vec4 ? run(rms_norm_kernel<true, __nv_bfloat16>, y_bf) : run(rms_norm_kernel<false, __nv_bfloat16>, y_bf);
   else
-    rms_norm_kernel<<<(unsigned)rows, kThreads, 0, stream>>>(x, weight, eps, d, static_cast<float*>(y));
+    vec4 ? run(rms_norm_kernel<true, float>, y_f) : run(rms_norm_kernel<false, float>, y_f);
 }
 
 void add_inplace(float* y, const float* x, int64_t n, cudaStream_t stream) {
-  if (n > 0) add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, x, n);
+  if (n == 0) return;
+  if (n % 4 == 0 && aligned16(y) && aligned16(x))
+    add4_kernel<<<blocks_for(n / 4), kThreads, 0, stream>>>(reinterpret_cast<float4*>(y),
+                                                          reinterpret_cast<const float4*>(x), n / 4);
+  else
+    add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, x, n);
 }
 
 void add_bias(float* y, const float* bias, int64_t rows, int64_t d, cudaStream_t stream) {
-  if (rows * d > 0) add_bias_kernel<<<blocks_for(rows * d), kThreads, 0, stream>>>(y, bias, rows * d, d);
+  if (rows * d == 0) return;
+  const dim3 grid((unsigned)std::min<int64_t>((d + kThreads - 1) / kThreads, 16), (unsigned)rows);
+  add_bias_kernel<<<grid, kThreads, 0, stream>>>(y, bias, d);
 }
 
 void swiglu(const void* gate, const void* up, bool in_bf16, void* out, bool out_bf16, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  if (in_bf16)
+  if (in_bf16 && n % 8 == 0 && aligned16(gate) && aligned16(up) && aligned16(out)) {
+    const auto* g = static_cast<const uint4*>(gate);
+    const auto* u = static_cast<const uint4*>(up);
+    if (out_bf16)
+      swiglu_bf16x8_kernel<<<blocks_for(n / 8), kThreads, 0, stream>>>(g, u, static_cast<__nv_bfloat16*>(out), n / 8);
+    else
+      swiglu_bf16x8_kernel<<<blocks_for(n / 8), kThreads, 0, stream>>>(g, u, static_cast<float*>(out), n / 8);
+  } else if (in_bf16) {
     launch_swiglu(static_cast<const __nv_bfloat16*>(gate), static_cast<const __nv_bfloat16*>(up), out, out_bf16, n,
                   stream);
-  else
+  } else {
     launch_swiglu(static_cast<const float*>(gate), static_cast<const float*>(up), out, out_bf16, n, stream);
+  }
 }
 
 void gather_rows(const void* src, int64_t src_rows, const int32_t* rows, int64_t n, int64_t row_bytes, void* dst,

@@ -14,6 +14,9 @@
 #   ATTN_CONTEXT    keys of the attention benchmark (32768), Qwen2.5-7B's heads
 #   TTFT_CHUNKS     ~512-token chunks in the TTFT benchmark's context (57: about 27K tokens); TTFT_RUNS (3)
 #   COMPUTE         fast (default: bf16 where the backend has it) or f32, for prefill, precompute and TTFT
+#   FLASH_FORMS     forms of the tensor-core attention the tests, the attention op, prefill and cached TTFT run
+#                   with: auto (default: the kernel picks per call), or query rows per warp forced through
+#                   KVF_FLASH_WARP_ROWS, e.g. "auto 32 16" to measure them side by side
 #   STEP_TIMEOUT    seconds after which a step is stopped (300), so one slow step cannot cost the whole call
 #   PROFILE_TOKENS  prompt lengths of the large shape's op profiles (2048 8192)
 #   NEIGHBOR_CACHE_MB  similarity precompute: neighbours' KV kept in (device) memory (16384)
@@ -35,6 +38,7 @@ ttft_chunks=${TTFT_CHUNKS:-57}
 ttft_runs=${TTFT_RUNS:-3}
 compute=${COMPUTE:-fast}
 step_timeout=${STEP_TIMEOUT:-300}
+flash_forms=${FLASH_FORMS:-auto}
 store=${STORE_DIR:-/tmp/kvfuse-device/store}
 mkdir -p "$out"
 summary=$out/summary.txt log=$out/run.log
@@ -42,6 +46,13 @@ summary=$out/summary.txt log=$out/run.log
 : >"$log"
 say() { echo "$*" | tee -a "$summary"; }
 want() { [[ ",$steps," == *",$1,"* ]]; }
+# Selects a form of the tensor-core attention; $form_tag names it in step names when several are measured.
+use_form() {
+  if [ "$1" = auto ]; then unset KVF_FLASH_WARP_ROWS; else export KVF_FLASH_WARP_ROWS=$1; fi
+  form_tag=""
+  [ "$(wc -w <<<"$flash_forms")" -gt 1 ] && form_tag=" [rows $1]"
+  return 0
+}
 work=/tmp/kvfuse-device
 # Runs one step, its output appended to run.log under a header and left in $work/last.log; records its status and
 # time in the summary and never stops the rest.
@@ -57,6 +68,7 @@ step() {
   return $rc
 }
 
+use_form "${flash_forms%% *}"
 [ -f "$bundle" ] || { echo "error: $bundle not found: run scripts/device-bundle.sh here and carry device-bundle/" >&2; exit 1; }
 rm -rf "$work" && mkdir -p "$work/models"
 tar -xJf "$bundle" -C "$work" || { echo "error: $bundle: cannot unpack" >&2; exit 1; }
@@ -78,10 +90,13 @@ missing=$(ldd "$bin"/* | grep "not found" | sort -u)
 [ -z "$missing" ] || { say "unresolved libraries:"; say "$missing"; exit 1; }
 
 if want tests; then
-  step cuda_tests "$bin/kvf_unit_tests" --gtest_filter='CudaVsCpu*:CudaBackend*:*FusedPrefillTest*' \
-    --gtest_output="xml:$out/cuda_tests.xml"
-  # The counts, and every failed test by name (skipped ones are listed in run.log).
-  grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test" "$work/last.log" | sort -u | tee -a "$summary"
+  for form in $flash_forms; do
+    use_form "$form"
+    step "cuda_tests$form_tag" "$bin/kvf_unit_tests" --gtest_filter='CudaVsCpu*:CudaBackend*:*FusedPrefillTest*' \
+      --gtest_output="xml:$out/cuda_tests.xml"
+    # The counts, and every failed test by name (skipped ones are listed in run.log).
+    grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \] [0-9]+ test" "$work/last.log" | sort -u | tee -a "$summary"
+  done
   # Which instructions the kernels use: HMMA (tensor cores), LDSM (matrix loads), LDL/STL (local-memory spills).
   if command -v cuobjdump >/dev/null; then
     say "sass: $(cuobjdump -sass "$bin/kvf_unit_tests" 2>/dev/null | grep -oE '\b(HMMA|LDSM|LDL|STL)[.A-Z0-9]*' |
@@ -91,10 +106,15 @@ fi
 
 # The sparse prefill's attention op by recompute ratio, against PyTorch SDPA (flash, dense causal) on the GPU.
 if want attention; then
-  step attention "$bin/kvf_attention_bench" --backend "$backend" --context "$attn_context" --heads 28 --kv-heads 4 \
-    --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json && tee -a "$out/attention.jsonl" <"$work/last.log" |
-    python3 -c 'import json,sys; print(" ".join("%.2f:%.2fms" % (r["ratio"], r["median_ms"]) for r in map(json.loads, sys.stdin)))' |
-    tee -a "$summary"
+  for form in $flash_forms; do
+    use_form "$form"
+    step "attention$form_tag" "$bin/kvf_attention_bench" --backend "$backend" --context "$attn_context" --heads 28 \
+      --kv-heads 4 --head-dim 128 --ratios 0.05,0.15,0.3,1 --bf16 --json &&
+      python3 -c 'import json,sys; [print(json.dumps(dict(json.loads(l), warp_rows=sys.argv[1]))) for l in sys.stdin]' \
+        "$form" <"$work/last.log" | tee -a "$out/attention.jsonl" |
+      python3 -c 'import json,sys; print(" ".join("%.2f:%.2fms" % (r["ratio"], r["median_ms"]) for r in map(json.loads, sys.stdin)))' |
+      tee -a "$summary"
+  done
   if [ "$backend" = cuda ]; then
     step sdpa python3 "$here/bench/gpu/sdpa_bench.py" --context "$attn_context" &&
       cat "$work/last.log" >>"$out/attention.jsonl"
@@ -109,14 +129,18 @@ if want models; then
 fi
 
 if want prefill; then
-  for m in "$small" "$big"; do
-    [ -f "$m" ] || continue
-    for n in $prefill_tokens; do
-      step "prefill $(basename "$m" .gguf) $n" "$bin/kvf_prefill_bench" --backend "$backend" --model "$m" \
-        --tokens "$n" --runs 3 --threads "$(nproc)" --compute "$compute" --json &&
-        tail -1 "$work/last.log" >>"$out/prefill.jsonl"
+  for form in $flash_forms; do
+    use_form "$form"
+    for m in "$small" "$big"; do
+      [ -f "$m" ] || continue
+      for n in $prefill_tokens; do
+        step "prefill $(basename "$m" .gguf) $n$form_tag" "$bin/kvf_prefill_bench" --backend "$backend" --model "$m" \
+          --tokens "$n" --runs 3 --threads "$(nproc)" --compute "$compute" --json &&
+          tail -1 "$work/last.log" >>"$out/prefill.jsonl"
+      done
     done
   done
+  use_form "${flash_forms%% *}"
   # Where the large shape's prefill spends its time, op by op (each op waited for).
   for n in ${PROFILE_TOKENS:-2048 8192}; do
     [ -f "$big" ] && step "profile $(basename "$big" .gguf) $n" "$bin/kvf_prefill_bench" --backend "$backend" \
@@ -178,11 +202,15 @@ PY
     --backend "$backend" --methods full reuse fusion --ratios 0.15 && cp "$work/last.log" "$out/ttft.md"
   cat "$work/last.log" >>"$summary"
   # The same with the chunks' KV held in the engine's cache (device memory on the GPU): serving hot chunks.
-  step "ttft cached" "$bin/kvf_ttft_bench" --store "$store" --model "$big" --queries "$work/questions.jsonl" \
-    --questions 1 --chunks "$ttft_chunks" --runs "$ttft_runs" --threads "$(nproc)" --compute "$compute" \
-    --backend "$backend" --methods full reuse fusion --ratios 0.15 --cache-mb 16384 &&
-    cat "$work/last.log" >>"$out/ttft.md"
-  cat "$work/last.log" >>"$summary"
+  for form in $flash_forms; do
+    use_form "$form"
+    step "ttft cached$form_tag" "$bin/kvf_ttft_bench" --store "$store" --model "$big" \
+      --queries "$work/questions.jsonl" --questions 1 --chunks "$ttft_chunks" --runs "$ttft_runs" \
+      --threads "$(nproc)" --compute "$compute" --backend "$backend" --methods full reuse fusion --ratios 0.15 \
+      --cache-mb 16384 && cat "$work/last.log" >>"$out/ttft.md"
+    cat "$work/last.log" >>"$summary"
+  done
+  use_form "${flash_forms%% *}"
   # Where each method's time goes, op by op (each op waited for; one timed run).
   step "ttft profile" "$bin/kvf_ttft_bench" --store "$store" --model "$big" --queries "$work/questions.jsonl" \
     --questions 1 --chunks "$ttft_chunks" --runs 1 --threads "$(nproc)" --compute "$compute" \
