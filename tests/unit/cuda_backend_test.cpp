@@ -341,8 +341,8 @@ TEST_F(CudaVsCpu, AttentionByPositionWithGqaAndProbes) {
 
 // The tensor-core Q-index kernel (the fast mode, bf16 Q, K, V and softmax weights) against the CPU's f32 attention
 // of the same bf16-rounded inputs: rows scattered over the keys' positions, rows that see no key, tiles that are
-// partly past a row, shuffled keys, GQA, both supported head sizes, sizes off the 64-row and 64-key tiles. Its
-// probe column sums must repeat bit for bit.
+// partly past a row, shuffled keys, GQA, both supported head sizes, sizes off the 64- and 128-row and 64-key
+// tiles, in both forms of the kernel (16 and 32 rows per warp). Its probe column sums must repeat bit for bit.
 TEST_F(CudaVsCpu, TensorCoreAttentionByPosition) {
   for (const char* form : {"16", "32"}) {
     SCOPED_TRACE(std::string("rows per warp ") + form);
