@@ -116,9 +116,18 @@ void attention_f32(AttentionArgs& a) {
 
 }  // namespace
 
+const FlashKernel* fast_flash_kernel(int64_t head_dim) {
+  static const FlashKernel bf16{flash_attention_bf16, flash_attention_bf16};
+  static const FlashKernel avx2{flash_attention_avx2, flash_attention_avx2};
+  if (flash_attention_bf16_available(head_dim)) return &bf16;
+  if (flash_attention_avx2_available(head_dim)) return &avx2;
+  return nullptr;
+}
+
 void CpuBackend::attention(AttentionArgs& a) {
   const AttentionDims dims = attention_dims(a);
-  if (!a.bf16_inputs || !flash_attention_bf16_available(dims.head_dim)) return attention_f32(a);
+  const FlashKernel* flash = a.bf16_inputs ? fast_flash_kernel(dims.head_dim) : nullptr;
+  if (flash == nullptr) return attention_f32(a);
   // A probe's weights come from the f32 kernel (its output set aside), so attaching one never changes the output.
   if (dims.probing) {
     AttentionArgs probe = a;
@@ -128,7 +137,7 @@ void CpuBackend::attention(AttentionArgs& a) {
   AttentionArgs plain = a;
   plain.probe_rows = Tensor();
   plain.probe_colsum = Tensor();
-  flash_attention_bf16(plain);
+  flash->attend(plain);
 }
 
 }  // namespace kvf::cpu

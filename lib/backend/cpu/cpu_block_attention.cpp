@@ -1,5 +1,5 @@
-// Attention over keys read in place. More than kBlockAttentionFewRows query rows go to the bf16 kernel
-// (flash_attention_bf16.cpp) or, in f32, through staging; fewer (decoding steps, short questions over a long
+// Attention over keys read in place. More than kBlockAttentionFewRows query rows go to the fast mode's flash kernel
+// (flash_attention.h) or, in f32, through staging; fewer (decoding steps, short questions over a long
 // view) are computed here in f32: a flash-style pass over tiles of keys with an online softmax, no score matrix
 // and no staging copy. The keys are split into spans worked on in parallel, each keeping its own running
 // maximum, sum and output, merged in span order at the end so the result does not depend on scheduling.
@@ -139,8 +139,9 @@ struct Partial {
 
 void CpuBackend::attention_blocks(const BlockAttentionArgs& a) {
   const BlockAttentionDims d = block_attention_dims(a);
-  if (d.n > kBlockAttentionFewRows) {  // many rows: the bf16 kernel reads in place too; in f32, staged sgemm
-    if (a.bf16_inputs && flash_attention_bf16_available(d.head_dim)) return flash_attention_bf16(a);
+  if (d.n > kBlockAttentionFewRows) {  // many rows: the fast mode's kernels read in place too; in f32, staged sgemm
+    const FlashKernel* flash = a.bf16_inputs ? fast_flash_kernel(d.head_dim) : nullptr;
+    if (flash != nullptr) return flash->attend_blocks(a);
     return Backend::attention_blocks(a);
   }
   const int64_t n = d.n, H = d.n_heads, KV = d.n_kv_heads, D = d.head_dim, m = d.m, group = H / KV;

@@ -13,9 +13,9 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <memory>
 #include <vector>
 
+#include "backend/cpu/aligned_panels.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/flash_attention.h"
 #include "backend/cpu/gemm_isa.h"
@@ -47,17 +47,6 @@ constexpr int64_t kTile = 64;         // keys per tile: one panel's columns
 constexpr int64_t kPanelWords = 32 * kTile;  // a 64 x 64 panel: 32 k pairs of 64 columns, one word per pair
 constexpr int64_t kBlockRows = 16;    // query rows per task
 
-// 64-byte aligned panel storage (the micro-kernel's aligned loads), left uninitialised: every word is packed
-// before it is read, and zeroing a call's panels (about 1 MB a layer) would cost as much as packing them.
-struct Panels {
-  std::unique_ptr<uint32_t[]> words;
-  uint32_t* base = nullptr;
-  void resize(size_t n) {
-    words.reset(new uint32_t[n + 16]);
-    base = words.get() + (16 - (uintptr_t)words.get() / 4 % 16) % 16;
-  }
-};
-
 // Rows j and j + 1 of a tile of V become one k step of a panel: word c holds (V[j][d0 + c], V[j + 1][d0 + c]) as
 // bf16, the low half first as the micro-kernel pairs them. Rows past `rows` are zero (their weights are 0 and
 // must meet finite values).
@@ -76,12 +65,12 @@ void pack_v_tile(const float* const* v, int64_t rows, int64_t d0, uint32_t* pane
 
 // One task's working set, kept per thread.
 struct Scratch {
+  FlashTask task;
   std::vector<uint16_t> q, p;  // bf16 [lanes, head_dim] and [lanes, kTile]
-  std::vector<float> s, o, max, sum;
-  std::vector<int32_t> pos;
+  std::vector<float> s;        // [lanes, kTile]
 };
 
-// The kernel proper: n query rows (q [n, H, D], positions qp) over the keys of `keys` (rows of KV * D floats).
+// The kernel proper (a FlashPass, key_table.h).
 void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t KV, int64_t D, const KeyTable& keys,
                 float scale, float* out) {
   if (n == 0) return;
@@ -96,7 +85,7 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
   // K panels: [kv head][tile] of (head_dim / 2) k pairs x 64 keys; V panels: [kv head][tile][d block] of 32 key
   // pairs x 64 dims.
   const int64_t k_words = D / 2 * kTile, v_words = d_blocks * kPanelWords;
-  Panels kpan, vpan;
+  AlignedPanels<uint32_t> kpan, vpan;
   kpan.resize((size_t)(KV * tiles * k_words));
   vpan.resize((size_t)(KV * tiles * v_words));
   tbb::parallel_for(int64_t{0}, KV * tiles, [&](int64_t item) {
@@ -112,25 +101,16 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
   const int64_t blocks = (n + kBlockRows - 1) / kBlockRows;
   tbb::enumerable_thread_specific<Scratch> scratch;
   tbb::parallel_for(int64_t{0}, KV * blocks, [&](int64_t task) {
-    const int64_t g = task / blocks, r0 = task % blocks * kBlockRows, rows = std::min(kBlockRows, n - r0);
-    const int64_t lanes = rows * group;  // lane h * rows + r: query row r0 + r, head g * group + h
     Scratch& s = scratch.local();
+    FlashTask& f = s.task;
+    f.start(task, n, kBlockRows, group, D, qp);
+    const int64_t g = f.g, lanes = f.lanes;
     s.q.resize((size_t)(lanes * D));
     s.p.resize((size_t)(lanes * kTile));
     s.s.resize((size_t)(lanes * kTile));
-    s.o.assign((size_t)(lanes * D), 0.0f);
-    s.max.assign((size_t)lanes, -INFINITY);
-    s.sum.assign((size_t)lanes, 0.0f);
-    s.pos.resize((size_t)lanes);
-    int32_t q_max = INT_MIN;
-    for (int64_t h = 0; h < group; ++h)
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t lane = h * rows + r;
-        kGemmAvx512Bf16.convert_x(q + ((r0 + r) * H + g * group + h) * D, D, s.q.data() + lane * D);
-        s.pos[(size_t)lane] = qp[r0 + r];
-        q_max = std::max(q_max, qp[r0 + r]);
-      }
-    const int64_t m_task = sorted ? std::upper_bound(kp, kp + m_read, q_max) - kp : m;
+    for (int64_t lane = 0; lane < lanes; ++lane)
+      kGemmAvx512Bf16.convert_x(q + f.q_offset(lane, H, group, D), D, s.q.data() + lane * D);
+    const int64_t m_task = sorted ? std::upper_bound(kp, kp + m_read, f.q_max) - kp : m;
     for (int64_t t = 0; t * kTile < m_task; ++t) {
       const int64_t j0 = t * kTile, valid = std::min(kTile, m - j0);
       kGemmAvx512Bf16.multiply(s.q.data(), D, (int)lanes, kpan.base + (g * tiles + t) * k_words, (int)D, (int)kTile,
@@ -147,7 +127,7 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
       for (int64_t lane = 0; lane < lanes; ++lane) {
         float* sc = s.s.data() + lane * kTile;
         uint16_t* pr = s.p.data() + lane * kTile;
-        const __m512i p = _mm512_set1_epi32(s.pos[(size_t)lane]);
+        const __m512i p = _mm512_set1_epi32(f.pos[(size_t)lane]);
         __mmask16 seen[4];
         __m512 x[4];
         __m512 tile_max = _mm512_set1_ps(-INFINITY);
@@ -162,12 +142,12 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
           continue;
         }
         any = true;
-        float& mx = s.max[(size_t)lane];
+        float& mx = f.max[(size_t)lane];
         const float new_max = std::max(mx, tmax);
         if (mx != -INFINITY && new_max > mx) {  // rescale what the earlier tiles added
           const float keep = std::exp(mx - new_max);
-          s.sum[(size_t)lane] *= keep;
-          float* o = s.o.data() + lane * D;
+          f.sum[(size_t)lane] *= keep;
+          float* o = f.o.data() + lane * D;
           for (int64_t d = 0; d < D; d += 16)
             _mm512_storeu_ps(o + d, _mm512_mul_ps(_mm512_loadu_ps(o + d), _mm512_set1_ps(keep)));
         }
@@ -178,28 +158,16 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
           total = _mm512_add_ps(total, e);
           _mm256_storeu_si256((__m256i*)(pr + 16 * i), (__m256i)_mm512_cvtneps_pbh(e));
         }
-        s.sum[(size_t)lane] += _mm512_reduce_add_ps(total);
+        f.sum[(size_t)lane] += _mm512_reduce_add_ps(total);
       }
       if (!any) continue;  // every weight of this tile is 0
       for (int64_t db = 0; db < d_blocks; ++db)
         kGemmAvx512Bf16.multiply(s.p.data(), kTile, (int)lanes,
                                  vpan.base + (g * tiles + t) * v_words + db * kPanelWords, (int)kTile, 64,
-                                 s.o.data() + 64 * db, D, true);
+                                 f.o.data() + 64 * db, D, true);
     }
-    for (int64_t h = 0; h < group; ++h)
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t lane = h * rows + r;
-        const float sum = s.sum[(size_t)lane], inv = sum > 0 ? 1.0f / sum : 0.0f;
-        const float* o = s.o.data() + lane * D;
-        float* dst = out + ((r0 + r) * H + g * group + h) * D;
-        for (int64_t d = 0; d < D; ++d) dst[d] = o[d] * inv;  // a row that sees no key gets zeros
-      }
+    f.write(H, group, D, out);
   });
-}
-
-void require_kernel(int64_t head_dim) {
-  KVF_CHECK(flash_attention_bf16_available(head_dim), "flash attention: head_dim ", head_dim, " on a CPU ",
-            cpu_features().avx512_bf16 ? "with" : "without", " AVX-512 BF16");
 }
 
 }  // namespace
@@ -209,22 +177,10 @@ bool flash_attention_bf16_available(int64_t head_dim) {
   return bf16 && head_dim % 64 == 0;
 }
 
-void flash_attention_bf16(const AttentionArgs& a) {
-  const AttentionDims d = attention_dims(a);
-  KVF_CHECK(!d.probing, "flash attention: probes need the exact softmax weights (the f32 attention)");
-  require_kernel(d.head_dim);
-  flash_over(a.q.data<float>(), a.q_pos.data<int32_t>(), d.n, d.n_heads, d.n_kv_heads, d.head_dim,
-             key_table(a, d.n_kv_heads * d.head_dim), a.scale, a.out.data<float>());
-}
+const FlashPassOf kPass{flash_over, flash_attention_bf16_available, "AVX-512 BF16, head_dim a multiple of 64"};
 
-void flash_attention_bf16(const BlockAttentionArgs& a) {
-  const BlockAttentionDims d = block_attention_dims(a);
-  require_kernel(d.head_dim);
-  // In position order, the keys and their tiles are those of the same keys staged and sorted for attention():
-  // the same results, bit for bit, without the copy.
-  flash_over(a.q.data<float>(), a.q_pos.data<int32_t>(), d.n, d.n_heads, d.n_kv_heads, d.head_dim,
-             sorted_by_position(key_table(a, d.n_kv_heads * d.head_dim)), a.scale, a.out.data<float>());
-}
+void flash_attention_bf16(const AttentionArgs& a) { run_flash_pass(kPass, a); }
+void flash_attention_bf16(const BlockAttentionArgs& a) { run_flash_pass(kPass, a); }
 
 }  // namespace kvf::cpu
 

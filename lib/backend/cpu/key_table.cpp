@@ -1,8 +1,10 @@
 #include "backend/cpu/key_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
+#include "backend/op_checks.h"
 #include "core/error.h"
 
 namespace kvf::cpu {
@@ -48,6 +50,49 @@ KeyTable sorted_by_position(KeyTable t) {
     s.pos.push_back(t.pos[j]);
   }
   return s;
+}
+
+namespace {
+
+void require(const FlashPassOf& kernel, int64_t head_dim) {
+  KVF_CHECK(kernel.available(head_dim), "flash attention: needs ", kernel.needs, "; head_dim ", head_dim,
+            " on this CPU");
+}
+
+}  // namespace
+
+void run_flash_pass(const FlashPassOf& kernel, const AttentionArgs& a) {
+  const AttentionDims d = attention_dims(a);
+  KVF_CHECK(!d.probing, "flash attention: probes need the exact softmax weights (the f32 attention)");
+  require(kernel, d.head_dim);
+  kernel.pass(a.q.data<float>(), a.q_pos.data<int32_t>(), d.n, d.n_heads, d.n_kv_heads, d.head_dim,
+              key_table(a, d.n_kv_heads * d.head_dim), a.scale, a.out.data<float>());
+}
+
+void run_flash_pass(const FlashPassOf& kernel, const BlockAttentionArgs& a) {
+  const BlockAttentionDims d = block_attention_dims(a);
+  require(kernel, d.head_dim);
+  kernel.pass(a.q.data<float>(), a.q_pos.data<int32_t>(), d.n, d.n_heads, d.n_kv_heads, d.head_dim,
+              sorted_by_position(key_table(a, d.n_kv_heads * d.head_dim)), a.scale, a.out.data<float>());
+}
+
+void FlashTask::start(int64_t task, int64_t n, int64_t block_rows, int64_t group, int64_t D, const int32_t* qp) {
+  const int64_t blocks = (n + block_rows - 1) / block_rows;
+  g = task / blocks, r0 = task % blocks * block_rows, rows = std::min(block_rows, n - r0), lanes = rows * group;
+  o.assign((size_t)(lanes * D), 0.0f);
+  max.assign((size_t)lanes, -INFINITY);
+  sum.assign((size_t)lanes, 0.0f);
+  pos.resize((size_t)lanes);
+  for (int64_t lane = 0; lane < lanes; ++lane) pos[(size_t)lane] = qp[r0 + lane % rows];
+  q_max = *std::max_element(qp + r0, qp + r0 + rows);
+}
+
+void FlashTask::write(int64_t H, int64_t group, int64_t D, float* out) const {
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    const float s = sum[(size_t)lane], inv = s > 0 ? 1.0f / s : 0.0f;
+    float* dst = out + q_offset(lane, H, group, D);
+    for (int64_t d = 0; d < D; ++d) dst[d] = o[(size_t)(lane * D + d)] * inv;
+  }
 }
 
 }  // namespace kvf::cpu

@@ -21,4 +21,37 @@ KeyTable key_table(const AttentionArgs& a, int64_t row_elems);
 // The same keys in position order (stable), so that a pass can stop at a query's last visible key.
 KeyTable sorted_by_position(KeyTable t);
 
+// The fast mode's flash kernels (flash_attention.h) share their entry points: one kernel's pass over n query rows
+// (q [n, H, D], positions qp) and the keys of `keys` (rows of KV * D floats), writing out [n, H, D].
+using FlashPass = void (*)(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t KV, int64_t D,
+                           const KeyTable& keys, float scale, float* out);
+// A kernel's pass and what it needs: `available` for the head size on this CPU, else an error naming `needs`.
+struct FlashPassOf {
+  FlashPass pass;
+  bool (*available)(int64_t head_dim);
+  const char* needs;
+};
+// The pass over a call's staged keys (no probe: the f32 kernel computes a probe's exact weights).
+void run_flash_pass(const FlashPassOf& kernel, const AttentionArgs& a);
+// The pass over the blocks' keys read where they lie, in position order: the keys and their tiles are those of
+// the same keys staged and sorted for attention(), so the results are the same bit for bit, without the copy.
+void run_flash_pass(const FlashPassOf& kernel, const BlockAttentionArgs& a);
+// One task of a flash pass: a block of query rows [r0, r0 + rows) and kv head g, the query heads sharing it
+// stacked as lanes h * rows + r (query row r0 + r, head g * group + h), each with its online-softmax state.
+struct FlashTask {
+  int64_t g = 0, r0 = 0, rows = 0, lanes = 0;
+  int32_t q_max = 0;               // the highest position among the rows
+  std::vector<float> o, max, sum;  // per lane: unnormalised output [lanes, D], running maximum and sum
+  std::vector<int32_t> pos;        // per lane: its row's position
+  // Task `task` of a pass over n rows (positions qp) in blocks of block_rows, for every kv head in turn: its
+  // rows, their positions, and a fresh state (outputs 0, maxima -inf, sums 0).
+  void start(int64_t task, int64_t n, int64_t block_rows, int64_t group, int64_t D, const int32_t* qp);
+  // Where a lane's query vector starts in q [n, H, D].
+  int64_t q_offset(int64_t lane, int64_t H, int64_t group, int64_t D) const {
+    return ((r0 + lane % rows) * H + g * group + lane / rows) * D;
+  }
+  // out [n, H, D] gets each lane's o / sum, or zeros for a lane that saw no key.
+  void write(int64_t H, int64_t group, int64_t D, float* out) const;
+};
+
 }  // namespace kvf::cpu

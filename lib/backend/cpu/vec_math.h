@@ -5,9 +5,13 @@
 #include <cstdint>
 #if defined(__AVX512F__)
 #include "backend/cpu/exp_avx512.h"
-#elif defined(__AVX2__) && defined(__FMA__)
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
-#define KVF_VEC_AVX2 1
+#define KVF_HAS_EXP8 1  // exp8_ps and hsum8 below
+#if !defined(__AVX512F__)
+#define KVF_VEC_AVX2 1  // the 8-lane forms are the widest this build targets
+#endif
 #endif
 
 // GCC 12 reports the _mm512_undefined_ps() placeholders inside its own intrinsics as maybe-uninitialized once
@@ -17,7 +21,7 @@
 
 namespace kvf::cpu {
 
-#if defined(KVF_VEC_AVX2)
+#if defined(KVF_HAS_EXP8)
 // exp(x) for 8 lanes, exp_ps's method (exp_avx512.h) without AVX-512's scalef: x is clamped to [-87.34, 88.02] so
 // that 2^n, built in the exponent field, stays a normal float (n in [-126, 127]).
 inline __m256 exp8_ps(__m256 x) {
