@@ -43,7 +43,7 @@ namespace {
 
 constexpr int64_t kTile = 64;       // keys per tile
 constexpr int64_t kBlockRows = 16;  // query rows per task
-constexpr int kCols = 16;           // columns of one kGemmAvx2F32 panel
+constexpr int kCols = 16;           // columns of one kGemmAvx2F32 panel (checked in flash_over)
 
 // The largest of the 8 lanes.
 float hmax8(__m256 v) {
@@ -117,6 +117,8 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
                 float scale, float* out) {
   if (n == 0) return;
   const GemmIsa& isa = kGemmAvx2F32;
+  KVF_CHECK(isa.panel_cols == kCols && D % isa.k_step == 0, "flash attention (AVX2): panels of ", isa.panel_cols,
+            " columns and ", isa.k_step, "-value steps, head_dim ", D);
   const int64_t m = keys.size(), group = H / KV;
   const int32_t* kp = keys.pos.data();
   // Keys in position order (the usual layout) are read only up to the last one any query sees.
