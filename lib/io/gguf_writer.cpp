@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <tbb/parallel_for.h>
+
 #include "core/error.h"
 
 namespace kvf::gguf {
@@ -201,16 +203,21 @@ void Writer::add_f32_array(const std::string& key, const std::vector<float>& v) 
 
 void Writer::add_tensor(const std::string& name, GgmlType type, const std::vector<int64_t>& ne, const void* data,
                         size_t n_bytes) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  add_tensor_bytes(name, type, ne, std::vector<uint8_t>(p, p + n_bytes));
+}
+
+void Writer::add_tensor_bytes(const std::string& name, GgmlType type, const std::vector<int64_t>& ne,
+                              std::vector<uint8_t> bytes) {
   for (const Tensor& t : tensors_) KVF_CHECK(t.name != name, "gguf writer: duplicate tensor '", name, "'");
   const int64_t rows = checked_rows(name, ne);
   // Types this build does not know are written as given, so tests can make files that hold them.
   if (ggml_block_bytes(type) != 0) {
     const size_t want = ggml_row_bytes(type, ne.empty() ? 1 : ne[0]) * (size_t)rows;
-    KVF_CHECK(n_bytes == want, "gguf writer: tensor '", name, "' (", ggml_type_name(type), ") needs ", want,
-              " bytes, got ", n_bytes);
+    KVF_CHECK(bytes.size() == want, "gguf writer: tensor '", name, "' (", ggml_type_name(type), ") needs ", want,
+              " bytes, got ", bytes.size());
   }
-  const auto* p = static_cast<const uint8_t*>(data);
-  tensors_.push_back(Tensor{name, type, ne, std::vector<uint8_t>(p, p + n_bytes)});
+  tensors_.push_back(Tensor{name, type, ne, std::move(bytes)});
 }
 
 void Writer::add_tensor_f32(const std::string& name, const std::vector<int64_t>& ne, const float* data,
@@ -219,8 +226,11 @@ void Writer::add_tensor_f32(const std::string& name, const std::vector<int64_t>&
   const int64_t rows = checked_rows(name, ne);
   const size_t row_bytes = ggml_row_bytes(store_as, row_len);
   std::vector<uint8_t> bytes(row_bytes * (size_t)rows);
-  for (int64_t r = 0; r < rows; ++r) quantize_row(store_as, data + r * row_len, bytes.data() + r * row_bytes, row_len);
-  add_tensor(name, store_as, ne, bytes.data(), bytes.size());
+  // Rows are independent: converted side by side (a 7B model's 7.6 billion values took one core most of a minute).
+  tbb::parallel_for(int64_t{0}, rows, [&](int64_t r) {
+    quantize_row(store_as, data + r * row_len, bytes.data() + r * row_bytes, row_len);
+  });
+  add_tensor_bytes(name, store_as, ne, std::move(bytes));  // moved, not copied: no second buffer per tensor
 }
 
 std::vector<uint8_t> Writer::encode() const {

@@ -53,6 +53,8 @@ class Writer {
     std::vector<uint8_t> bytes;
   };
   void add_scalar(const std::string& key, ValueType type, int64_t i);
+  void add_tensor_bytes(const std::string& name, GgmlType type, const std::vector<int64_t>& ne,
+                        std::vector<uint8_t> bytes);
   std::vector<uint8_t> encode() const;  // header, metadata and tensor infos, padded to the alignment
 
   uint32_t version_;

@@ -18,10 +18,12 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// n values of mean `offset` and standard deviation `scale`, element i drawn from hash(stream, i): the sum of four
-// 16-bit uniforms, standardised (Irwin-Hall), close enough to normal for weights and cheap enough for billions.
-std::vector<float> random_values(uint64_t stream, size_t n, float scale, float offset = 0.0f) {
-  std::vector<float> v(n);
+// n values of mean `offset` and standard deviation `scale` into v (its memory reused from tensor to tensor: fresh
+// pages for every tensor of a 7B model cost more than drawing the values), element i drawn from hash(stream, i):
+// the sum of four 16-bit uniforms, standardised (Irwin-Hall), close enough to normal for weights and cheap enough
+// for billions.
+void random_values(std::vector<float>& v, uint64_t stream, size_t n, float scale, float offset = 0.0f) {
+  v.resize(n);
   const uint64_t key = splitmix64(stream);
   constexpr size_t kBlock = size_t{1} << 16;
   tbb::parallel_for(size_t{0}, (n + kBlock - 1) / kBlock, [&](size_t b) {
@@ -31,7 +33,6 @@ std::vector<float> random_values(uint64_t stream, size_t n, float scale, float o
       v[i] = offset + scale * (sum - 2.0f) * 1.7320508f;  // sum has mean 2 and variance 1/3
     }
   });
-  return v;
 }
 
 }  // namespace
@@ -97,16 +98,17 @@ void write_random_model(const RandomModelSpec& spec, const std::string& path) {
 
   uint64_t stream = (uint64_t)s.seed << 32;  // one stream per tensor, in the order they are written
   const int64_t hd = s.hidden / s.n_heads, q_dim = s.n_heads * hd, kv_dim = s.n_kv_heads * hd;
+  std::vector<float> values;
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-    const auto v = random_values(stream++, (size_t)(rows * cols), 1.0f / std::sqrt((float)cols) * 1.5f);
-    w.add_tensor_f32(name, {cols, rows}, v.data(), s.matrix_type);
+    random_values(values, stream++, (size_t)(rows * cols), 1.0f / std::sqrt((float)cols) * 1.5f);
+    w.add_tensor_f32(name, {cols, rows}, values.data(), s.matrix_type);
   };
   auto vector = [&](const std::string& name, int64_t n, float scale, float offset) {
-    const auto v = random_values(stream++, (size_t)n, scale, offset);
-    w.add_tensor_f32(name, {n}, v.data(), GgmlType::F32);
+    random_values(values, stream++, (size_t)n, scale, offset);
+    w.add_tensor_f32(name, {n}, values.data(), GgmlType::F32);
   };
-  const auto embd = random_values(stream++, (size_t)s.vocab * s.hidden, 1.0f);
-  w.add_tensor_f32("token_embd.weight", {s.hidden, s.vocab}, embd.data(), s.matrix_type);
+  random_values(values, stream++, (size_t)s.vocab * s.hidden, 1.0f);
+  w.add_tensor_f32("token_embd.weight", {s.hidden, s.vocab}, values.data(), s.matrix_type);
   vector("output_norm.weight", s.hidden, 0.1f, 1.0f);
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
