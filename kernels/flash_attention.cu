@@ -121,8 +121,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ int32_t block_max_pos;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  // This block's sequence and row tile (the launcher orders them longest first).
-  const int2 block = blocks[blockIdx.x];
+  // This block's sequence, row tile and head: every head of a row tile before the next tile, the tiles longest
+  // first (the launcher orders them), so the blocks with the most keys start first whatever the head count.
+  const int2 block = blocks[blockIdx.x / sh.n_heads];
   const FlashSequence seq = seqs[block.x];
   const float* q = seq.q;
   const int32_t* q_pos = seq.q_pos;
@@ -130,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   v += seq.k_first * sh.n_kv_heads * D;
   k_pos += seq.k_first;
   const int64_t n = seq.n, m = seq.m;
-  const int64_t row0 = (int64_t)block.y * kBlockRows, head = blockIdx.y;
+  const int64_t row0 = (int64_t)block.y * kBlockRows, head = blockIdx.x % sh.n_heads;
   const int64_t kv_head = head / (sh.n_heads / sh.n_kv_heads);
   const int64_t q_stride = sh.n_heads * D, kv_stride = sh.n_kv_heads * D;
 
@@ -373,7 +374,7 @@ void launch(const AttentionShape& sh, const FlashSequence* seqs, const int2* blo
     cudaFuncSetAttribute(flash_attention_kernel<D, kMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     configured = true;
   }
-  const dim3 grid((unsigned)n_blocks, (unsigned)sh.n_heads, (unsigned)splits);
+  const dim3 grid((unsigned)(n_blocks * sh.n_heads), 1, (unsigned)splits);
   flash_attention_kernel<D, kMT>
       <<<grid, kThreads, smem, stream>>>(sh, seqs, blocks, k, v, k_pos, tile_pos, tiles, split);
 }
