@@ -101,6 +101,14 @@ class Backend {
   virtual void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) {
     for (size_t i = 0; i < ws.size(); ++i) matmul_nt(x, *ws[i], *ys[i]);
   }
+  // matmul_nt_many, then add_bias(*ys[i], *biases[i]) for every bias given (null: none). A backend may add them
+  // in its matmuls' epilogue (a GPU's: no second pass over the products).
+  virtual void matmul_nt_many_bias(const Tensor& x, const std::vector<const Tensor*>& ws,
+                                   const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys) {
+    matmul_nt_many(x, ws, ys);
+    for (size_t i = 0; i < biases.size(); ++i)
+      if (biases[i] != nullptr) add_bias(*ys[i], *biases[i]);
+  }
   // y = x / rms(x) * weight, per row (x f32; y f32, or the matmul_input_dtype of the weights it feeds)
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) = 0;
   // y += x

@@ -42,6 +42,10 @@ void ProfilingBackend::matmul_nt_many(const Tensor& x, const std::vector<const T
                                       const std::vector<Tensor*>& ys) {
   timed("matmul_nt", [&] { inner_.matmul_nt_many(x, ws, ys); });
 }
+void ProfilingBackend::matmul_nt_many_bias(const Tensor& x, const std::vector<const Tensor*>& ws,
+                                           const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys) {
+  timed("matmul_nt+bias", [&] { inner_.matmul_nt_many_bias(x, ws, biases, ys); });
+}
 void ProfilingBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
   timed("rms_norm", [&] { inner_.rms_norm(x, weight, eps, y); });
 }

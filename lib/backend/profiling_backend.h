@@ -36,6 +36,8 @@ class ProfilingBackend final : public Backend {
   void copy(const Tensor& src, Tensor& dst) override;
   void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override;
   void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) override;
+  void matmul_nt_many_bias(const Tensor& x, const std::vector<const Tensor*>& ws,
+                           const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys) override;
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override;
   void add_inplace(Tensor& y, const Tensor& x) override;
   void add_bias(Tensor& y, const Tensor& bias) override;

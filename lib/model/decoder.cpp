@@ -171,14 +171,9 @@ class ForwardPass {
     Tensor qm = q_.reshaped({N, c_.n_heads * c_.head_dim});
     Tensor km = k_.reshaped({N, c_.n_kv_heads * c_.head_dim}), vm = v_.reshaped({N, c_.n_kv_heads * c_.head_dim});
     b_.rms_norm(x_, w.attn_norm, c_.norm_eps, xn_);
-    if (src == l)
-      b_.matmul_nt_many(xn_, {&w.wq, &w.wk, &w.wv}, {&qm, &km, &vm});
-    else
-      b_.matmul_nt(xn_, w.wq, qm);
-    if (w.bq.defined()) b_.add_bias(qm, w.bq);
-    if (src != l) return;
-    if (w.bk.defined()) b_.add_bias(km, w.bk);
-    if (w.bv.defined()) b_.add_bias(vm, w.bv);
+    const auto bias = [](const Tensor& b) { return b.defined() ? &b : nullptr; };
+    if (src != l) return b_.matmul_nt_many_bias(xn_, {&w.wq}, {bias(w.bq)}, {&qm});
+    b_.matmul_nt_many_bias(xn_, {&w.wq, &w.wk, &w.wv}, {bias(w.bq), bias(w.bk), bias(w.bv)}, {&qm, &km, &vm});
     if (shared_k_[l].defined()) {
       b_.copy(k_, shared_k_[l]);
       b_.copy(v_, shared_v_[l]);

@@ -174,6 +174,48 @@ TEST_F(CudaVsCpu, RowOpsIntoBf16AndBf16MatmulInput) {
   EXPECT_LT(relative_difference(rounded(host(*cpu, silu.cpu)), bf16_host(gate)), 1e-2) << "swiglu from bf16";
 }
 
+// Q, K and V with their biases added in the GEMM's epilogue (K without one, as a bias may be missing): the CPU's
+// products of the same bf16 values, then add_bias; and one product alone.
+TEST_F(CudaVsCpu, MatmulBiasInTheEpilogue) {
+  const int64_t rows = 37, d = 256;
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto bf16_values = [&](int64_t count) {
+    std::vector<float> v((size_t)count);
+    for (float& x : v) x = bf16_to_f32(f32_to_bf16(normal(rng)));
+    return v;
+  };
+  const auto bf16_weight = [&](const std::vector<float>& v, int64_t m) {
+    std::vector<uint16_t> bits(v.size());
+    for (size_t i = 0; i < v.size(); ++i) bits[i] = f32_to_bf16(v[i]);
+    Tensor w = gpu->empty(DType::BF16, {m, d});
+    gpu->copy_from_host(w, bits.data(), bits.size() * 2);
+    return w;
+  };
+  const std::vector<int64_t> widths = {192, 64, 64};
+  const Pair x = upload(bf16_values(rows * d), {rows, d});
+  std::vector<Pair> ws, biases, ys;
+  std::vector<Tensor> wb;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    const std::vector<float> w = bf16_values(widths[i] * d);
+    ws.push_back(upload(w, {widths[i], d}));
+    wb.push_back(bf16_weight(w, widths[i]));
+    biases.push_back(random({widths[i]}, 30 + (uint32_t)i));
+    ys.push_back(zeros({rows, widths[i]}));
+  }
+  gpu->matmul_nt_many_bias(x.gpu, {&wb[0], &wb[1], &wb[2]}, {&biases[0].gpu, nullptr, &biases[2].gpu},
+                           {&ys[0].gpu, &ys[1].gpu, &ys[2].gpu});
+  for (size_t i = 0; i < widths.size(); ++i) {
+    cpu->matmul_nt(x.cpu, ws[i].cpu, ys[i].cpu);
+    if (i != 1) cpu->add_bias(ys[i].cpu, biases[i].cpu);
+    EXPECT_LT(relative_diff(ys[i]), 1e-5) << "product " << i;
+  }
+  Pair alone = zeros({rows, widths[0]});
+  cpu->copy(ys[0].cpu, alone.cpu);
+  gpu->matmul_nt_many_bias(x.gpu, {&wb[0]}, {&biases[0].gpu}, {&alone.gpu});
+  EXPECT_LT(relative_diff(alone), 1e-5) << "one product";
+}
+
 // SwiGLU over bf16 gate and up whose count is a multiple of 8 (eight values per thread), into f32 and into bf16:
 // the CPU's SwiGLU of the same values.
 TEST_F(CudaVsCpu, SwigluFromBf16EightAtATime) {

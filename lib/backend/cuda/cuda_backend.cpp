@@ -231,6 +231,28 @@ class CudaBackend final : public Backend {
       if (n && m) matmul_bf16(xb, *ws[i], *ys[i], n, k, m);
     }
   }
+  // The biases in cuBLASLt's epilogue (f32 products): acc + bias rounded once, as add_bias after the product.
+  void matmul_nt_many_bias(const Tensor& x, const std::vector<const Tensor*>& ws,
+                           const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys) override {
+    const bool fused = std::all_of(ws.begin(), ws.end(), [](const Tensor* w) { return w->dtype == DType::BF16; }) &&
+                       std::all_of(ys.begin(), ys.end(), [](const Tensor* y) { return y->dtype == DType::F32; }) &&
+                       std::all_of(biases.begin(), biases.end(), [](const Tensor* b) {  // the epilogue reads 16 bytes
+                         return b == nullptr || alignment_of(b->data<char>()) >= 16;
+                       });
+    if (!fused || biases.size() != ws.size()) return Backend::matmul_nt_many_bias(x, ws, biases, ys);
+    check_matmul_input(x, *ws[0]);
+    const Tensor xb = x.dtype == DType::BF16 ? x : to_bf16(x);
+    for (size_t i = 0; i < ws.size(); ++i) {
+      check_matmul_output(*ys[i], *ws[i]);
+      check_on_device(*ws[i], DType::BF16, "matmul w");
+      const auto [n, k, m] = matmul_dims(x, *ws[i], *ys[i]);
+      if (biases[i] != nullptr) {
+        check_on_device(*biases[i], DType::F32, "matmul bias");
+        KVF_CHECK(biases[i]->numel() == m, "matmul bias: ", biases[i]->numel(), " values for ", m, " columns");
+      }
+      if (n && m) matmul_bf16(xb, *ws[i], *ys[i], n, k, m, biases[i]);
+    }
+  }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override {
     check_f32(x, "rms_norm x");
     check_f32_or_bf16(y, "rms_norm y");
@@ -435,26 +457,43 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // Row-major y[n, m] = xb[n, k] · w[m, k]^T, both bf16, f32 accumulate, f32 y.
-  // y f32, or bf16 (the f32 accumulators rounded).
-  void matmul_bf16(const Tensor& xb, const Tensor& w, Tensor& y, int64_t n, int64_t k, int64_t m) {
+  // Row-major y[n, m] = xb[n, k] · w[m, k]^T (+ bias[m] per row), both bf16, f32 accumulate, f32 y.
+  // y f32, or bf16 (the f32 accumulators rounded; no bias).
+  void matmul_bf16(const Tensor& xb, const Tensor& w, Tensor& y, int64_t n, int64_t k, int64_t m,
+                   const Tensor* bias = nullptr) {
     const bool y_bf16 = y.dtype == DType::BF16;
-    const auto key = std::make_tuple(n, k, m, alignment_of(y.data<char>()), y_bf16);
+    const auto key = std::make_tuple(n, k, m, alignment_of(y.data<char>()), y_bf16, bias != nullptr);
     auto it = lt_plans_.find(key);
-    if (it == lt_plans_.end()) it = lt_plans_.emplace(key, make_plan(n, k, m, std::get<3>(key), y_bf16)).first;
+    if (it == lt_plans_.end())
+      it = lt_plans_.emplace(key, make_plan(n, k, m, std::get<3>(key), y_bf16, bias != nullptr)).first;
     const LtPlan& p = it->second;
+    if (bias != nullptr) {  // the pointer is the call's; the plan's descriptor carries it to cublasLtMatmul
+      const void* values = bias->data<float>();
+      check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &values, sizeof values),
+                   "bias pointer");
+    }
     const float one = 1.0f, zero = 0.0f;
     check_cublas(cublasLtMatmul(lt_, p.op, &one, w.data<char>(), p.a, xb.data<char>(), p.b, &zero, y.data<char>(), p.c,
                                 y.data<char>(), p.c, &p.algo, workspace_.data<char>(), kWorkspaceBytes, s()),
                  "cublasLtMatmul");
   }
   // Column-major: D^T[m, n] = op(A)[m, k] · B[k, n], A = W as stored (k x m, transposed), B = x^T (k x n).
-  LtPlan make_plan(int64_t n, int64_t k, int64_t m, uint32_t y_alignment, bool y_bf16) {
+  // With a bias: one f32 value per row of D^T (a column of y), added in the epilogue.
+  LtPlan make_plan(int64_t n, int64_t k, int64_t m, uint32_t y_alignment, bool y_bf16, bool bias) {
     LtPlan p;
     check_cublas(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
     const cublasOperation_t trans = CUBLAS_OP_T, plain = CUBLAS_OP_N;
     check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans), "transa");
     check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof plain), "transb");
+    if (bias) {
+      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+                   "epilogue");
+      const cudaDataType_t bias_type = CUDA_R_32F;
+      check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                  sizeof bias_type),
+                   "bias type");
+    }
     check_cublas(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, (uint64_t)k, (uint64_t)m, k), "layout a");
     check_cublas(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, (uint64_t)k, (uint64_t)n, k), "layout b");
     check_cublas(cublasLtMatrixLayoutCreate(&p.c, y_bf16 ? CUDA_R_16BF : CUDA_R_32F, (uint64_t)m, (uint64_t)n, m),
@@ -555,7 +594,8 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   Tensor workspace_, errors_;
-  std::map<std::tuple<int64_t, int64_t, int64_t, uint32_t, bool>, LtPlan> lt_plans_;  // n, k, m, y alignment, bf16 y
+  std::map<std::tuple<int64_t, int64_t, int64_t, uint32_t, bool, bool>, LtPlan>
+      lt_plans_;  // n, k, m, y alignment, bf16 y, bias
   std::map<const void*, Tensor> inv_freq_;
   std::vector<std::shared_ptr<const std::vector<float>>> keep_;  // so a cached pointer is never reused
 };
