@@ -68,7 +68,8 @@ TEST(PackedMatmul, EveryKernelAndFormatIsCloseToTheF32Product) {
         }
       // bf16 rounding of activations and weights: relative error per product ~2^-9; 16-bit activations: ~2^-16
       // of each block's largest; f32 panels: float rounding.
-      const double limit = kernel == GemmKernel::Avx512Bf16 ? 1e-4 : integer ? 2e-9 : 1e-10;
+      const bool bf16 = kernel == GemmKernel::Avx512Bf16 || kernel == GemmKernel::AmxBf16;
+      const double limit = bf16 ? 1e-4 : integer ? 2e-9 : 1e-10;
       EXPECT_LT(err / ref_sq, limit) << dtype_name(t) << " " << cpu::gemm_kernel_name(kernel);
     }
   }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "backend/cpu/gemm_isa.h"
 #include "core/cpuid.h"
 #include "core/error.h"
 
@@ -57,6 +58,7 @@ const CpuFeatures& cpu_features() {
 
 const char* gemm_kernel_name(GemmKernel kernel) {
   switch (kernel) {
+    case GemmKernel::AmxBf16: return "amx-bf16";
     case GemmKernel::Avx512Bf16: return "avx512-bf16";
     case GemmKernel::Avx2Int16: return "avx2-int16";
     case GemmKernel::Avx2F32: return "avx2";
@@ -67,6 +69,7 @@ const char* gemm_kernel_name(GemmKernel kernel) {
 std::vector<GemmKernel> available_gemm_kernels() {
   const CpuFeatures& f = cpu_features();
   std::vector<GemmKernel> out;
+  if (f.avx512_bf16 && amx_bf16_usable()) out.push_back(GemmKernel::AmxBf16);
   if (f.avx512_bf16) out.push_back(GemmKernel::Avx512Bf16);
   if (f.avx2_fma) {
     out.push_back(GemmKernel::Avx2Int16);

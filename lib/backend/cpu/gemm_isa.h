@@ -28,6 +28,12 @@ struct GemmIsa {
 };
 
 extern const GemmIsa kGemmAvx512Bf16;
+// AMX BF16 tiles over the same activations and panels as kGemmAvx512Bf16 (gemm_amx_bf16.cpp).
+extern const GemmIsa kGemmAmxBf16;
+// Whether this process may use it: the CPU has AMX BF16 and AVX-512 BF16, Linux granted the tile state, and a
+// child process computed a test product with it that agrees with kGemmAvx512Bf16 (a fault there costs only the
+// child). Decided once.
+bool amx_bf16_usable();
 // kGemmAvx512Bf16.pack_panel with each weight row where it lies: rows[c][0, kc) for c < cols (<= 64).
 void pack_panel_rows_bf16(const float* const* rows, int cols, int kc, void* panel);
 // kGemmAvx512Bf16.pack_panel of block-quantized weight rows, decoded where they lie (pack_quant_avx512_bf16.cpp):

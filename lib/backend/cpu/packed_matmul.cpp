@@ -25,7 +25,9 @@ constexpr int64_t kPanelK = 256;
 constexpr size_t kGroupBytes = 128 << 10, kRowSlabBytes = 96 << 10;
 
 const GemmIsa& isa_of(GemmKernel kernel) {
-  return kernel == GemmKernel::Avx512Bf16 ? kGemmAvx512Bf16 : kGemmAvx2F32;  // Avx2Int16's other weights: f32
+  return kernel == GemmKernel::AmxBf16      ? kGemmAmxBf16
+         : kernel == GemmKernel::Avx512Bf16 ? kGemmAvx512Bf16
+                                            : kGemmAvx2F32;  // Avx2Int16's other weights: f32
 }
 
 // Column blocks of every product, so that one parallel loop covers them all.
@@ -181,8 +183,9 @@ void float_panel_matmul(const float* x, int64_t n, int64_t k, const std::vector<
   kind.pack = [&](const MatmulProduct& p, int64_t c0, int ncols, int64_t k0, int kc, void* panel) {
     const uint8_t* rows[64];
     weight_rows(p, k, c0, ncols, rows);
-    // Block formats the bf16 kernel decodes straight into its panel; the others go through f32 values.
-    if (kernel == GemmKernel::Avx512Bf16 && pack_quant_panel_bf16_supports(p.w->dtype))
+    // Block formats the bf16 kernels decode straight into their panel; the others go through f32 values.
+    const bool bf16_panels = kernel == GemmKernel::Avx512Bf16 || kernel == GemmKernel::AmxBf16;
+    if (bf16_panels && pack_quant_panel_bf16_supports(p.w->dtype))
       return pack_quant_panel_bf16(p.w->dtype, rows, ncols, k0, kc, panel);
     static thread_local std::vector<float> values;  // a panel's weights in f32, before packing
     values.resize((size_t)(isa.panel_cols * kPanelK));
