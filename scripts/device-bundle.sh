@@ -23,7 +23,10 @@ export PATH=$PATH:/usr/local/cuda/bin
 "$here/scripts/setup.sh" qwen0.5b >/dev/null  # the Debian build dependencies, and the model whose tokenizer travels
 
 echo "device-bundle: building ${targets[*]} for sm_$arch in $build"
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVF_CUDA=ON -DKVF_MPI=OFF \
+# For any x86-64 CPU with AVX2 (not this machine's: the GPU machine's host is another CPU); the kernels that need
+# more carry their own flags and are chosen at run time.
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVF_CUDA=ON -DKVF_MPI=OFF -DKVF_NATIVE=OFF \
+  -DCMAKE_CXX_FLAGS="-march=x86-64-v3" \
   -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 

@@ -6,7 +6,7 @@
 #
 # Usage (from the repository root, the bundle carried):  bench/gpu/run.sh [BUNDLE.tar.xz]
 # env:
-#   STEPS           which parts, in order (default tests,attention,models,prefill,precompute,ttft,kvrun)
+#   STEPS           which parts, in order (default tests,attention,models,prefill,precompute,ttft,kvrun,host_cpu)
 #   BACKEND         cuda (default); cpu runs the same script on this machine's CPU to check it end to end
 #   BIG_SHAPE       the large model's shape (qwen2.5-7b); BIG_LAYERS cuts its layers (0: all)
 #   PREFILL_TOKENS  prompt lengths of the prefill benchmark (512 2048 8192)
@@ -27,7 +27,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${1:-$here/device-bundle/kvfuse-sm90.tar.xz}
 out=${OUT:-$here/gpu-out}
-steps=${STEPS:-tests,attention,models,prefill,precompute,ttft,kvrun}
+steps=${STEPS:-tests,attention,models,prefill,precompute,ttft,kvrun,host_cpu}
 backend=${BACKEND:-cuda}
 big_shape=${BIG_SHAPE:-qwen2.5-7b}
 big_layers=${BIG_LAYERS:-0}
@@ -262,6 +262,20 @@ print(f"  prefetch {sys.argv[2]}: {len(ms)} questions in {total:.0f} ms (ttft + 
       f"load waited {statistics.median(m['load'] for m in later):.1f} ms, ttft "
       f"{statistics.median(m['ttft'] for m in later):.1f} ms, decode {statistics.median(m['decode'] for m in later):.1f} ms")
 PY
+  done
+fi
+
+# The host CPU's matmul kernels, AMX among them where the CPU has it (the GPU machine's host is a Xeon): their
+# tests, and a prefill of the small shape with each bf16 kernel the CPU offers, one after the other.
+if want host_cpu; then
+  say "host cpu flags: $(grep -m1 '^flags' /proc/cpuinfo | grep -oE '\b(avx512_bf16|amx_tile|amx_bf16|amx_int8)\b' |
+    tr '\n' ' ')"
+  step "host cpu kernel tests" "$bin/kvf_unit_tests" --gtest_filter='AmxTiles*:PackedMatmul*'
+  grep -E "^\[  PASSED  \]|^\[  FAILED  \]" "$work/last.log" | sort -u | tee -a "$summary"
+  for kernel in amx-bf16 avx512-bf16; do
+    [ -f "$small" ] && step "host cpu prefill 512, $kernel" env KVF_GEMM_KERNEL="$kernel" "$bin/kvf_prefill_bench" \
+      --backend cpu --model "$small" --tokens 512 --runs 3 --threads "$(nproc)" --json &&
+      tail -1 "$work/last.log" | tee -a "$summary"
   done
 fi
 
