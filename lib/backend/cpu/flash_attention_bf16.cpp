@@ -98,12 +98,7 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
       pack_v_tile(v_rows, rows, 64 * db, vpan.base + item * v_words + db * kPanelWords);
   });
 
-  const int64_t blocks = (n + kBlockRows - 1) / kBlockRows;
-  tbb::enumerable_thread_specific<Scratch> scratch;
-  tbb::parallel_for(int64_t{0}, KV * blocks, [&](int64_t task) {
-    Scratch& s = scratch.local();
-    FlashTask& f = s.task;
-    f.start(task, n, kBlockRows, group, D, qp);
+  for_each_flash_task<Scratch>(n, KV, kBlockRows, group, D, qp, [&](Scratch& s, FlashTask& f) {
     const int64_t g = f.g, lanes = f.lanes;
     s.q.resize((size_t)(lanes * D));
     s.p.resize((size_t)(lanes * kTile));

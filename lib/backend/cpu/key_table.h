@@ -1,6 +1,9 @@
 // Where each key of an attention call lies when the keys are read in place (no staging copy): its K and V rows
 // (kv head 0) and its position, in the call's key order. Shared by the CPU attention kernels.
 #pragma once
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -53,5 +56,20 @@ struct FlashTask {
   // out [n, H, D] gets each lane's o / sum, or zeros for a lane that saw no key.
   void write(int64_t H, int64_t group, int64_t D, float* out) const;
 };
+
+// Every task of a pass over n rows in blocks of block_rows for KV kv heads, in parallel: body(scratch, task) with
+// the task started (FlashTask::start) in a Scratch of the running thread's own (a kernel's working set, holding
+// its FlashTask as `task`).
+template <class Scratch, class Body>
+void for_each_flash_task(int64_t n, int64_t KV, int64_t block_rows, int64_t group, int64_t D, const int32_t* qp,
+                         Body&& body) {
+  const int64_t blocks = (n + block_rows - 1) / block_rows;
+  tbb::enumerable_thread_specific<Scratch> scratch;
+  tbb::parallel_for(int64_t{0}, KV * blocks, [&](int64_t task) {
+    Scratch& s = scratch.local();
+    s.task.start(task, n, block_rows, group, D, qp);
+    body(s, s.task);
+  });
+}
 
 }  // namespace kvf::cpu

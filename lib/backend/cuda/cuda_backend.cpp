@@ -222,14 +222,7 @@ class CudaBackend final : public Backend {
   void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) override {
     const bool all_bf16 = std::all_of(ws.begin(), ws.end(), [](const Tensor* w) { return w->dtype == DType::BF16; });
     if (!all_bf16 || ws.size() < 2) return Backend::matmul_nt_many(x, ws, ys);
-    check_matmul_input(x, *ws[0]);
-    const Tensor xb = x.dtype == DType::BF16 ? x : to_bf16(x);
-    for (size_t i = 0; i < ws.size(); ++i) {
-      check_matmul_output(*ys[i], *ws[i]);
-      check_on_device(*ws[i], DType::BF16, "matmul w");
-      const auto [n, k, m] = matmul_dims(x, *ws[i], *ys[i]);
-      if (n && m) matmul_bf16(xb, *ws[i], *ys[i], n, k, m);
-    }
+    bf16_products(x, ws, {}, ys);
   }
   // The biases in cuBLASLt's epilogue (f32 products): acc + bias rounded once, as add_bias after the product.
   void matmul_nt_many_bias(const Tensor& x, const std::vector<const Tensor*>& ws,
@@ -240,18 +233,7 @@ class CudaBackend final : public Backend {
                          return b == nullptr || alignment_of(b->data<char>()) >= 16;
                        });
     if (!fused || biases.size() != ws.size()) return Backend::matmul_nt_many_bias(x, ws, biases, ys);
-    check_matmul_input(x, *ws[0]);
-    const Tensor xb = x.dtype == DType::BF16 ? x : to_bf16(x);
-    for (size_t i = 0; i < ws.size(); ++i) {
-      check_matmul_output(*ys[i], *ws[i]);
-      check_on_device(*ws[i], DType::BF16, "matmul w");
-      const auto [n, k, m] = matmul_dims(x, *ws[i], *ys[i]);
-      if (biases[i] != nullptr) {
-        check_on_device(*biases[i], DType::F32, "matmul bias");
-        KVF_CHECK(biases[i]->numel() == m, "matmul bias: ", biases[i]->numel(), " values for ", m, " columns");
-      }
-      if (n && m) matmul_bf16(xb, *ws[i], *ys[i], n, k, m, biases[i]);
-    }
+    bf16_products(x, ws, biases, ys);
   }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override {
     check_f32(x, "rms_norm x");
@@ -457,6 +439,23 @@ class CudaBackend final : public Backend {
     }
   }
 
+  // ys[i] = x · ws[i]^T (+ biases[i], where given) with bf16 weights, x rounded to bf16 once.
+  void bf16_products(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<const Tensor*>& biases,
+                     const std::vector<Tensor*>& ys) {
+    check_matmul_input(x, *ws[0]);
+    const Tensor xb = x.dtype == DType::BF16 ? x : to_bf16(x);
+    for (size_t i = 0; i < ws.size(); ++i) {
+      check_matmul_output(*ys[i], *ws[i]);
+      check_on_device(*ws[i], DType::BF16, "matmul w");
+      const auto [n, k, m] = matmul_dims(x, *ws[i], *ys[i]);
+      const Tensor* bias = biases.empty() ? nullptr : biases[i];
+      if (bias != nullptr) {
+        check_on_device(*bias, DType::F32, "matmul bias");
+        KVF_CHECK(bias->numel() == m, "matmul bias: ", bias->numel(), " values for ", m, " columns");
+      }
+      if (n && m) matmul_bf16(xb, *ws[i], *ys[i], n, k, m, bias);
+    }
+  }
   // Row-major y[n, m] = xb[n, k] · w[m, k]^T (+ bias[m] per row), both bf16, f32 accumulate, f32 y.
   // y f32, or bf16 (the f32 accumulators rounded; no bias).
   void matmul_bf16(const Tensor& xb, const Tensor& w, Tensor& y, int64_t n, int64_t k, int64_t m,
