@@ -6,6 +6,10 @@ share of its recomputed tokens that lie in gold passages (where the data set mar
 difference from the first sweep, paired over questions, with 95% percentile bootstrap intervals. Reads each
 folder's results.jsonl (kept next to the report, not committed: it quotes the data set).
 
+A setting that leaves full attention and Full Reuse of the independent KV as they were (--exact-first-chunk, the
+fusion options) need not run them again: with --references-from-baseline, a sweep that ran only the compared
+method (`kvrun eval --methods reuse,fusion ...`) takes each question's full and Full Reuse runs from the baseline.
+
   scripts/compare_sweeps.py --method fusion --kv similarity --ratio 0.15 \\
       baseline=docs/results/eval-hotpotqa-qwen0.5b rows-question=docs/results/scoring/question
 """
@@ -16,8 +20,9 @@ import random
 import sys
 
 
-def read_runs(folder, method, kv, ratio):
-    """question id -> {"x": the method's run, "full": full's run, "reuse": reuse over independent KV}."""
+def read_runs(folder, method, kv, ratio, needed=("x", "full", "reuse")):
+    """question id -> {"x": the method's run, "full": full's run, "reuse": reuse over independent KV}, for the
+    questions that have every run in `needed`."""
     path = os.path.join(folder, "results.jsonl")
     if not os.path.exists(path):
         sys.exit(f"error: {path}: no such file (run kvrun eval with --out {folder} first)")
@@ -38,10 +43,11 @@ def read_runs(folder, method, kv, ratio):
                     picked["full"] = r
                 elif r["method"] == "reuse" and r["kv"] == "independent":
                     picked["reuse"] = r
-            if len(picked) == 3:
+            if all(key in picked for key in needed):
                 out[q["id"]] = picked
     if not out:
-        sys.exit(f"error: {path}: no question has {method} over {kv} at {ratio}, full and reuse over independent KV")
+        wanted = "" if needed == ("x",) else ", full and reuse over independent KV"
+        sys.exit(f"error: {path}: no question has {method} over {kv} at {ratio}{wanted}")
     return out
 
 
@@ -69,13 +75,25 @@ def main():
     p.add_argument("--ratio", type=float, default=0.15)
     p.add_argument("--resamples", type=int, default=1000)
     p.add_argument("--seed", type=int, default=20261124)
+    p.add_argument("--references-from-baseline", action="store_true",
+                   help="take full and Full Reuse from the first sweep for every sweep (they must be unchanged by "
+                   "the setting compared)")
     a = p.parse_args()
     sweeps = []
     for s in a.sweeps:
         name, sep, folder = s.partition("=")
         if not sep or not name or not folder:
             sys.exit(f"error: '{s}': expected NAME=FOLDER")
-        sweeps.append((name, read_runs(folder, a.method, a.kv, a.ratio)))
+        needed = ("x",) if sweeps and a.references_from_baseline else ("x", "full", "reuse")
+        sweeps.append((name, read_runs(folder, a.method, a.kv, a.ratio, needed)))
+    if a.references_from_baseline:
+        base_runs = sweeps[0][1]
+        for _, runs in sweeps[1:]:
+            for i in list(runs):
+                if i not in base_runs:
+                    del runs[i]
+                    continue
+                runs[i]["full"], runs[i]["reuse"] = base_runs[i]["full"], base_runs[i]["reuse"]
     ids = sorted(set.intersection(*(set(runs) for _, runs in sweeps)))
     if not ids:
         sys.exit("error: the sweeps have no question in common")

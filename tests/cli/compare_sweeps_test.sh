@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# scripts/compare_sweeps.py pairs sweeps over their common questions: a sweep without full attention and Full Reuse
+# is refused unless --references-from-baseline lends it the baseline's, and then its paired figures are exact.
+# Usage: compare_sweeps_test.sh [REPO_ROOT]
+set -euo pipefail
+root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$work/out" ] && { echo "--- output"; cat "$work/out"; }; exit 1; }
+
+# Four questions. Baseline: full F1 1, Full Reuse 0, fusion 0.5 (gold LL the same). The other sweep ran only
+# fusion, at 0.75, and one question more, which the baseline lacks and the pairing must leave out.
+mkdir "$work/base" "$work/other"
+run() { printf '{"method":"%s","kv":"%s","ratio":%s,"f1":%s,"gold_ll":%s}' "$1" "$2" "$3" "$4" "$4"; }
+for q in 1 2 3 4; do
+  printf '{"id":"q%s","runs":[%s,%s,%s]}\n' "$q" "$(run full - 1 1)" "$(run reuse independent 0 0)" \
+    "$(run fusion similarity 0.15 0.5)" >>"$work/base/results.jsonl"
+done
+for q in 1 2 3 4 5; do
+  printf '{"id":"q%s","runs":[%s]}\n' "$q" "$(run fusion similarity 0.15 0.75)" >>"$work/other/results.jsonl"
+done
+
+script=$root/scripts/compare_sweeps.py
+if python3 "$script" base="$work/base" other="$work/other" >"$work/out" 2>&1; then
+  fail "a sweep without full attention was compared without --references-from-baseline"
+fi
+grep -q "other/results.jsonl: no question has fusion over similarity at 0.15, full and reuse" "$work/out" ||
+  fail "the refusal does not name the file and what it lacks"
+
+python3 "$script" --references-from-baseline base="$work/base" other="$work/other" >"$work/out" 2>&1 ||
+  fail "--references-from-baseline failed"
+grep -q "; 4 questions every sweep answered" "$work/out" || fail "the pairing did not keep the 4 common questions"
+grep -q "^| base | 0.500 | 0.50 | 0.50 \[0.50, 0.50\] | 0.50 \[0.50, 0.50\] | - | - | - |$" "$work/out" ||
+  fail "the baseline's row is wrong"
+grep -q "^| other | 0.750 | 0.75 | 0.75 \[0.75, 0.75\] | 0.75 \[0.75, 0.75\] | - | +0.250 \[+0.250, +0.250\] | +0.250 \[+0.250, +0.250\] |$" \
+  "$work/out" || fail "the borrowed references did not give the other sweep's paired figures"
+echo "compare_sweeps: refusal and borrowed references ok"
