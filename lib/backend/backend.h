@@ -80,6 +80,11 @@ class Backend {
   // this one's work (a CUDA backend's second stream); its tensors are this backend's to read once its
   // synchronize() has returned. This default is the backend itself (the CPU's ops run where they are called).
   virtual Backend& loading_lane() { return *this; }
+  // While on, this thread's matmuls give each row of x the result that row gets in a call of its own. A decoding
+  // step's rows are separate sequences, and a sequence must decode to the same tokens beside others as alone; a
+  // backend whose kernels for a row depend on how many rows come with it (the CPU's few-row paths against its
+  // panels) then takes a row-by-row path. The default ignores it (the CUDA backend's GEMMs are not row-alone).
+  virtual void set_rows_alone(bool on) { (void)on; }
 
   virtual Tensor empty(DType dtype, const Shape& shape) = 0;
   virtual void copy_from_host(Tensor& dst, const void* src, size_t bytes) = 0;

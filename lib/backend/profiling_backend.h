@@ -29,6 +29,7 @@ class ProfilingBackend final : public Backend {
   void synchronize() override { inner_.synchronize(); }
   // Loads are not the profiled query's ops, and run on another thread: untimed, on the inner backend's lane.
   Backend& loading_lane() override { return inner_.loading_lane(); }
+  void set_rows_alone(bool on) override { inner_.set_rows_alone(on); }
   DType matmul_input_dtype(const Tensor& w) const override { return inner_.matmul_input_dtype(w); }
   Tensor empty(DType dtype, const Shape& shape) override;
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override;

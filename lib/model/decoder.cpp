@@ -14,6 +14,23 @@ namespace {
 // One Decoder::forward call over a ragged batch: the token rows of every sequence go through each layer's
 // projections and MLP together; attention runs per sequence over its own view. Each step below is one named
 // part of a layer, and the buffers they share live here.
+// Backend::set_rows_alone for the life of a forward pass.
+class RowsAlone {
+ public:
+  RowsAlone(Backend& b, bool on) : b_(b), on_(on) {
+    if (on_) b_.set_rows_alone(true);
+  }
+  ~RowsAlone() {
+    if (on_) b_.set_rows_alone(false);
+  }
+  RowsAlone(const RowsAlone&) = delete;
+  RowsAlone& operator=(const RowsAlone&) = delete;
+
+ private:
+  Backend& b_;
+  bool on_;
+};
+
 class ForwardPass {
  public:
   ForwardPass(const LlamaConfig& config, const LlamaWeights& weights, const RopeSpec& rope,
@@ -26,6 +43,11 @@ class ForwardPass {
     plan_sequences();
     allocate_results();
     if (n_tokens_ == 0) return std::move(results_);
+    // One token per sequence: a decoding step. Each sequence's row is computed as it would be alone, so a
+    // sequence decodes to the same tokens whatever is decoded beside it.
+    const RowsAlone rows_alone(b_, std::all_of(batch_.begin(), batch_.end(), [](const ForwardRequest& r) {
+      return r.tokens.size() == 1;
+    }));
     allocate_scratch();
     embed_tokens();
     const int first = c_.condensed.span_first(), last = c_.condensed.span_last();

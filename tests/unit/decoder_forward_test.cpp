@@ -415,6 +415,36 @@ TEST_P(DecoderForward, BatchedDecodingGivesEachSequenceItsOwnGreedyTokens) {
   EXPECT_TRUE(together[2].result.ended);
 }
 
+TEST_P(DecoderForward, DecodingStepGivesEachSequenceItsLogitsAlone) {
+  // Twelve sequences, one new token each (more rows than the CPU's few-row paths take, fewer than a panel of
+  // the f32 mode's sgemm): each sequence's logits and KV are bit for bit those of a step with it alone, so a
+  // sequence decodes to the same tokens whatever is decoded beside it.
+  constexpr int kSequences = 12;
+  std::vector<ForwardResult> prefills;
+  std::vector<ForwardRequest> steps;
+  for (int i = 0; i < kSequences; ++i) {
+    const int n = 3 + 2 * i;
+    prefills.push_back(prefill(random_tokens(n, vocab, 40 + i), iota_positions(n)));
+  }
+  for (int i = 0; i < kSequences; ++i) {
+    ForwardRequest r;
+    r.tokens = random_tokens(1, vocab, 70 + i);
+    r.positions = {3 + 2 * i};
+    r.view = {&prefills[i].kv};
+    r.logit_rows = {0};
+    r.return_kv = true;
+    steps.push_back(std::move(r));
+  }
+  const std::vector<ForwardResult> together = decoder->forward(steps);
+  for (int i = 0; i < kSequences; ++i) {
+    const ForwardResult alone = decoder->forward(steps[i]);
+    EXPECT_EQ(together[i].logits, alone.logits) << "sequence " << i;
+    const HostKv a = segment_to_host(together[i].kv, *backend), b = segment_to_host(alone.kv, *backend);
+    EXPECT_EQ(a.k, b.k) << "sequence " << i;
+    EXPECT_EQ(a.v, b.v) << "sequence " << i;
+  }
+}
+
 TEST_P(DecoderForward, RejectsBadRequestsWithAMessage) {
   ForwardRequest r;
   r.tokens = {1, 2};

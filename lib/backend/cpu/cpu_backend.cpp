@@ -83,6 +83,9 @@ void parallel_ranges(int64_t n, int64_t granule, F&& body) {
   });
 }
 
+// Backend::set_rows_alone, per calling thread: the thread that runs a forward pass decides its matmuls' paths.
+thread_local bool this_thread_rows_alone = false;
+
 }  // namespace
 
 CpuBackend::CpuBackend() {
@@ -114,6 +117,8 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   if (src.nbytes()) std::memcpy(dst.data<char>(), src.data<char>(), src.nbytes());
 }
 
+void CpuBackend::set_rows_alone(bool on) { this_thread_rows_alone = on; }
+
 bool CpuBackend::accepts_weights(DType dtype, int64_t row_elems) const {
   if (dtype == DType::F32) return true;
   const bool compact = dtype == DType::BF16 || dtype == DType::F16 || dtype_is_block(dtype);
@@ -127,21 +132,24 @@ void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
             dtype_name(w.dtype), " with rows of ", w.row_elems());
   const auto [n, k, m] = matmul_dims(x, w, y);
   if (n == 0 || m == 0) return;
-  if (w.dtype != DType::F32) return packed_matmul(x.data<float>(), n, k, w, y.data<float>());
+  if (w.dtype != DType::F32)
+    return packed_matmul(x.data<float>(), n, k, {{&w, y.data<float>()}}, active_gemm_kernel(), this_thread_rows_alone);
   const float* xp = x.data<float>();
   const float* wp = w.data<float>();
   float* yp = y.data<float>();
   // Each task owns a slice of the weight rows: it streams only its share of the weights. A few rows (decoding)
-  // go through sgemv, which reads the weights in place; sgemm would first repack all of them. The slices are
+  // go through sgemv, which reads the weights in place; sgemm would first repack all of them (rows alone: every
+  // row, as in a call of its own). The slices are
   // as wide whatever the thread count: OpenBLAS's result for an output can depend on the width of the slice it is
   // computed in (its edge kernels sum in another order on some CPUs, e.g. AMD Zen 3), and a store must not depend
   // on how many threads made it.
   constexpr int64_t kGemvRows = 4, kSliceRows = 64;
   const int64_t slices = (m + kSliceRows - 1) / kSliceRows;
   // Structured bindings are captured by copy explicitly (C++17 lambdas cannot capture them; g++ allows it anyway).
+  const bool rows_alone = this_thread_rows_alone;  // the workers' own flags are not the caller's
   tbb::parallel_for(int64_t{0}, slices, [&, n = n, k = k, m = m](int64_t slice) {
     const int64_t m0 = slice * kSliceRows, m1 = std::min(m, m0 + kSliceRows);
-    if (n <= kGemvRows) {
+    if (n <= kGemvRows || rows_alone) {
       for (int64_t i = 0; i < n; ++i)
         cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(m1 - m0), (int)k, 1.0f, wp + m0 * k, (int)k, xp + i * k, 1,
                     0.0f, yp + i * m + m0, 1);
@@ -167,7 +175,7 @@ void CpuBackend::matmul_nt_many(const Tensor& x, const std::vector<const Tensor*
     matmul_dims(x, *ws[i], *ys[i]);
     products.push_back({ws[i], ys[i]->data<float>()});
   }
-  packed_matmul(x.data<float>(), x.dim(0), x.row_elems(), products);
+  packed_matmul(x.data<float>(), x.dim(0), x.row_elems(), products, active_gemm_kernel(), this_thread_rows_alone);
 }
 
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) {

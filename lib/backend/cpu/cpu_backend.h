@@ -17,6 +17,7 @@ class CpuBackend final : public Backend {
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override;
   void copy_to_host(const Tensor& src, void* dst, size_t bytes) override;
   void copy(const Tensor& src, Tensor& dst) override;
+  void set_rows_alone(bool on) override;
 
   void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override;
   void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) override;

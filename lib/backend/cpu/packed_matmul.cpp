@@ -282,7 +282,7 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
 }
 
 void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products,
-                   GemmKernel kernel) {
+                   GemmKernel kernel, bool each_row_alone) {
   const GemmIsa& isa = isa_of(kernel);
   for (const MatmulProduct& p : products)
     KVF_CHECK(k % isa.k_step == 0 && k % dtype_block_elems(p.w->dtype) == 0, "matmul: rows of ", k, " values of a ",
@@ -291,7 +291,7 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
   if (n == 0) return;
   int64_t few_rows = std::numeric_limits<int64_t>::max();
   for (const MatmulProduct& p : products) few_rows = std::min(few_rows, packed_matmul_few_rows(p.w->dtype, k, kernel));
-  if (n <= few_rows) return few_rows_matmul(x, n, k, products);
+  if (n <= few_rows || each_row_alone) return few_rows_matmul(x, n, k, products);
   std::vector<MatmulProduct> integer, floating;
   for (const MatmulProduct& p : products)
     (kernel == GemmKernel::Avx2Int16 && int_dot_available(p.w->dtype) ? integer : floating).push_back(p);

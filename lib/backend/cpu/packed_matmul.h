@@ -20,17 +20,19 @@ int64_t packed_matmul_k_step();
 // Decoding B sequences on an AMD EPYC with AVX-512: at 8 the dot products are level with the panels on SmolLM2 and
 // 12% ahead on Qwen2.5 0.5B; at 10-12 the panels are ahead, 25-30% on SmolLM2 (cpu_vs_llamacpp.md); on AVX2,
 // cpu_vs_llamacpp_avx2.md. Several products take the smallest of their limits. A row's result depends on which
-// path computed it.
+// path computed it, so with each_row_alone (packed_matmul below) every row takes the few-row path.
 int64_t packed_matmul_few_rows(DType t, int64_t k, GemmKernel kernel = active_gemm_kernel());
 
 // One input times several weights (y_i[n, m_i] = x . w_i^T, e.g. Q, K and V): the input is converted once and
-// one parallel loop covers every product's column blocks. Each y_i is as a separate call would give it.
+// one parallel loop covers every product's column blocks. Each y_i is as a separate call would give it. With
+// each_row_alone, each row of y is also what a call with that row alone gives (the few-row path for any n: the
+// rows of a decoding step, Backend::set_rows_alone).
 struct MatmulProduct {
   const Tensor* w;
   float* y;
 };
 void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products,
-                   GemmKernel kernel);
+                   GemmKernel kernel, bool each_row_alone = false);
 void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products);
 
 // With `kernel` (available on this CPU), or the active one.
