@@ -300,6 +300,11 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
   const PointRuns* reuse = find(FusionMethod::Reuse, "independent");
   if (!reuse) reuse = find(FusionMethod::Reuse, "");
   KVF_CHECK(full && reuse, out_dir, ": results lack full or reuse runs");
+  // The 0 of the normalized scores: Full Reuse, or the reuse the sweep ran when it ran no independent KV.
+  const bool full_reuse = reuse->kv == "independent";
+  const std::string zero = full_reuse ? "reuse of the\nindependent KV (Full Reuse)"
+                                      : "reuse of the\n" + reuse->kv + " KV (this sweep ran no Full Reuse)";
+  const std::string gap_name = full_reuse ? "full reuse" : "reuse of the " + reuse->kv + " KV";
   std::vector<Aggregate> aggs;
   for (const PointRuns& p : points) aggs.push_back(aggregate(p, *full, *reuse));
 
@@ -335,8 +340,8 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
     << "- Command: `" << context.command << "`\n"
     << "- Machine: " << context.machine << "; report written " << date << "\n\n"
     << "Intervals are 95% percentile bootstrap intervals over questions (1000 resamples). Normalized scores are\n"
-    << "(x - reuse) / (full - reuse) of the means over the same questions (FusionRAG eq. 11), with reuse of the\n"
-    << "independent KV (Full Reuse) as 0 and full attention as 1: a similarity-mode point above 0 at ratio 0 is what\n"
+    << "(x - reuse) / (full - reuse) of the means over the same questions (FusionRAG eq. 11), with " << zero
+    << " as 0 and full attention as 1: a similarity-mode point above 0 at ratio 0 is what\n"
     << "the offline stage alone buys. Every selector at ratio 0 is reuse itself, so its curve starts at reuse.\n"
     << "F1 / full is the ratio of mean F1 to full attention's (ProphetKV's measure); it needs no gap to divide by.\n"
     << "Gold LL is the mean log-probability of the first gold answer's tokens under teacher forcing; KL is\n"
@@ -360,7 +365,7 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
     std::vector<double> gap;
     for (size_t i = 0; i < full->runs.size(); ++i) gap.push_back(full->runs[i]->*member - reuse->runs[i]->*member);
     const Interval g = bootstrap_mean(gap);
-    r << "\nFull attention minus full reuse, " << name << ": " << with_interval(g)
+    r << "\nFull attention minus " << gap_name << ", " << name << ": " << with_interval(g)
       << (g.low <= 0 && g.high >= 0 ? " (the interval includes 0: the normalized " + std::string(name) +
                                           " values above are not meaningful on this data)"
                                     : "")

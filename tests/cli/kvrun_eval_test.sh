@@ -68,6 +68,7 @@ for r in rows:
     assert int(r["n"]) == 3 and float(r["ttft_ms"]) > 0, r
 report = open(f"{out}/report.md").read()
 assert "| fusion | similarity | 0.50 |" in report and "![normalized F1](norm_f1.png)" in report
+assert "independent KV (Full Reuse) as 0" in report and "Full attention minus full reuse, F1: " in report
 PY
 
 # A rerun of the same sweep answers nothing again; --report-only redraws from the results.
@@ -117,6 +118,13 @@ grep -q "needs --setting retrieval, got 'fixed'" "$work/log6" || fail "message: 
 grep -q '"exact_first_chunk": true' "$work/exact-first/sweep.json" || fail "--exact-first-chunk not in sweep.json"
 grep -q "first chunk's independent KV in every mode" "$work/exact-first/report.md" ||
   fail "--exact-first-chunk not in the report"
+
+# A sweep that ran no reuse of the independent KV names the reuse its normalized scores start from.
+"$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --methods full,reuse --ratios 0 --kv similarity \
+  --max-tokens 2 --out "$work/similarity-only" 2>"$work/log8" || { cat "$work/log8"; fail "--kv similarity"; }
+grep -q "similarity KV (this sweep ran no Full Reuse) as 0" "$work/similarity-only/report.md" &&
+  grep -q "^Full attention minus reuse of the similarity KV, F1: " "$work/similarity-only/report.md" ||
+  fail "the report of a sweep without Full Reuse does not name its zero"
 
 # Another sweep into the same folder is refused, naming the way out.
 if "$kvrun" eval "${args[@]}" --store "$work/store" --ratios 0.3 2>"$work/log3"; then fail "mixed sweeps accepted"; fi
