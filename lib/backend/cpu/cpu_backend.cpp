@@ -138,11 +138,11 @@ void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
   const float* wp = w.data<float>();
   float* yp = y.data<float>();
   // Each task owns a slice of the weight rows: it streams only its share of the weights. A few rows (decoding)
-  // go through sgemv, which reads the weights in place; sgemm would first repack all of them (rows alone: every
-  // row, as in a call of its own). The slices are
-  // as wide whatever the thread count: OpenBLAS's result for an output can depend on the width of the slice it is
-  // computed in (its edge kernels sum in another order on some CPUs, e.g. AMD Zen 3), and a store must not depend
-  // on how many threads made it.
+  // go through sgemv, which reads the weights in place; sgemm would first repack all of them. Rows alone (a
+  // decoding step, Backend::set_rows_alone) all go through sgemv, as each would in a call of its own. The slices
+  // are as wide whatever the thread count: OpenBLAS's result for an output can depend on the width of the slice it
+  // is computed in (its edge kernels sum in another order on some CPUs, e.g. AMD Zen 3), and a store must not
+  // depend on how many threads made it.
   constexpr int64_t kGemvRows = 4, kSliceRows = 64;
   const int64_t slices = (m + kSliceRows - 1) / kSliceRows;
   // Structured bindings are captured by copy explicitly (C++17 lambdas cannot capture them; g++ allows it anyway).
