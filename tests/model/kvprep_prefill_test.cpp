@@ -72,12 +72,13 @@ class KvprepPrefill : public ::testing::Test {
     r.return_kv = true;
     return segment_to_host(decoder->forward(r).kv, *backend);
   }
-  // Stored KV against a direct forward: at most `tol` apart per value (relative to max(1, |value|)), what f16
-  // storage rounds. When the two computations also see differently rounded inputs (S or neighbours as stored vs
-  // as computed), the fast mode's bf16 rounding amplifies that input difference (measured: up to 0.11 per value,
-  // NMSE ~1e-5): there the bound is on the NMSE instead.
-  static void expect_f16_close(const HostKv& stored, const HostKv& ref, double tol, const std::string& what,
-                               bool same_inputs = false) {
+  // Stored KV against a direct forward: in the f32 mode at most `tol` apart per value (relative to max(1,
+  // |value|)), what f16 storage rounds. In the fast mode a pass's matmuls depend on its rows (up to 48 rows of
+  // block-format weights: integer dot products; more: bf16 panels; packed_matmul.h), and the store computes chunks
+  // in ragged batches of other sizes than a direct forward of one chunk; where the two computations also see
+  // differently rounded inputs (S or neighbours as stored vs as computed), the same amplification applies. Both
+  // measured up to 0.11 per value at NMSE ~1e-5: in the fast mode the bound is on the NMSE.
+  static void expect_f16_close(const HostKv& stored, const HostKv& ref, double tol, const std::string& what) {
     ASSERT_EQ(stored.rows, ref.rows) << what;
     double worst = 0, err_sq = 0, ref_sq = 0;
     for (size_t i = 0; i < ref.k.size(); ++i) {
@@ -86,7 +87,7 @@ class KvprepPrefill : public ::testing::Test {
       err_sq += (stored.k[i] - ref.k[i]) * (stored.k[i] - ref.k[i]) + (stored.v[i] - ref.v[i]) * (stored.v[i] - ref.v[i]);
       ref_sq += ref.k[i] * ref.k[i] + ref.v[i] * ref.v[i];
     }
-    if (same_inputs || decoder->compute_mode() == ComputeMode::F32)
+    if (decoder->compute_mode() == ComputeMode::F32)
       EXPECT_LT(worst, tol) << what;
     else
       EXPECT_LT(err_sq / ref_sq, 1e-4) << what << " (largest difference " << worst << ")";
@@ -120,7 +121,7 @@ TEST_F(KvprepPrefill, IndependentKvEqualsDirectForwardAfterTheSystemPrompt) {
                                          iota_positions(s_len, 0));
   for (const ChunkRecord& c : chunks.chunks()) {
     // Over S exactly as stored: the chunk's KV only rounded to f16.
-    expect_f16_close(stored.read(c.id), direct(c.tokens, s_len, {&s_kv}), 1e-3, c.title + " over stored S", true);
+    expect_f16_close(stored.read(c.id), direct(c.tokens, s_len, {&s_kv}), 1e-3, c.title + " over stored S");
     std::vector<int32_t> both = *system_tokens;
     both.insert(both.end(), c.tokens.begin(), c.tokens.end());
     HostKv ref = direct(both, 0, {});

@@ -7,7 +7,10 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
 #include "support/quantized_weights.h"
 
@@ -16,6 +19,18 @@ namespace {
 
 constexpr DType kIntegerFormats[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                      DType::Q8_0, DType::Q4_K, DType::Q6_K};
+
+// Row i of the rounded activations x times the weight values w (x.k of them), in double, and the sum of the
+// products' magnitudes (the scale of f32 rounding).
+std::pair<double, double> rounded_product(const cpu::Int16Rows& x, int64_t i, const float* w) {
+  double ref = 0, mag = 0;
+  for (int64_t e = 0; e < x.k; ++e) {
+    const double xe = (double)x.q[i * x.k + e] * x.d[(i * x.k + e) / 32];
+    ref += xe * w[e];
+    mag += std::abs(xe * w[e]);
+  }
+  return {ref, mag};
+}
 
 TEST(IntDot, ActivationRoundingStaysWithinHalfABlockScale) {
   std::mt19937 rng(1);
@@ -47,23 +62,21 @@ TEST(IntDot, ActivationRoundingStaysWithinHalfABlockScale) {
 TEST(IntDot, EqualsTheProductOfTheDequantizedWeightsAndRoundedActivations) {
   auto b = make_cpu_backend();
   std::mt19937 rng(11);
-  const int64_t n = 11, k = 768, m = 37;  // more rows than one kernel pass takes (8 with AVX-512, 4 with AVX2)
-  const std::vector<float> x = test::random_rows(n, k, rng);
-  cpu::Int16Rows q;
-  cpu::quantize_rows_int16(x.data(), n, k, q);
+  // More rows than one AVX2 pass takes (4), columns in two groups of 16 and a partial one (AVX-512), and for the
+  // formats with blocks of 32 a row that ends in a partial chunk of 256 values with an odd number of blocks.
+  const int64_t n = 11, m = 37;
   for (DType t : kIntegerFormats) {
     if (!cpu::int_dot_available(t)) GTEST_SKIP() << "this CPU has no integer dot-product kernel (AVX-512 VNNI or AVX2)";
+    const int64_t k = dtype_block_elems(t) == 256 ? 768 : 800;
+    const std::vector<float> x = test::random_rows(n, k, rng);
+    cpu::Int16Rows q;
+    cpu::quantize_rows_int16(x.data(), n, k, q);
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
     std::vector<float> y(n * m);
     cpu::int_dot_rows(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, q, y.data(), m);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < m; ++j) {
-        double ref = 0, mag = 0;
-        for (int64_t e = 0; e < k; ++e) {
-          const double xe = (double)q.q[i * k + e] * q.d[(i * k + e) / 32];
-          ref += xe * w.values[j * k + e];
-          mag += std::abs(xe * w.values[j * k + e]);
-        }
+        const auto [ref, mag] = rounded_product(q, i, &w.values[j * k]);
         ASSERT_NEAR(y[i * m + j], ref, 2e-6 * mag + 1e-30) << dtype_name(t) << " row " << i << " column " << j;
       }
   }
@@ -86,6 +99,37 @@ TEST(IntDot, EachRowIsTheSameWhateverItsBatch) {
       cpu::quantize_rows_int16(x.data() + i * k, 1, k, one);
       cpu::int_dot_rows(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, one, alone.data(), m);
       ASSERT_EQ(0, std::memcmp(alone.data(), together.data() + i * m, m * sizeof(float))) << dtype_name(t) << " " << i;
+    }
+  }
+}
+
+// The column kernel of passes of a few dozen rows (AVX-512 VNNI): the same product, to f32 rounding, over rows
+// longer than its chunk of 2048 values and columns in groups of sixteen and a partial one; and each row the same
+// bits in any batch, a batch of one included.
+TEST(IntDot, ColumnKernelEqualsTheProductWhateverTheBatch) {
+  if (!cpu::cpu_features().avx512_vnni) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  auto b = make_cpu_backend();
+  std::mt19937 rng(14);
+  const int64_t n = 11, m = 37;
+  for (DType t : kIntegerFormats) {
+    const int64_t k = dtype_block_elems(t) == 256 ? 2304 : 2080;
+    const std::vector<float> x = test::random_rows(n, k, rng);
+    const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
+    cpu::Int16Rows all, some;
+    cpu::quantize_rows_int16(x.data(), n, k, all);
+    std::vector<float> y(n * m);
+    cpu::int_dot_columns_avx512_vnni(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, all, y.data(), m);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        const auto [ref, mag] = rounded_product(all, i, &w.values[j * k]);
+        ASSERT_NEAR(y[i * m + j], ref, 2e-6 * mag + 1e-30) << dtype_name(t) << " row " << i << " column " << j;
+      }
+    for (auto [first, rows] : {std::pair<int64_t, int64_t>{3, 2}, {7, 1}}) {
+      cpu::quantize_rows_int16(x.data() + first * k, rows, k, some);
+      std::vector<float> part(rows * m);
+      cpu::int_dot_columns_avx512_vnni(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, some, part.data(), m);
+      ASSERT_EQ(0, std::memcmp(part.data(), y.data() + first * m, part.size() * sizeof(float)))
+          << dtype_name(t) << " rows " << first << "+" << rows;
     }
   }
 }

@@ -92,6 +92,11 @@ void multiply_int16_panel(const Int16RowTiles& x, int64_t row0, int rows, int64_
 // VNNI; int_dot_avx2.cpp, AVX2); int_dot.h says what they compute.
 void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                                int64_t ldy);
+// The same for passes of a few dozen rows (int_dot_columns_avx512.cpp, AVX-512 VNNI): sixteen weight rows at a
+// time, transposed so that each unit is shared by every activation row. Each output row is the same whatever batch
+// it is computed in, but in other bits than int_dot_rows_avx512_vnni gives it.
+void int_dot_columns_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x,
+                                 float* y, int64_t ldy);
 // The same with AVX2 (int_dot_avx2.cpp), for CPUs without AVX-512 VNNI.
 void int_dot_rows_avx2(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                        int64_t ldy);

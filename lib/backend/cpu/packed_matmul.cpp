@@ -50,7 +50,8 @@ bool bf16_dots_available(int64_t k) {
   return avx512_bf16 && k % 32 == 0;
 }
 
-void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products) {
+void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products,
+                     bool each_row_alone) {
   // Block-quantized weights meet the activations in integer dot products where the CPU has them (the activation
   // rows rounded to 16-bit integers once for every product), bf16 weights meet them rounded to bf16 (as in the
   // panels) where it has AVX-512 BF16; other weights are dequantized to f32.
@@ -69,14 +70,21 @@ void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<Mat
     xb.resize((size_t)(n * k));
     for (int64_t r = 0; r < n; ++r) kGemmAvx512Bf16.convert_x(x + r * k, k, xb.data() + r * k);
   }
+  // Several rows meet block-format weights sixteen weight rows at a time where the CPU has AVX-512 VNNI, except in
+  // a decoding step, whose rows must get the bits they get alone (int_dot_columns_avx512.cpp says why).
+  static const bool vnni = cpu_features().avx512_vnni;
+  const bool by_columns = vnni && n > 1 && !each_row_alone;
   const std::vector<ColumnBlock> blocks = column_blocks(products, 64);
   tbb::parallel_for(size_t{0}, blocks.size(), [&](size_t b) {
     const MatmulProduct& p = products[blocks[b].product];
     const int64_t m = p.w->dim(0);
     const size_t row_bytes = dtype_bytes(p.w->dtype, k);
-    if (int_dot_available(p.w->dtype))
-      return int_dot_rows(p.w->dtype, p.w->data<uint8_t>() + blocks[b].c0 * row_bytes, row_bytes,
-                           (int)blocks[b].cols, xi, p.y + blocks[b].c0, m);
+    if (int_dot_available(p.w->dtype)) {
+      const uint8_t* w = p.w->data<uint8_t>() + blocks[b].c0 * row_bytes;
+      if (by_columns)
+        return int_dot_columns_avx512_vnni(p.w->dtype, w, row_bytes, (int)blocks[b].cols, xi, p.y + blocks[b].c0, m);
+      return int_dot_rows(p.w->dtype, w, row_bytes, (int)blocks[b].cols, xi, p.y + blocks[b].c0, m);
+    }
     if (p.w->dtype == DType::BF16 && any_bf16)
       return dot_rows_bf16_avx512(xb.data(), k, (int)n, p.w->data<uint16_t>() + blocks[b].c0 * k, k,
                                   (int)blocks[b].cols, k, p.y + blocks[b].c0, m);
@@ -235,14 +243,17 @@ void integer_panel_matmul(const float* x, int64_t n, int64_t k, const std::vecto
 }  // namespace
 
 int64_t packed_matmul_few_rows(DType t, int64_t k, GemmKernel kernel) {
-  // Block formats: with AVX-512 VNNI the panels overtake the integer dot products past 8 rows. On AVX2 the integer
-  // kernel (4 rows a pass; the later passes read each weight row from L1) beats the f32 panels up to 16 rows
-  // (decoding 16 Qwen 0.5B sequences 15-30% faster, 12 SmolLM2 ones 24%) and the 16-bit integer panels up to 12:
-  // at 8 rows it leads them by 10-30%, at 12 they are level, at 16 the panels lead by 8-30%
+  // Block formats with AVX-512 VNNI: passes of 2-48 rows take the column kernel (int_dot_columns_avx512.cpp).
+  // Against the bf16 panels, prefilling Qwen2.5 0.5B ran 25-32% faster at 16 tokens, up to 27% at 32, 20% at 64
+  // and 3-12% slower at 128; SmolLM2 19% faster at 16, level at 64, 15-25% slower at 128 (AMD EPYC Zen 4,
+  // alternating runs, docs/results/cpu_vs_llamacpp.md). Decoding steps (each_row_alone) take the one-row kernel.
+  // On AVX2 the integer kernel (4 rows a pass; the later passes read each weight row from L1) beats the f32 panels
+  // up to 16 rows (decoding 16 Qwen 0.5B sequences 15-30% faster, 12 SmolLM2 ones 24%) and the 16-bit integer
+  // panels up to 12: at 8 rows it leads them by 10-30%, at 12 they are level, at 16 the panels lead by 8-30%
   // (docs/results/cpu_vs_llamacpp_avx2.md).
   if (int_dot_available(t)) {
     static const bool vnni = cpu_features().avx512_vnni;
-    return vnni ? 8 : kernel == GemmKernel::Avx2Int16 ? 12 : 16;
+    return vnni ? 48 : kernel == GemmKernel::Avx2Int16 ? 12 : 16;
   }
   return t == DType::BF16 && bf16_dots_available(k) ? 8 : 4;
 }
@@ -289,12 +300,15 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
               dtype_name(p.w->dtype), " weight; the ", gemm_kernel_name(kernel), " kernel needs a multiple of ",
               isa.k_step);
   if (n == 0) return;
-  int64_t few_rows = std::numeric_limits<int64_t>::max();
-  for (const MatmulProduct& p : products) few_rows = std::min(few_rows, packed_matmul_few_rows(p.w->dtype, k, kernel));
-  if (n <= few_rows || each_row_alone) return few_rows_matmul(x, n, k, products);
-  std::vector<MatmulProduct> integer, floating;
-  for (const MatmulProduct& p : products)
-    (kernel == GemmKernel::Avx2Int16 && int_dot_available(p.w->dtype) ? integer : floating).push_back(p);
+  // Each product takes the path a call of its own would take.
+  std::vector<MatmulProduct> few, integer, floating;
+  for (const MatmulProduct& p : products) {
+    if (each_row_alone || n <= packed_matmul_few_rows(p.w->dtype, k, kernel))
+      few.push_back(p);
+    else
+      (kernel == GemmKernel::Avx2Int16 && int_dot_available(p.w->dtype) ? integer : floating).push_back(p);
+  }
+  if (!few.empty()) few_rows_matmul(x, n, k, few, each_row_alone);
   if (!integer.empty()) integer_panel_matmul(x, n, k, integer);
   if (!floating.empty()) float_panel_matmul(x, n, k, floating, kernel);
 }

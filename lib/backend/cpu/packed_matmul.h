@@ -13,14 +13,14 @@ namespace kvf::cpu {
 // Row lengths (k) the active kernel takes are multiples of this.
 int64_t packed_matmul_k_step();
 
-// Up to this many rows (decoding, short passes) of weights of type t with rows of k values, each weight row is
-// read once and dotted with every row, with no panel to pack: where the CPU has a dot-product kernel for t, 8 with
-// AVX-512 (integer or bf16 dot products) and for block formats on AVX2 (integer dot products, int_dot.h) 12 where
-// the many-row kernel is avx2-int16, 16 where it is avx2; else 4 (each weight row dequantized to f32 in L1).
-// Decoding B sequences on an AMD EPYC with AVX-512: at 8 the dot products are level with the panels on SmolLM2 and
-// 12% ahead on Qwen2.5 0.5B; at 10-12 the panels are ahead, 25-30% on SmolLM2 (cpu_vs_llamacpp.md); on AVX2,
-// cpu_vs_llamacpp_avx2.md. Several products take the smallest of their limits. A row's result depends on which
-// path computed it, so with each_row_alone (packed_matmul below) every row takes the few-row path.
+// Up to this many rows (decoding, short passes) of weights of type t with rows of k values, no panel is packed:
+// block formats meet the rows in integer dot products where the CPU has them (int_dot.h): up to 48 rows with
+// AVX-512 VNNI (one row, and every row of a decoding step, weight row by weight row; else sixteen weight rows at a
+// time, shared by all rows), 12 on AVX2 where the many-row kernel is avx2-int16, 16 where it is avx2; bf16 weights
+// up to 8 rows in bf16 dot products with AVX-512 BF16; else 4 (each weight row dequantized to f32 in L1).
+// packed_matmul.cpp gives the measurements behind each limit. Several products take the smallest of their limits.
+// A row's result depends on which path computed it, so with each_row_alone (packed_matmul below) every row takes
+// the one-row path.
 int64_t packed_matmul_few_rows(DType t, int64_t k, GemmKernel kernel = active_gemm_kernel());
 
 // One input times several weights (y_i[n, m_i] = x . w_i^T, e.g. Q, K and V): the input is converted once and

@@ -1,0 +1,170 @@
+// Integer dot products of 16-bit activation rows with block-quantized weight rows for passes of a few dozen rows
+// (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mf16c -mfma; gemm_isa.h says what it computes, and
+// int_dot.h how the activations are rounded). Sixteen weight rows (output columns) are walked together
+// (int_dot_formats.inc), a chunk of 2048 values at a time, and each unit of 32 values is transposed into pairs:
+// pair i of all sixteen columns in one register. One vpdpwssd then multiplies a broadcast pair of an activation
+// row with the pairs of all sixteen columns, so a unit costs each activation row sixteen instructions whatever the
+// format, and its transpose is shared by every row. Each column's unit sum is exact in 32-bit integers
+// (|sum| < 2^27) before one conversion to float.
+//
+// Why not for every row count: a single row pays the transposes alone (decoding one Qwen2.5 0.5B sequence ran at
+// about half the speed of int_dot_avx512.cpp's kernel, which sums each weight row's products in its lanes), and
+// its arithmetic differs from that kernel's, so the decoding steps, which must give a sequence the same bits in
+// any batch, stay with that kernel (packed_matmul.cpp says which passes take which).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "backend/cpu/gemm_isa.h"
+#include "backend/cpu/int_dot.h"
+#include "backend/cpu/simd_reductions.h"
+#include "backend/cpu/transpose_avx512.h"
+#include "backend/cpu/widen_avx512.h"
+
+// GCC 12 reports the placeholders inside _mm512_inserti64x4 and the shuffles as maybe-uninitialized (GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace kvf::cpu {
+namespace {
+
+constexpr int kCols = 16;        // weight rows walked together: one output column per 32-bit lane
+constexpr int64_t kChunk = 2048;  // values of each row walked at a time: long runs the prefetchers follow
+constexpr int kUnits = (int)(kChunk / 32);
+// A chunk of sixteen weight rows, as the walk leaves it: each unit's values widened to 16 bits, its scale for each
+// half of 16 values (the same twice where the format has one per unit) and its min.
+struct ChunkUnits {
+  alignas(64) int16_t q[kUnits][kCols][32];
+  alignas(64) float s0[kUnits][kCols];
+  alignas(64) float s1[kUnits][kCols];
+  alignas(64) float min[kUnits][kCols];
+};
+
+// The walk's sink for one column of a chunk.
+class ColumnSink {
+ public:
+  ColumnSink(ChunkUnits& units, int column) : units_(units), c_(column) {}
+
+  template <int S>
+  void unit(__m512i w, int64_t e, float s) {
+    unit_in_halves<S>(w, e, s, s);
+  }
+  template <int S>
+  void unit_with_min(__m512i w, int64_t e, float s, float c) {
+    unit_in_halves<S>(w, e, s, s);
+    units_.min[e / 32][c_] = c;
+  }
+  template <int S>
+  void unit_in_halves(__m512i w, int64_t e, float s0, float s1) {
+    _mm512_store_si512(units_.q[e / 32][c_], w);
+    units_.s0[e / 32][c_] = s0;
+    units_.s1[e / 32][c_] = s1;
+  }
+
+ private:
+  ChunkUnits& units_;
+  int c_;
+};
+
+#include "backend/cpu/int_dot_formats.inc"
+
+// The pair of 16-bit activations at p, in every 32-bit lane.
+inline __m512i pair_everywhere(const int16_t* p) {
+  int32_t pair;
+  std::memcpy(&pair, p, 4);
+  return _mm512_set1_epi32(pair);
+}
+
+// y[r * ldy + c] = x row r . weight row c for sixteen weight rows at w (ncols of them real), every row of x.
+// Per row and column, unit by unit: sum = the unit's exact integer sum (per half with kHalves), then
+// scaled += float(sum) * (s * d) and, with kMin, mins += min * (d * sum(q)); y = scaled + mins.
+template <bool kHalves, bool kMin>
+void sixteen_columns(DType t, const uint8_t* w, size_t row_bytes, int ncols, const Int16Rows& x, float* y,
+                     int64_t ldy, ChunkUnits& units, std::vector<float>& sums) {
+  const int64_t k = x.k, blocks = k / 32;
+  std::fill(sums.begin(), sums.end(), 0.0f);
+  if (ncols < kCols) std::memset(&units, 0, sizeof units);    // the missing columns: zeros throughout
+  for (int64_t e0 = 0; e0 < k; e0 += kChunk) {
+    const int64_t len = std::min(kChunk, k - e0);
+    for (int c = 0; c < ncols; ++c) {
+      ColumnSink sink(units, c);
+      walk_row(t, w + c * row_bytes + dtype_bytes(t, e0), sink, len);
+    }
+    for (int u = 0; u < len / 32; ++u) {
+      const __m512 s0 = _mm512_load_ps(units.s0[u]), s1 = _mm512_load_ps(units.s1[u]);
+      const __m512 mins = _mm512_load_ps(units.min[u]);
+      const int64_t e = e0 + 32 * u;
+      // Row r's unit sums of the sixteen columns, over values 0-15 (first) and 16-31 (second), into its sums.
+      const auto add_unit = [&](int64_t r, __m512i first, __m512i second) {
+        const __m512 d = _mm512_set1_ps(x.d[(size_t)(r * blocks + e / 32)]);
+        float* scaled = sums.data() + 2 * kCols * r;
+        __m512 acc = _mm512_loadu_ps(scaled);
+        if constexpr (kHalves) {
+          acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(first), _mm512_mul_ps(s0, d), acc);
+          acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(second), _mm512_mul_ps(s1, d), acc);
+        } else {
+          acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(first, second)), _mm512_mul_ps(s0, d), acc);
+        }
+        _mm512_storeu_ps(scaled, acc);
+        if constexpr (kMin) {
+          const __m512 sum = _mm512_set1_ps(x.sum32[(size_t)(r * blocks + e / 32)]);
+          float* m = scaled + kCols;
+          _mm512_storeu_ps(m, _mm512_fmadd_ps(mins, sum, _mm512_loadu_ps(m)));
+        }
+      };
+      __m512i pairs[kCols];  // pairs[i]: values 2i, 2i + 1 of every column
+      for (int c = 0; c < kCols; ++c) pairs[c] = _mm512_load_si512(units.q[u][c]);
+      transpose_16x16(pairs);
+      for (int64_t r = 0; r < x.rows; ++r) {
+        const int16_t* q = x.q.data() + r * k + e;
+        // Four chains of four, so consecutive multiply-adds do not wait for each other (integer sums are exact in
+        // any order).
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
+        for (int i = 0; i < 4; ++i) {
+          a0 = _mm512_dpwssd_epi32(a0, pairs[i], pair_everywhere(q + 2 * i));
+          a1 = _mm512_dpwssd_epi32(a1, pairs[4 + i], pair_everywhere(q + 8 + 2 * i));
+          b0 = _mm512_dpwssd_epi32(b0, pairs[8 + i], pair_everywhere(q + 16 + 2 * i));
+          b1 = _mm512_dpwssd_epi32(b1, pairs[12 + i], pair_everywhere(q + 24 + 2 * i));
+        }
+        add_unit(r, _mm512_add_epi32(a0, a1), _mm512_add_epi32(b0, b1));
+      }
+    }
+  }
+  const __mmask16 real = (__mmask16)((1u << ncols) - 1);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float* row = sums.data() + 2 * kCols * r;
+    const __m512 scaled = _mm512_loadu_ps(row), m = _mm512_loadu_ps(row + kCols);
+    _mm512_mask_storeu_ps(y + r * ldy, real, _mm512_add_ps(scaled, m));
+  }
+}
+
+template <bool kHalves, bool kMin>
+void all_columns(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
+                 int64_t ldy) {
+  static thread_local std::vector<float> sums;
+  sums.resize((size_t)(2 * kCols * x.rows));  // [row][scaled, mins][column]
+  static thread_local std::unique_ptr<ChunkUnits> units = std::make_unique<ChunkUnits>();  // 77 KB: not on the stack
+  for (int c0 = 0; c0 < wrows; c0 += kCols)
+    sixteen_columns<kHalves, kMin>(t, w + c0 * row_bytes, row_bytes, std::min(kCols, wrows - c0), x, y + c0, ldy,
+                                   *units, sums);
+}
+
+}  // namespace
+
+void int_dot_columns_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
+                                  int64_t ldy) {
+  switch (t) {
+    case DType::Q6_K: return all_columns<true, false>(t, w, row_bytes, wrows, x, y, ldy);
+    case DType::Q4_1: case DType::Q5_1: case DType::Q4_K:
+      return all_columns<false, true>(t, w, row_bytes, wrows, x, y, ldy);
+    default: return all_columns<false, false>(t, w, row_bytes, wrows, x, y, ldy);
+  }
+}
+
+}  // namespace kvf::cpu
+
+#pragma GCC diagnostic pop
