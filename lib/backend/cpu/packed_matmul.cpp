@@ -300,10 +300,16 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
               dtype_name(p.w->dtype), " weight; the ", gemm_kernel_name(kernel), " kernel needs a multiple of ",
               isa.k_step);
   if (n == 0) return;
-  // Each product takes the path a call of its own would take.
+  // Each product takes the path a call of its own would take. Most calls (every decoding step) take one path for
+  // all their products: those go straight there, with no copies of the list.
+  const auto few_rows_for = [&](const MatmulProduct& p) {
+    return each_row_alone || n <= packed_matmul_few_rows(p.w->dtype, k, kernel);
+  };
+  if (std::all_of(products.begin(), products.end(), few_rows_for))
+    return few_rows_matmul(x, n, k, products, each_row_alone);
   std::vector<MatmulProduct> few, integer, floating;
   for (const MatmulProduct& p : products) {
-    if (each_row_alone || n <= packed_matmul_few_rows(p.w->dtype, k, kernel))
+    if (few_rows_for(p))
       few.push_back(p);
     else
       (kernel == GemmKernel::Avx2Int16 && int_dot_available(p.w->dtype) ? integer : floating).push_back(p);
