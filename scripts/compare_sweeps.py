@@ -12,12 +12,21 @@ method (`kvrun eval --methods reuse,fusion ...`) takes each question's full and 
 
   scripts/compare_sweeps.py --method fusion --kv similarity --ratio 0.15 \\
       baseline=docs/results/eval-hotpotqa-qwen0.5b rows-question=docs/results/scoring/question
+
+A sweep written NAME=METHOD@FOLDER takes METHOD instead of --method, so two methods of different sweeps pair up
+over the same questions (fusion of one sweep against cacheblend of another):
+
+  scripts/compare_sweeps.py --references-from-baseline --kv similarity --ratio 0.15 \\
+      fusion=fusion@docs/results/scoring-nq-pool20-qwen1.5b/exact-first \\
+      cacheblend=cacheblend@docs/results/scoring-nq-pool20-qwen1.5b/exact-first-selectors
 """
 import argparse
 import json
 import os
 import random
 import sys
+
+METHODS = ("full", "reuse", "cacheblend", "a3", "fusion")
 
 
 def read_runs(folder, method, kv, ratio, needed=("x", "full", "reuse")):
@@ -69,8 +78,8 @@ def bootstrap(ids, stat, resamples, seed):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("sweeps", nargs="+", help="NAME=FOLDER, the first the baseline")
-    p.add_argument("--method", default="fusion")
+    p.add_argument("sweeps", nargs="+", help="NAME=FOLDER or NAME=METHOD@FOLDER, the first the baseline")
+    p.add_argument("--method", default="fusion", choices=METHODS, help="the method of sweeps that name none")
     p.add_argument("--kv", default="similarity")
     p.add_argument("--ratio", type=float, default=0.15)
     p.add_argument("--resamples", type=int, default=1000)
@@ -78,31 +87,43 @@ def main():
     p.add_argument("--references-from-baseline", action="store_true",
                    help="take full and Full Reuse from the first sweep for every sweep (they must be unchanged by "
                    "the setting compared)")
+    p.add_argument("--references-from", metavar="FOLDER",
+                   help="take full and Full Reuse from this sweep for every sweep, e.g. the sweep that the compared "
+                   "ones (which ran only their methods) were made beside")
     a = p.parse_args()
+    reference_folder = a.references_from
     sweeps = []
     for s in a.sweeps:
         name, sep, folder = s.partition("=")
         if not sep or not name or not folder:
-            sys.exit(f"error: '{s}': expected NAME=FOLDER")
-        needed = ("x",) if sweeps and a.references_from_baseline else ("x", "full", "reuse")
-        sweeps.append((name, read_runs(folder, a.method, a.kv, a.ratio, needed)))
-    if a.references_from_baseline:
-        base_runs = sweeps[0][1]
-        for _, runs in sweeps[1:]:
+            sys.exit(f"error: '{s}': expected NAME=FOLDER or NAME=METHOD@FOLDER")
+        method, at, rest = folder.partition("@")
+        if at and method in METHODS:
+            folder = rest
+        else:
+            method = a.method
+        if a.references_from_baseline and not sweeps:
+            reference_folder = folder
+        needed = ("x",) if reference_folder else ("x", "full", "reuse")
+        sweeps.append((name, method, read_runs(folder, method, a.kv, a.ratio, needed)))
+    if reference_folder:
+        references = read_runs(reference_folder, "full", a.kv, 1.0, ("full", "reuse"))
+        for _, _, runs in sweeps:
             for i in list(runs):
-                if i not in base_runs:
+                if i not in references:
                     del runs[i]
                     continue
-                runs[i]["full"], runs[i]["reuse"] = base_runs[i]["full"], base_runs[i]["reuse"]
-    ids = sorted(set.intersection(*(set(runs) for _, runs in sweeps)))
+                runs[i]["full"], runs[i]["reuse"] = references[i]["full"], references[i]["reuse"]
+    ids = sorted(set.intersection(*(set(runs) for _, _, runs in sweeps)))
     if not ids:
         sys.exit("error: the sweeps have no question in common")
-    base = sweeps[0][1]
-    print(f"{a.method} over {a.kv} KV at {a.ratio}; {len(ids)} questions every sweep answered; paired differences "
-          f"against `{sweeps[0][0]}`, 95% bootstrap intervals ({a.resamples} resamples)\n")
+    base = sweeps[0][2]
+    methods = sorted({method for _, method, _ in sweeps})
+    print(f"{', '.join(methods)} over {a.kv} KV at {a.ratio}; {len(ids)} questions every sweep answered; paired "
+          f"differences against `{sweeps[0][0]}`, 95% bootstrap intervals ({a.resamples} resamples)\n")
     print("| sweep | F1 | F1 / full | normalized F1 | normalized gold LL | in gold | delta F1 | delta normalized LL |")
     print("|---|---:|---:|---|---|---:|---|---|")
-    for name, runs in sweeps:
+    for name, _, runs in sweeps:
         cells = [name]
         f1, full_f1, _, norm_f1 = summary(runs, ids, "f1")
         cells += [f"{f1:.3f}", f"{f1 / full_f1:.2f}" if full_f1 else "-"]

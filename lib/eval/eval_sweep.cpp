@@ -201,6 +201,17 @@ EvalRun score(const QueryAnswer& a, const QueryAnswer& full, const std::vector<s
   return r;
 }
 
+// The settings two sweep descriptions disagree on, for the message that refuses to mix them.
+std::string differing_keys(const json& have, const json& wanted) {
+  std::string keys;
+  for (const json* j : {&have, &wanted})
+    for (const auto& [key, value] : j->items())
+      if ((!have.contains(key) || !wanted.contains(key) || have[key] != wanted[key]) &&
+          keys.find("'" + key + "'") == std::string::npos)
+        keys += (keys.empty() ? "'" : ", '") + key + "'";
+  return keys;
+}
+
 // Opens the results file for appending, after checking that what is there comes from this same sweep.
 std::set<std::string> prepare_out_dir(const EvalOptions& o) {
   fs::create_directories(o.out_dir);
@@ -214,12 +225,21 @@ std::set<std::string> prepare_out_dir(const EvalOptions& o) {
     } catch (const json::exception& e) {
       fail(sweep.string(), ": unreadable (", e.what(), ")");
     }
-    KVF_CHECK(have == wanted, o.out_dir, " holds results of another sweep (", sweep.string(),
-              " differs); choose another --out or pass --fresh to discard them");
+    KVF_CHECK(have == wanted, o.out_dir, " holds results of another sweep (", sweep.string(), " differs in ",
+              differing_keys(have, wanted), "); choose another --out or pass --fresh to discard them",
+              !have.contains("exact_first_chunk") && wanted.contains("exact_first_chunk")
+                  ? " (a sweep from before --exact-first-chunk became the default continues with "
+                    "--no-exact-first-chunk)"
+                  : "");
   } else {
     std::ofstream out(sweep);
     out << wanted.dump(2) << "\n";
     KVF_CHECK(out, sweep.string(), ": write failed");
+  }
+  if (!o.command.empty()) {  // only now: a refused command must not replace the one that made the results
+    std::ofstream out(fs::path(o.out_dir) / "command.txt");
+    out << o.command << "\n";
+    KVF_CHECK(out, o.out_dir, "/command.txt: write failed");
   }
   std::set<std::string> done;
   for (const EvalQuestion& q : read_eval_results(o.out_dir)) done.insert(q.id);

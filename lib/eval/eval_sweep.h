@@ -31,6 +31,7 @@ struct EvalOptions {
   uint64_t cache_bytes = 1ull << 30;
   std::string backend = "cpu";             // where the model runs: cpu | cuda
   std::string out_dir;
+  std::string command;                     // the command line, kept in OUT/command.txt once OUT is accepted
 };
 
 // One point of the sweep. Full reads no stored KV: its kv is "-".

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/compare_sweeps.py pairs sweeps over their common questions: a sweep without full attention and Full Reuse
-# is refused unless --references-from-baseline lends it the baseline's, and then its paired figures are exact.
+# is refused unless --references-from-baseline (or --references-from) lends it another's, and then its paired figures
+# are exact; NAME=METHOD@FOLDER pairs one sweep's method against another's.
 # Usage: compare_sweeps_test.sh [REPO_ROOT]
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -9,7 +10,8 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$work/out" ] && { echo "--- output"; cat "$work/out"; }; exit 1; }
 
 # Four questions. Baseline: full F1 1, Full Reuse 0, fusion 0.5 (gold LL the same). The other sweep ran only
-# fusion, at 0.75, and one question more, which the baseline lacks and the pairing must leave out.
+# fusion, at 0.75, and cacheblend at 0.25, and one question more, which the baseline lacks and the pairing must
+# leave out.
 mkdir "$work/base" "$work/other"
 run() { printf '{"method":"%s","kv":"%s","ratio":%s,"f1":%s,"gold_ll":%s}' "$1" "$2" "$3" "$4" "$4"; }
 for q in 1 2 3 4; do
@@ -17,7 +19,8 @@ for q in 1 2 3 4; do
     "$(run fusion similarity 0.15 0.5)" >>"$work/base/results.jsonl"
 done
 for q in 1 2 3 4 5; do
-  printf '{"id":"q%s","runs":[%s]}\n' "$q" "$(run fusion similarity 0.15 0.75)" >>"$work/other/results.jsonl"
+  printf '{"id":"q%s","runs":[%s,%s]}\n' "$q" "$(run fusion similarity 0.15 0.75)" \
+    "$(run cacheblend similarity 0.15 0.25)" >>"$work/other/results.jsonl"
 done
 
 script=$root/scripts/compare_sweeps.py
@@ -34,4 +37,11 @@ grep -q "^| base | 0.500 | 0.50 | 0.50 \[0.50, 0.50\] | 0.50 \[0.50, 0.50\] | - 
   fail "the baseline's row is wrong"
 grep -q "^| other | 0.750 | 0.75 | 0.75 \[0.75, 0.75\] | 0.75 \[0.75, 0.75\] | - | +0.250 \[+0.250, +0.250\] | +0.250 \[+0.250, +0.250\] |$" \
   "$work/out" || fail "the borrowed references did not give the other sweep's paired figures"
-echo "compare_sweeps: refusal and borrowed references ok"
+
+# The other sweep's cacheblend against its own fusion, both with the base sweep's references.
+python3 "$script" --references-from "$work/base" fusion="$work/other" cacheblend=cacheblend@"$work/other" \
+  >"$work/out" 2>&1 || fail "--references-from with METHOD@FOLDER failed"
+grep -q "^cacheblend, fusion over similarity KV at 0.15; 4 questions" "$work/out" || fail "the header"
+grep -q "^| cacheblend | 0.250 | 0.25 | 0.25 \[0.25, 0.25\] | 0.25 \[0.25, 0.25\] | - | -0.500 \[-0.500, -0.500\] |" \
+  "$work/out" || fail "cacheblend of one sweep was not paired against fusion of the other"
+echo "compare_sweeps: refusal, borrowed references and methods across sweeps ok"

@@ -119,6 +119,19 @@ grep -q '"exact_first_chunk": true' "$work/exact-first/sweep.json" || fail "--ex
 grep -q "first chunk's independent KV in every mode" "$work/exact-first/report.md" ||
   fail "--exact-first-chunk not in the report"
 
+# It is the default where the KV modes are independent and similarity; --no-exact-first-chunk turns it off, and
+# a sweep made without it is not continued with it: the refusal names the setting and the flag.
+grep -q '"exact_first_chunk": true' "$work/eval/sweep.json" || fail "the first chunk's exact KV is not the default"
+stored_first=(--dataset "$work/qa.jsonl" --store "$work/store" --methods full,reuse --ratios 0 --kv independent
+              --max-tokens 2 --out "$work/stored-first")
+"$kvrun" eval "${stored_first[@]}" --no-exact-first-chunk 2>"$work/log9" || { cat "$work/log9"; fail "--no-exact"; }
+if grep -q exact_first_chunk "$work/stored-first/sweep.json"; then fail "--no-exact-first-chunk recorded as on"; fi
+if "$kvrun" eval "${stored_first[@]}" 2>"$work/log10"; then fail "a sweep continued with another first chunk"; fi
+grep -q "differs in 'exact_first_chunk'.*continues with --no-exact-first-chunk" "$work/log10" ||
+  fail "message: $(cat "$work/log10")"
+grep -q -- "--no-exact-first-chunk" "$work/stored-first/command.txt" ||
+  fail "a refused command replaced the sweep's command.txt"
+
 # A sweep that ran no reuse of the independent KV names the reuse its normalized scores start from.
 "$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --methods full,reuse --ratios 0 --kv similarity \
   --max-tokens 2 --out "$work/similarity-only" 2>"$work/log8" || { cat "$work/log8"; fail "--kv similarity"; }

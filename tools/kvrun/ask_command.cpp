@@ -51,7 +51,10 @@ void add_ask_command(CLI::App& app) {
   cmd->add_option("--chunks", args->chunks, "use these chunks (ids, in prompt order) instead of retrieving")
       ->delimiter(',');
   add_query_options(*cmd, args->query);
-  cmd->callback([args] { run_ask(*args); });
+  cmd->callback([args, cmd] {
+    apply_exact_first_chunk_default(*cmd, {args->query.engine.kv_mode}, args->query.answer.exact_first_chunk);
+    run_ask(*args);
+  });
 }
 
 }  // namespace kvf::cli

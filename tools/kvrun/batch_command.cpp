@@ -94,7 +94,10 @@ void add_batch_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
   add_query_options(*cmd, args->query);
-  cmd->callback([args] { run_batch(*args); });
+  cmd->callback([args, cmd] {
+    apply_exact_first_chunk_default(*cmd, {args->query.engine.kv_mode}, args->query.answer.exact_first_chunk);
+    run_batch(*args);
+  });
 }
 
 }  // namespace kvf::cli

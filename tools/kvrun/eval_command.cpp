@@ -98,6 +98,7 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
     if (!a.build_store.empty()) given.insert("store");
     apply_eval_pipeline(a.pipeline, given, o);
   }
+  apply_exact_first_chunk_default(cmd, o.kv_modes, o.exact_first_chunk);  // after the pipeline's eval.kv
   if (!a.build_store.empty()) o.store_dir = a.build_store;
   KVF_CHECK(!o.store_dir.empty(), "eval: give --store DIR (a built store), --build-store DIR or --pipeline FILE");
   KVF_CHECK(!o.out_dir.empty(), "eval: --out is required (or eval.out in the pipeline)");
@@ -122,8 +123,7 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
     fs::remove(fs::path(o.out_dir) / "sweep.json");
   }
   if (a.build || !a.build_store.empty()) build_store(a, o);
-  fs::create_directories(o.out_dir);
-  std::ofstream(command_file) << command << "\n";
+  o.command = command;
   run_eval_sweep(o);
   if (!write_eval_report(o.out_dir, context))
     std::fprintf(stderr, "eval: gnuplot not found, plots skipped (scripts/setup.sh installs it)\n");

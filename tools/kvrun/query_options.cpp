@@ -1,5 +1,7 @@
 #include "query_options.h"
 
+#include <algorithm>
+
 #include "core/hex.h"
 
 namespace kvf::cli {
@@ -86,10 +88,20 @@ void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
 }
 
 void add_exact_first_chunk_option(CLI::App& cmd, bool& exact_first_chunk) {
-  cmd.add_flag("--exact-first-chunk", exact_first_chunk,
+  cmd.add_flag("--exact-first-chunk,!--no-exact-first-chunk", exact_first_chunk,
                "the first chunk takes its independent KV in every KV mode (it follows the system prompt alone, as "
                "when that KV was computed, so its rows are what full attention computes) and no selector spends "
-               "recomputation on it");
+               "recomputation on it; default: on where every KV mode asked for is independent or similarity, off "
+               "for compressed modes");
+}
+
+void apply_exact_first_chunk_default(const CLI::App& cmd, const std::vector<std::string>& kv_modes,
+                                     bool& exact_first_chunk) {
+  if (cmd.get_option("--exact-first-chunk")->count() > 0) return;
+  // Both modes keep every layer at full precision next to the independent KV; a compressed mode's first chunk would
+  // change precision or layers beside the others, so there the user asks for it explicitly.
+  exact_first_chunk = std::all_of(kv_modes.begin(), kv_modes.end(),
+                                  [](const std::string& m) { return m == "independent" || m == "similarity"; });
 }
 
 nlohmann::json answer_json(const QueryAnswer& a) {

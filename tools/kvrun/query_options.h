@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "fusion/query_engine.h"
 
@@ -29,8 +30,12 @@ struct QueryCliOptions {
 void add_query_options(CLI::App& cmd, QueryCliOptions& o);
 // --fusion-rows and --fusion-layers (kvrun ask, batch and eval).
 void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s);
-// --exact-first-chunk (kvrun ask, batch and eval).
+// --exact-first-chunk and --no-exact-first-chunk (kvrun ask, batch and eval); after parsing,
+// apply_exact_first_chunk_default sets the value neither flag gave: on where every KV mode in `kv_modes` is
+// independent or similarity (measured in docs/eval.md, "The first chunk's KV").
 void add_exact_first_chunk_option(CLI::App& cmd, bool& exact_first_chunk);
+void apply_exact_first_chunk_default(const CLI::App& cmd, const std::vector<std::string>& kv_modes,
+                                     bool& exact_first_chunk);
 
 nlohmann::json answer_json(const QueryAnswer& a);
 // The answer, then one line of counts and timings (to stderr, so stdout holds only answers).
