@@ -74,6 +74,11 @@ class Backend {
     return dtype == DType::F32;
   }
 
+  // A weight that only matmul_nt reads (never an embedding table), in the layout this backend multiplies fastest
+  // (the CPU interleaves sixteen rows of some block formats for its column kernel: backend/cpu/
+  // interleaved_weights.h). The default keeps it as it is.
+  virtual Tensor prepare_matmul_weight(Tensor w) { return w; }
+
   // Waits until every op queued so far has finished (a no-op for a synchronous backend).
   virtual void synchronize() {}
   // Where a loader thread puts chunk KV while this backend computes: a backend whose uploads and reorders overlap

@@ -57,6 +57,11 @@ class Loader {
     return t;
   }
 
+  // A weight only matmuls read, in the backend's layout for them (Backend::prepare_matmul_weight).
+  Tensor load_matmul_weight(const std::string& name, const Shape& shape) const {
+    return b_.prepare_matmul_weight(load_matrix(name, shape));
+  }
+
   Tensor load_optional(const std::string& name, const Shape& shape) const {
     return f_.find_tensor(name) ? load(name, shape) : Tensor{};
   }
@@ -93,29 +98,31 @@ LlamaWeights load_llama_weights(const gguf::File& f, const LlamaConfig& c, Backe
   LlamaWeights w;
   w.token_embd = ld.load_matrix("token_embd.weight", {c.vocab, c.hidden});
   w.output_norm = ld.load("output_norm.weight", {c.hidden});
-  w.output = f.find_tensor("output.weight") ? ld.load_matrix("output.weight", {c.vocab, c.hidden}) : w.token_embd;
+  // Tied to the embedding table (no output.weight), the output matrix stays in the table's layout.
+  w.output = f.find_tensor("output.weight") ? ld.load_matmul_weight("output.weight", {c.vocab, c.hidden})
+                                            : w.token_embd;
   if (const gguf::TensorInfo* rf = f.find_tensor("rope_freqs.weight")) w.rope_freq_factors = dequantize_tensor(f, *rf);
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LlamaLayerWeights L;
     L.attn_norm = ld.load(p + "attn_norm.weight", {c.hidden});
-    L.wq = ld.load_matrix(p + "attn_q.weight", {q_dim, c.hidden});
+    L.wq = ld.load_matmul_weight(p + "attn_q.weight", {q_dim, c.hidden});
     // A condensed-KV layer that reads another layer's KV has no K/V projection.
     const bool computes_kv = c.condensed.source(l) == l;
     if (computes_kv) {
-      L.wk = ld.load_matrix(p + "attn_k.weight", {kv_dim, c.hidden});
-      L.wv = ld.load_matrix(p + "attn_v.weight", {kv_dim, c.hidden});
+      L.wk = ld.load_matmul_weight(p + "attn_k.weight", {kv_dim, c.hidden});
+      L.wv = ld.load_matmul_weight(p + "attn_v.weight", {kv_dim, c.hidden});
     }
-    L.wo = ld.load_matrix(p + "attn_output.weight", {c.hidden, q_dim});
+    L.wo = ld.load_matmul_weight(p + "attn_output.weight", {c.hidden, q_dim});
     L.bq = ld.load_optional(p + "attn_q.bias", {q_dim});
     if (computes_kv) {
       L.bk = ld.load_optional(p + "attn_k.bias", {kv_dim});
       L.bv = ld.load_optional(p + "attn_v.bias", {kv_dim});
     }
     L.ffn_norm = ld.load(p + "ffn_norm.weight", {c.hidden});
-    L.w_gate = ld.load_matrix(p + "ffn_gate.weight", {c.ffn, c.hidden});
-    L.w_up = ld.load_matrix(p + "ffn_up.weight", {c.ffn, c.hidden});
-    L.w_down = ld.load_matrix(p + "ffn_down.weight", {c.hidden, c.ffn});
+    L.w_gate = ld.load_matmul_weight(p + "ffn_gate.weight", {c.ffn, c.hidden});
+    L.w_up = ld.load_matmul_weight(p + "ffn_up.weight", {c.ffn, c.hidden});
+    L.w_down = ld.load_matmul_weight(p + "ffn_down.weight", {c.hidden, c.ffn});
     w.layers.push_back(std::move(L));
   }
   return w;

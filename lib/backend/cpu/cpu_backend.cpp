@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/interleaved_weights.h"
 #include "backend/cpu/packed_matmul.h"
 #include "backend/cpu/vec_math.h"
 #include "backend/op_checks.h"
@@ -123,6 +124,15 @@ bool CpuBackend::accepts_weights(DType dtype, int64_t row_elems) const {
   if (dtype == DType::F32) return true;
   const bool compact = dtype == DType::BF16 || dtype == DType::F16 || dtype_is_block(dtype);
   return compact && row_elems % packed_matmul_k_step() == 0;
+}
+
+Tensor CpuBackend::prepare_matmul_weight(Tensor w) {
+  if (!w.defined() || w.shape.size() != 2) return w;
+  const DType interleaved = interleaved_dtype_for(w.dtype, w.dim(0), w.dim(1));
+  if (interleaved == w.dtype) return w;
+  Tensor out = empty(interleaved, w.shape);
+  interleave_rows(w.dtype, w.data<uint8_t>(), w.dim(0), w.dim(1), out.data<uint8_t>());
+  return out;
 }
 
 void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {

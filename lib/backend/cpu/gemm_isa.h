@@ -97,6 +97,11 @@ void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int w
 // it is computed in, but in other bits than int_dot_rows_avx512_vnni gives it.
 void int_dot_columns_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x,
                                  float* y, int64_t ldy);
+// The column kernel over weights interleaved at load (interleaved_weights.h; Q8_0_X16, Q5_0_X16): wrows (a multiple
+// of 16) columns from the group at w. Each output is bit for bit what int_dot_columns_avx512_vnni gives over the
+// same weights in their base format, whatever the number of rows, one included.
+void int_dot_interleaved_avx512_vnni(DType t, const uint8_t* w, int wrows, const Int16Rows& x, float* y,
+                                     int64_t ldy);
 // The same with AVX2 (int_dot_avx2.cpp), for CPUs without AVX-512 VNNI.
 void int_dot_rows_avx2(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                        int64_t ldy);

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/gemm_isa.h"
+#include "backend/cpu/interleaved_weights.h"
 #include "core/error.h"
 
 namespace kvf::cpu {
@@ -45,6 +46,8 @@ bool int_dot_available(DType t) {
     case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q4_K:
     case DType::Q6_K:
       return integer_kernel;
+    case DType::Q5_0_X16: case DType::Q8_0_X16:
+      return cpu_features().avx512_vnni;  // made only where the column kernel runs (interleaved_weights.h)
     default:
       return false;
   }
@@ -52,6 +55,7 @@ bool int_dot_available(DType t) {
 
 void int_dot_rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y, int64_t ldy) {
   KVF_CHECK(int_dot_available(t), "no integer dot-product kernel for ", dtype_name(t), " weights on this CPU");
+  KVF_CHECK(!dtype_is_interleaved(t), "int_dot_rows: ", dtype_name(t), " weights take the column kernel");
   KVF_CHECK(x.k % dtype_block_elems(t) == 0, "integer dot products: rows of ", x.k, " values of a ", dtype_name(t),
             " weight");
   static const bool vnni = cpu_features().avx512_vnni;

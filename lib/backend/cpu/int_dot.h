@@ -1,6 +1,7 @@
 // A few activation rows times block-quantized weight rows with integer dot products (decoding steps and short
-// passes, packed_matmul_few_rows; with AVX-512 VNNI, passes of 2-48 rows other than decoding steps take the column
-// kernel declared in gemm_isa.h, which rounds the activations the same way): each activation row is rounded once to 16-bit integers in blocks of 32 values
+// passes, packed_matmul_few_rows; with AVX-512 VNNI, passes of 2-48 rows other than decoding steps, and every
+// pass over interleaved weights (interleaved_weights.h), take the column kernels declared in gemm_isa.h, which round
+// the activations the same way): each activation row is rounded once to 16-bit integers in blocks of 32 values
 // (one f32 scale per block), each weight block's small integers (<= 8 bits) meet it in 16-bit multiplies with
 // 32-bit sums (AVX-512 VNNI vpdpwssd, or AVX2 vpmaddwd), and the block scales are applied in f32 once per block. The weights are read
 // once, compact, with no f32 copy.

@@ -7,10 +7,12 @@
 // format, and its transpose is shared by every row. Each column's unit sum is exact in 32-bit integers
 // (|sum| < 2^27) before one conversion to float.
 //
-// Why not for every row count: a single row pays the transposes alone (decoding one Qwen2.5 0.5B sequence ran at
-// about half the speed of int_dot_avx512.cpp's kernel, which sums each weight row's products in its lanes), and
-// its arithmetic differs from that kernel's, so the decoding steps, which must give a sequence the same bits in
-// any batch, stay with that kernel (packed_matmul.cpp says which passes take which).
+// Why not for every row count over weights as the GGUF stores them: a single row pays the transposes alone
+// (decoding one Qwen2.5 0.5B sequence ran at about half the speed of int_dot_avx512.cpp's kernel, which sums each
+// weight row's products in its lanes), and its arithmetic differs from that kernel's, so the decoding steps, which
+// must give a sequence the same bits in any batch, stay with that kernel. Weights interleaved at load
+// (interleaved_weights.h) need no transpose: over them every pass takes this kernel, one row included
+// (int_dot_interleaved_avx512_vnni; packed_matmul.cpp says which passes take which).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -79,13 +81,59 @@ inline __m512i pair_everywhere(const int16_t* p) {
   return _mm512_set1_epi32(pair);
 }
 
+// One unit at value e of sixteen columns, pairs[i] holding values 2i and 2i + 1 of every column (s0, s1 the
+// columns' scales over the unit's halves, mins their mins), into every row's sums ([row][scaled, mins][column]):
+// per row and column, sum = the unit's exact integer sum (per half with kHalves), then scaled += float(sum) *
+// (s * d) and, with kMin, mins += min * (d * sum(q)).
+template <bool kHalves, bool kMin>
+inline void add_unit(const __m512i* pairs, __m512 s0, __m512 s1, __m512 mins, const Int16Rows& x, int64_t e,
+                     float* sums) {
+  const int64_t k = x.k, blocks = k / 32;
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const int16_t* q = x.q.data() + r * k + e;
+    // Four chains of four, so consecutive multiply-adds do not wait for each other (integer sums are exact in any
+    // order).
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
+    for (int i = 0; i < 4; ++i) {
+      a0 = _mm512_dpwssd_epi32(a0, pairs[i], pair_everywhere(q + 2 * i));
+      a1 = _mm512_dpwssd_epi32(a1, pairs[4 + i], pair_everywhere(q + 8 + 2 * i));
+      b0 = _mm512_dpwssd_epi32(b0, pairs[8 + i], pair_everywhere(q + 16 + 2 * i));
+      b1 = _mm512_dpwssd_epi32(b1, pairs[12 + i], pair_everywhere(q + 24 + 2 * i));
+    }
+    const __m512i first = _mm512_add_epi32(a0, a1), second = _mm512_add_epi32(b0, b1);  // values 0-15, 16-31
+    const __m512 d = _mm512_set1_ps(x.d[(size_t)(r * blocks + e / 32)]);
+    float* scaled = sums + 2 * kCols * r;
+    __m512 acc = _mm512_loadu_ps(scaled);
+    if constexpr (kHalves) {
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(first), _mm512_mul_ps(s0, d), acc);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(second), _mm512_mul_ps(s1, d), acc);
+    } else {
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(first, second)), _mm512_mul_ps(s0, d), acc);
+    }
+    _mm512_storeu_ps(scaled, acc);
+    if constexpr (kMin) {
+      const __m512 sum = _mm512_set1_ps(x.sum32[(size_t)(r * blocks + e / 32)]);
+      float* m = scaled + kCols;
+      _mm512_storeu_ps(m, _mm512_fmadd_ps(mins, sum, _mm512_loadu_ps(m)));
+    }
+  }
+}
+
+// y[r * ldy + c] = scaled + mins of row r and column c < ncols.
+void store_sums(const std::vector<float>& sums, int ncols, const Int16Rows& x, float* y, int64_t ldy) {
+  const __mmask16 real = (__mmask16)((1u << ncols) - 1);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float* row = sums.data() + 2 * kCols * r;
+    const __m512 scaled = _mm512_loadu_ps(row), m = _mm512_loadu_ps(row + kCols);
+    _mm512_mask_storeu_ps(y + r * ldy, real, _mm512_add_ps(scaled, m));
+  }
+}
+
 // y[r * ldy + c] = x row r . weight row c for sixteen weight rows at w (ncols of them real), every row of x.
-// Per row and column, unit by unit: sum = the unit's exact integer sum (per half with kHalves), then
-// scaled += float(sum) * (s * d) and, with kMin, mins += min * (d * sum(q)); y = scaled + mins.
 template <bool kHalves, bool kMin>
 void sixteen_columns(DType t, const uint8_t* w, size_t row_bytes, int ncols, const Int16Rows& x, float* y,
                      int64_t ldy, ChunkUnits& units, std::vector<float>& sums) {
-  const int64_t k = x.k, blocks = k / 32;
+  const int64_t k = x.k;
   std::fill(sums.begin(), sums.end(), 0.0f);
   if (ncols < kCols) std::memset(&units, 0, sizeof units);    // the missing columns: zeros throughout
   for (int64_t e0 = 0; e0 < k; e0 += kChunk) {
@@ -95,58 +143,65 @@ void sixteen_columns(DType t, const uint8_t* w, size_t row_bytes, int ncols, con
       walk_row(t, w + c * row_bytes + dtype_bytes(t, e0), sink, len);
     }
     for (int u = 0; u < len / 32; ++u) {
-      const __m512 s0 = _mm512_load_ps(units.s0[u]), s1 = _mm512_load_ps(units.s1[u]);
-      const __m512 mins = _mm512_load_ps(units.min[u]);
-      const int64_t e = e0 + 32 * u;
-      // Row r's unit sums of the sixteen columns, over values 0-15 (first) and 16-31 (second), into its sums.
-      const auto add_unit = [&](int64_t r, __m512i first, __m512i second) {
-        const __m512 d = _mm512_set1_ps(x.d[(size_t)(r * blocks + e / 32)]);
-        float* scaled = sums.data() + 2 * kCols * r;
-        __m512 acc = _mm512_loadu_ps(scaled);
-        if constexpr (kHalves) {
-          acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(first), _mm512_mul_ps(s0, d), acc);
-          acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(second), _mm512_mul_ps(s1, d), acc);
-        } else {
-          acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(first, second)), _mm512_mul_ps(s0, d), acc);
-        }
-        _mm512_storeu_ps(scaled, acc);
-        if constexpr (kMin) {
-          const __m512 sum = _mm512_set1_ps(x.sum32[(size_t)(r * blocks + e / 32)]);
-          float* m = scaled + kCols;
-          _mm512_storeu_ps(m, _mm512_fmadd_ps(mins, sum, _mm512_loadu_ps(m)));
-        }
-      };
       __m512i pairs[kCols];  // pairs[i]: values 2i, 2i + 1 of every column
       for (int c = 0; c < kCols; ++c) pairs[c] = _mm512_load_si512(units.q[u][c]);
       transpose_16x16(pairs);
-      for (int64_t r = 0; r < x.rows; ++r) {
-        const int16_t* q = x.q.data() + r * k + e;
-        // Four chains of four, so consecutive multiply-adds do not wait for each other (integer sums are exact in
-        // any order).
-        __m512i a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
-        for (int i = 0; i < 4; ++i) {
-          a0 = _mm512_dpwssd_epi32(a0, pairs[i], pair_everywhere(q + 2 * i));
-          a1 = _mm512_dpwssd_epi32(a1, pairs[4 + i], pair_everywhere(q + 8 + 2 * i));
-          b0 = _mm512_dpwssd_epi32(b0, pairs[8 + i], pair_everywhere(q + 16 + 2 * i));
-          b1 = _mm512_dpwssd_epi32(b1, pairs[12 + i], pair_everywhere(q + 24 + 2 * i));
-        }
-        add_unit(r, _mm512_add_epi32(a0, a1), _mm512_add_epi32(b0, b1));
-      }
+      add_unit<kHalves, kMin>(pairs, _mm512_load_ps(units.s0[u]), _mm512_load_ps(units.s1[u]),
+                              _mm512_load_ps(units.min[u]), x, e0 + 32 * u, sums.data());
     }
   }
-  const __mmask16 real = (__mmask16)((1u << ncols) - 1);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    const float* row = sums.data() + 2 * kCols * r;
-    const __m512 scaled = _mm512_loadu_ps(row), m = _mm512_loadu_ps(row + kCols);
-    _mm512_mask_storeu_ps(y + r * ldy, real, _mm512_add_ps(scaled, m));
+  store_sums(sums, ncols, x, y, ldy);
+}
+
+// Pair i of every column of an interleaved unit (interleaved_weights.h), widened to 16 bits.
+void widen_q8_0_x16(const uint8_t* unit, __m512i* pairs) {
+  const uint8_t* q = unit + 2 * kCols;
+  for (int i = 0; i < 16; ++i) pairs[i] = widen_signed_bytes(q + 32 * i);
+}
+
+void widen_q5_0_x16(const uint8_t* unit, __m512i* pairs) {
+  const uint8_t* fifth = unit + 2 * kCols;
+  const uint8_t* nibbles = fifth + 4 * 16;
+  const __m256i m4 = _mm256_set1_epi8(0xF);
+  const __m512i sixteen = _mm512_set1_epi16(16);
+  for (int j = 0; j < 8; ++j) {
+    const __m256i v = _mm256_loadu_si256((const __m256i*)(nibbles + 32 * j));
+    pairs[2 * j] = widen_unsigned(_mm256_and_si256(v, m4));
+    pairs[2 * j + 1] = widen_unsigned(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
   }
+  for (int i = 0; i < 16; ++i) {  // q = nibble + 16 * fifth bit - 16: subtract 16 where the bit is clear
+    uint32_t bits;
+    std::memcpy(&bits, fifth + 4 * i, 4);
+    pairs[i] = _mm512_mask_sub_epi16(pairs[i], (__mmask32)~bits, pairs[i], sixteen);
+  }
+}
+
+// The same product for the sixteen interleaved columns at group: no walk and no transpose, each unit's pairs
+// widened straight from memory, so a single row costs sixteen widenings and sixteen vpdpwssd per unit.
+template <void (*kWiden)(const uint8_t*, __m512i*)>
+void sixteen_interleaved_columns(const uint8_t* group, size_t unit_bytes, const Int16Rows& x, float* y, int64_t ldy,
+                                 std::vector<float>& sums) {
+  std::fill(sums.begin(), sums.end(), 0.0f);
+  const __m512 no_min = _mm512_setzero_ps();
+  for (int64_t e = 0; e < x.k; e += 32, group += unit_bytes) {
+    __m512i pairs[kCols];
+    kWiden(group, pairs);
+    const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)group));
+    add_unit<false, false>(pairs, s, s, no_min, x, e, sums.data());
+  }
+  store_sums(sums, kCols, x, y, ldy);
+}
+
+std::vector<float>& row_sums(int64_t rows) {
+  static thread_local std::vector<float> sums;
+  sums.resize((size_t)(2 * kCols * rows));  // [row][scaled, mins][column]
+  return sums;
 }
 
 template <bool kHalves, bool kMin>
 void all_columns(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                  int64_t ldy) {
-  static thread_local std::vector<float> sums;
-  sums.resize((size_t)(2 * kCols * x.rows));  // [row][scaled, mins][column]
+  std::vector<float>& sums = row_sums(x.rows);
   static thread_local std::unique_ptr<ChunkUnits> units = std::make_unique<ChunkUnits>();  // 77 KB: not on the stack
   for (int c0 = 0; c0 < wrows; c0 += kCols)
     sixteen_columns<kHalves, kMin>(t, w + c0 * row_bytes, row_bytes, std::min(kCols, wrows - c0), x, y + c0, ldy,
@@ -154,6 +209,18 @@ void all_columns(DType t, const uint8_t* w, size_t row_bytes, int wrows, const I
 }
 
 }  // namespace
+
+void int_dot_interleaved_avx512_vnni(DType t, const uint8_t* w, int wrows, const Int16Rows& x, float* y,
+                                     int64_t ldy) {
+  std::vector<float>& sums = row_sums(x.rows);
+  const size_t unit_bytes = kCols * dtype_block_bytes(t), group_bytes = unit_bytes * (size_t)(x.k / 32);
+  for (int c0 = 0; c0 < wrows; c0 += kCols, w += group_bytes) {
+    if (t == DType::Q8_0_X16)
+      sixteen_interleaved_columns<widen_q8_0_x16>(w, unit_bytes, x, y + c0, ldy, sums);
+    else
+      sixteen_interleaved_columns<widen_q5_0_x16>(w, unit_bytes, x, y + c0, ldy, sums);
+  }
+}
 
 void int_dot_columns_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                                   int64_t ldy) {

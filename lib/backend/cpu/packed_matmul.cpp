@@ -13,6 +13,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
+#include "backend/cpu/interleaved_weights.h"
 #include "core/ggml_types.h"
 
 namespace kvf::cpu {
@@ -81,6 +82,8 @@ void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<Mat
     const size_t row_bytes = dtype_bytes(p.w->dtype, k);
     if (int_dot_available(p.w->dtype)) {
       const uint8_t* w = p.w->data<uint8_t>() + blocks[b].c0 * row_bytes;
+      if (dtype_is_interleaved(p.w->dtype))  // any number of rows: each gets the bits it gets alone
+        return int_dot_interleaved_avx512_vnni(p.w->dtype, w, (int)blocks[b].cols, xi, p.y + blocks[b].c0, m);
       if (by_columns)
         return int_dot_columns_avx512_vnni(p.w->dtype, w, row_bytes, (int)blocks[b].cols, xi, p.y + blocks[b].c0, m);
       return int_dot_rows(p.w->dtype, w, row_bytes, (int)blocks[b].cols, xi, p.y + blocks[b].c0, m);
@@ -197,7 +200,16 @@ void float_panel_matmul(const float* x, int64_t n, int64_t k, const std::vector<
       return pack_quant_panel_bf16(p.w->dtype, rows, ncols, k0, kc, panel);
     static thread_local std::vector<float> values;  // a panel's weights in f32, before packing
     values.resize((size_t)(isa.panel_cols * kPanelK));
-    for (int c = 0; c < ncols; ++c) weight_values(p.w->dtype, rows[c], k0, kc, values.data() + c * kPanelK);
+    for (int c = 0; c < ncols; ++c) {
+      float* out = values.data() + c * kPanelK;
+      if (!dtype_is_interleaved(p.w->dtype)) {
+        weight_values(p.w->dtype, rows[c], k0, kc, out);
+        continue;
+      }
+      const int64_t column = c0 + c;  // its group of sixteen starts at row column - column % 16
+      interleaved_values(p.w->dtype, rows[c] - column % kInterleavedRows * dtype_bytes(p.w->dtype, k),
+                         (int)(column % kInterleavedRows), k0, kc, out);
+    }
     isa.pack_panel(values.data(), kPanelK, ncols, kc, panel);
   };
   kind.multiply = [&](int64_t row, int rows, int64_t k0, const void* panel, int kc, float* y, int64_t ldy,
@@ -246,7 +258,9 @@ int64_t packed_matmul_few_rows(DType t, int64_t k, GemmKernel kernel) {
   // Block formats with AVX-512 VNNI: passes of 2-48 rows take the column kernel (int_dot_columns_avx512.cpp).
   // Against the bf16 panels, prefilling Qwen2.5 0.5B ran 25-32% faster at 16 tokens, up to 27% at 32, 20% at 64
   // and 3-12% slower at 128; SmolLM2 19% faster at 16, level at 64, 15-25% slower at 128 (AMD EPYC Zen 4,
-  // alternating runs, docs/results/cpu_vs_llamacpp.md). Decoding steps (each_row_alone) take the one-row kernel.
+  // alternating runs, docs/results/cpu_vs_llamacpp.md). Decoding steps (each_row_alone) take the one-row kernel,
+  // except over interleaved weights (interleaved_weights.h), where every pass of up to 48 rows takes the column
+  // kernel.
   // On AVX2 the integer kernel (4 rows a pass; the later passes read each weight row from L1) beats the f32 panels
   // up to 16 rows (decoding 16 Qwen 0.5B sequences 15-30% faster, 12 SmolLM2 ones 24%) and the 16-bit integer
   // panels up to 12: at 8 rows it leads them by 10-30%, at 12 they are level, at 16 the panels lead by 8-30%
@@ -259,6 +273,8 @@ int64_t packed_matmul_few_rows(DType t, int64_t k, GemmKernel kernel) {
 }
 
 void weight_values(DType t, const uint8_t* row, int64_t k0, int64_t kc, float* out) {
+  KVF_CHECK(!dtype_is_interleaved(t), "weight_values: the rows of ", dtype_name(t), " weights are interleaved "
+            "(interleaved_values reads them)");
   const uint8_t* at = row + dtype_bytes(t, k0);
   if (t == DType::F32) return (void)std::memcpy(out, at, (size_t)kc * 4);
   static const bool simd = cpu_features().avx2_fma;
@@ -312,7 +328,10 @@ void packed_matmul(const float* x, int64_t n, int64_t k, const std::vector<Matmu
     if (few_rows_for(p))
       few.push_back(p);
     else
-      (kernel == GemmKernel::Avx2Int16 && int_dot_available(p.w->dtype) ? integer : floating).push_back(p);
+      (kernel == GemmKernel::Avx2Int16 && int_dot_available(p.w->dtype) && !dtype_is_interleaved(p.w->dtype)
+           ? integer
+           : floating)
+          .push_back(p);
   }
   if (!few.empty()) few_rows_matmul(x, n, k, few, each_row_alone);
   if (!integer.empty()) integer_panel_matmul(x, n, k, integer);
