@@ -1,8 +1,9 @@
 // Element types of tensors that live in backend memory. Besides plain element types, a tensor can hold weights in
 // a ggml block format exactly as a GGUF file stores them (a row of k values is k / block_elems blocks of
-// block_bytes each); only matmul weights and embedding tables take those. The *_X16 types hold as many bytes per
-// block as their base format, sixteen rows interleaved (the CPU backend's layout for matmul weights only,
-// lib/backend/cpu/interleaved_weights.h): their rows are not contiguous, so they are read 16 rows at a time.
+// block_bytes each); only matmul weights and embedding tables take those. The *_X16 types hold their base
+// format's blocks (Q4_K's with its scales unpacked), sixteen rows interleaved: the CPU backend's layout for
+// matmul weights only (lib/backend/cpu/interleaved_weights.h); their rows are not contiguous, so they are read
+// 16 rows at a time.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,13 +11,17 @@
 
 namespace kvf {
 
-enum class DType : uint8_t { F32, F16, BF16, I8, I32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, Q5_0_X16, Q8_0_X16 };
+enum class DType : uint8_t {
+  F32, F16, BF16, I8, I32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K,
+  Q4_1_X16, Q5_0_X16, Q8_0_X16, Q4_K_X16, Q6_K_X16
+};
 
 // Values per block: 1 for plain types, 32 for the *_0 / *_1 formats, 256 for the K formats.
 inline int64_t dtype_block_elems(DType t) {
   switch (t) {
     case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: return 32;
-    case DType::Q5_0_X16: case DType::Q8_0_X16: return 32;
+    case DType::Q4_1_X16: case DType::Q5_0_X16: case DType::Q8_0_X16: return 32;
+    case DType::Q4_K_X16: case DType::Q6_K_X16: return 256;
     case DType::Q4_K: case DType::Q6_K: return 256;
     default: return 1;
   }
@@ -37,8 +42,11 @@ inline size_t dtype_block_bytes(DType t) {
     case DType::Q8_0: return 34;
     case DType::Q4_K: return 144;
     case DType::Q6_K: return 210;
+    case DType::Q4_1_X16: return 20;
     case DType::Q5_0_X16: return 22;
     case DType::Q8_0_X16: return 34;
+    case DType::Q4_K_X16: return 148;  // the 6-bit scales and mins unpacked to bytes: 4 more per block
+    case DType::Q6_K_X16: return 210;
   }
   return 0;
 }
@@ -65,8 +73,11 @@ inline const char* dtype_name(DType t) {
     case DType::Q8_0: return "q8_0";
     case DType::Q4_K: return "q4_k";
     case DType::Q6_K: return "q6_k";
+    case DType::Q4_1_X16: return "q4_1x16";
     case DType::Q5_0_X16: return "q5_0x16";
     case DType::Q8_0_X16: return "q8_0x16";
+    case DType::Q4_K_X16: return "q4_kx16";
+    case DType::Q6_K_X16: return "q6_kx16";
   }
   return "?";
 }

@@ -154,19 +154,6 @@ void dequant_q8_0(const uint8_t* x, float* y, int64_t nb) {
   }
 }
 
-// Q4_K packs 8 six-bit scales and 8 six-bit mins into 12 bytes: sub-blocks 0..3 use the low 6 bits of bytes
-// 0..3 (scales) and 4..7 (mins); sub-blocks 4..7 take their low 4 bits from bytes 8..11 and their top 2 bits
-// from the spare top bits of bytes 0..7.
-inline void q4k_scale_min(int j, const uint8_t* s, uint8_t& sc, uint8_t& mn) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    mn = s[j + 4] & 63;
-  } else {
-    sc = (uint8_t)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
-    mn = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-  }
-}
-
 // Q4_K {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}: 8 sub-blocks of 32; each 32-byte run of qs holds two
 // sub-blocks (low nibbles, then high nibbles); value q * (d * sc) - dmin * mn.
 void dequant_q4_k(const uint8_t* x, float* y, int64_t nb) {
@@ -275,6 +262,16 @@ const TypeInfo& checked_blocks(GgmlType t, int64_t n, const char* op) {
 }
 
 }  // namespace
+
+void q4k_scale_min(int j, const uint8_t* s, uint8_t& sc, uint8_t& mn) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    mn = s[j + 4] & 63;
+  } else {
+    sc = (uint8_t)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+    mn = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
 
 const char* ggml_type_name(GgmlType t) {
   if (const TypeInfo* info = find(t)) return info->name;

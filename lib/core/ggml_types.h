@@ -26,6 +26,11 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
 bool dtype_of_ggml(GgmlType t, DType* out);
 GgmlType ggml_type_of(DType t);
 
+// Q4_K packs 8 six-bit scales and 8 six-bit mins into 12 bytes: sub-blocks 0..3 use the low 6 bits of bytes
+// 0..3 (scales) and 4..7 (mins); sub-blocks 4..7 take their low 4 bits from bytes 8..11 and their top 2 bits
+// from the spare top bits of bytes 0..7. The scale and min of sub-block j from the 12 bytes at s.
+void q4k_scale_min(int j, const uint8_t* s, uint8_t& sc, uint8_t& mn);
+
 // Reference quantizers (round-to-nearest as ggml's reference code), for writing test models.
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 

@@ -18,14 +18,15 @@
 namespace kvf {
 namespace {
 
-constexpr DType kInterleavable[] = {DType::Q8_0, DType::Q5_0};
+constexpr DType kInterleavable[] = {DType::Q4_1, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
 
 // w's rows interleaved, or an undefined tensor where this CPU's kernels take no interleaved layout.
 Tensor interleaved(Backend& b, const Tensor& w) {
   if (cpu::interleaved_dtype_for(w.dtype, w.dim(0), w.dim(1)) == w.dtype) return {};
   Tensor out = b.prepare_matmul_weight(w);
   EXPECT_TRUE(cpu::dtype_is_interleaved(out.dtype)) << dtype_name(w.dtype);
-  EXPECT_EQ(out.nbytes(), w.nbytes()) << "the same bytes, rearranged";
+  // The same bytes, rearranged; Q4_K's packed scales take a byte each.
+  EXPECT_EQ(out.nbytes(), w.dtype == DType::Q4_K ? w.nbytes() / 144 * 148 : w.nbytes()) << dtype_name(w.dtype);
   return out;
 }
 
@@ -36,8 +37,9 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(InterleavedWeights, ColumnKernelGivesTheBaseFormatsBitsInAnyBatch) {
   auto b = make_cpu_backend();
   std::mt19937 rng(21);
-  const int64_t m = 48, k = 2080;  // rows longer than the base kernel's chunk of 2048 values
+  const int64_t m = 48;
   for (DType t : kInterleavable) {
+    const int64_t k = dtype_block_elems(t) == 256 ? 2304 : 2080;  // longer than the base kernel's chunk of 2048
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
     const Tensor wi = interleaved(*b, w.t);
     if (!wi.defined()) GTEST_SKIP() << "no interleaved layout on this CPU (AVX-512 VNNI and bf16 panels)";
@@ -56,17 +58,22 @@ TEST(InterleavedWeights, ColumnKernelGivesTheBaseFormatsBitsInAnyBatch) {
 TEST(InterleavedWeights, ValuesAreTheBaseFormatsDequantization) {
   auto b = make_cpu_backend();
   std::mt19937 rng(22);
-  const int64_t m = 32, k = 96;
+  const int64_t m = 32, k = 512;
   for (DType t : kInterleavable) {
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
     const Tensor wi = interleaved(*b, w.t);
     if (!wi.defined()) GTEST_SKIP() << "no interleaved layout on this CPU";
-    const size_t group_bytes = 16 * dtype_bytes(t, k);
+    const size_t group_bytes = 16 * dtype_bytes(wi.dtype, k);
     for (int64_t j = 0; j < m; ++j) {
       std::vector<float> base(k), ours(k);
       cpu::weight_values(t, w.t.data<uint8_t>() + j * dtype_bytes(t, k), 0, k, base.data());
       cpu::interleaved_values(wi.dtype, wi.data<uint8_t>() + j / 16 * group_bytes, (int)(j % 16), 0, k, ours.data());
       ASSERT_TRUE(same_bits(base, ours)) << dtype_name(t) << " row " << j;
+      // A later block alone.
+      const int64_t k0 = k / 2;
+      cpu::interleaved_values(wi.dtype, wi.data<uint8_t>() + j / 16 * group_bytes, (int)(j % 16), k0, k - k0,
+                              ours.data());
+      ASSERT_EQ(0, std::memcmp(ours.data(), base.data() + k0, (k - k0) * sizeof(float))) << dtype_name(t);
     }
   }
 }
@@ -75,7 +82,7 @@ TEST(InterleavedWeights, ValuesAreTheBaseFormatsDequantization) {
 TEST(InterleavedWeights, ProductsAreTheBaseFormatsOnEveryPath) {
   auto b = make_cpu_backend();
   std::mt19937 rng(23);
-  const int64_t m = 80, k = 256;  // a panel of 64 columns and one of 16
+  const int64_t m = 80, k = 512;  // a panel of 64 columns and one of 16
   for (DType t : kInterleavable) {
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
     const Tensor wi = interleaved(*b, w.t);
@@ -115,8 +122,8 @@ TEST(InterleavedWeights, BackendInterleavesOnlyMatmulWeightsItsKernelsTake) {
   // Rows not in sixteens and formats without the layout stay as they are.
   const test::QuantizedWeight odd = test::make_quantized_weight(*b, DType::Q8_0, 40, 64, rng);
   EXPECT_EQ(b->prepare_matmul_weight(odd.t).dtype, DType::Q8_0);
-  const test::QuantizedWeight q41 = test::make_quantized_weight(*b, DType::Q4_1, 32, 64, rng);
-  EXPECT_EQ(b->prepare_matmul_weight(q41.t).dtype, DType::Q4_1);
+  const test::QuantizedWeight q51 = test::make_quantized_weight(*b, DType::Q5_1, 32, 64, rng);
+  EXPECT_EQ(b->prepare_matmul_weight(q51.t).dtype, DType::Q5_1);
   // An embedding table is never interleaved: a lookup into one is refused, naming the type.
   Tensor ids = b->empty(DType::I32, {1});
   const int32_t id = 3;

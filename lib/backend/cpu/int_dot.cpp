@@ -46,7 +46,7 @@ bool int_dot_available(DType t) {
     case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q4_K:
     case DType::Q6_K:
       return integer_kernel;
-    case DType::Q5_0_X16: case DType::Q8_0_X16:
+    case DType::Q4_1_X16: case DType::Q5_0_X16: case DType::Q8_0_X16: case DType::Q4_K_X16: case DType::Q6_K_X16:
       return cpu_features().avx512_vnni;  // made only where the column kernel runs (interleaved_weights.h)
     default:
       return false;

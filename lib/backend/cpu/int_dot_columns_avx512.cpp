@@ -23,9 +23,11 @@
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
+#include "backend/cpu/interleaved_avx512.h"
 #include "backend/cpu/simd_reductions.h"
 #include "backend/cpu/transpose_avx512.h"
 #include "backend/cpu/widen_avx512.h"
+#include "core/error.h"
 
 // GCC 12 reports the placeholders inside _mm512_inserti64x4 and the shuffles as maybe-uninitialized (GCC PR 105593).
 #pragma GCC diagnostic push
@@ -153,42 +155,21 @@ void sixteen_columns(DType t, const uint8_t* w, size_t row_bytes, int ncols, con
   store_sums(sums, ncols, x, y, ldy);
 }
 
-// Pair i of every column of an interleaved unit (interleaved_weights.h), widened to 16 bits.
-void widen_q8_0_x16(const uint8_t* unit, __m512i* pairs) {
-  const uint8_t* q = unit + 2 * kCols;
-  for (int i = 0; i < 16; ++i) pairs[i] = widen_signed_bytes(q + 32 * i);
-}
-
-void widen_q5_0_x16(const uint8_t* unit, __m512i* pairs) {
-  const uint8_t* fifth = unit + 2 * kCols;
-  const uint8_t* nibbles = fifth + 4 * 16;
-  const __m256i m4 = _mm256_set1_epi8(0xF);
-  const __m512i sixteen = _mm512_set1_epi16(16);
-  for (int j = 0; j < 8; ++j) {
-    const __m256i v = _mm256_loadu_si256((const __m256i*)(nibbles + 32 * j));
-    pairs[2 * j] = widen_unsigned(_mm256_and_si256(v, m4));
-    pairs[2 * j + 1] = widen_unsigned(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
-  }
-  for (int i = 0; i < 16; ++i) {  // q = nibble + 16 * fifth bit - 16: subtract 16 where the bit is clear
-    uint32_t bits;
-    std::memcpy(&bits, fifth + 4 * i, 4);
-    pairs[i] = _mm512_mask_sub_epi16(pairs[i], (__mmask32)~bits, pairs[i], sixteen);
-  }
-}
-
-// The same product for the sixteen interleaved columns at group: no walk and no transpose, each unit's pairs
-// widened straight from memory, so a single row costs sixteen widenings and sixteen vpdpwssd per unit.
-template <void (*kWiden)(const uint8_t*, __m512i*)>
-void sixteen_interleaved_columns(const uint8_t* group, size_t unit_bytes, const Int16Rows& x, float* y, int64_t ldy,
+// The same product for the sixteen interleaved columns at group (interleaved_weights.h): no walk and no transpose,
+// each unit's pairs widened straight from memory, so a single row costs sixteen widenings and sixteen vpdpwssd per
+// unit.
+template <DType T>
+void sixteen_interleaved_columns(const uint8_t* group, const Int16Rows& x, float* y, int64_t ldy,
                                  std::vector<float>& sums) {
+  using F = InterleavedFormat<T>;
   std::fill(sums.begin(), sums.end(), 0.0f);
-  const __m512 no_min = _mm512_setzero_ps();
-  for (int64_t e = 0; e < x.k; e += 32, group += unit_bytes) {
-    __m512i pairs[kCols];
-    kWiden(group, pairs);
-    const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)group));
-    add_unit<false, false>(pairs, s, s, no_min, x, e, sums.data());
-  }
+  for (int64_t e = 0; e < x.k; e += 32 * F::kUnits, group += interleaved_block_bytes<F>())
+    for (int u = 0; u < F::kUnits; ++u) {
+      __m512i pairs[kCols];
+      widen_interleaved<F>(group + F::kHeader + u * interleaved_unit_bytes<F>(), pairs);
+      const UnitScales s = F::scales(group, u);
+      add_unit<F::kHalves, F::kMin>(pairs, s.s0, s.s1, s.min, x, e + 32 * u, sums.data());
+    }
   store_sums(sums, kCols, x, y, ldy);
 }
 
@@ -213,12 +194,16 @@ void all_columns(DType t, const uint8_t* w, size_t row_bytes, int wrows, const I
 void int_dot_interleaved_avx512_vnni(DType t, const uint8_t* w, int wrows, const Int16Rows& x, float* y,
                                      int64_t ldy) {
   std::vector<float>& sums = row_sums(x.rows);
-  const size_t unit_bytes = kCols * dtype_block_bytes(t), group_bytes = unit_bytes * (size_t)(x.k / 32);
+  const size_t group_bytes = kCols * dtype_bytes(t, x.k);
   for (int c0 = 0; c0 < wrows; c0 += kCols, w += group_bytes) {
-    if (t == DType::Q8_0_X16)
-      sixteen_interleaved_columns<widen_q8_0_x16>(w, unit_bytes, x, y + c0, ldy, sums);
-    else
-      sixteen_interleaved_columns<widen_q5_0_x16>(w, unit_bytes, x, y + c0, ldy, sums);
+    switch (t) {
+      case DType::Q4_1_X16: sixteen_interleaved_columns<DType::Q4_1_X16>(w, x, y + c0, ldy, sums); break;
+      case DType::Q5_0_X16: sixteen_interleaved_columns<DType::Q5_0_X16>(w, x, y + c0, ldy, sums); break;
+      case DType::Q8_0_X16: sixteen_interleaved_columns<DType::Q8_0_X16>(w, x, y + c0, ldy, sums); break;
+      case DType::Q4_K_X16: sixteen_interleaved_columns<DType::Q4_K_X16>(w, x, y + c0, ldy, sums); break;
+      case DType::Q6_K_X16: sixteen_interleaved_columns<DType::Q6_K_X16>(w, x, y + c0, ldy, sums); break;
+      default: fail("int_dot_interleaved: ", dtype_name(t), " is not interleaved");
+    }
   }
 }
 

@@ -3,99 +3,158 @@
 #include <tbb/parallel_for.h>
 
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/cpu_features.h"
 #include "core/error.h"
+#include "core/ggml_types.h"
 #include "core/half.h"
 
 namespace kvf::cpu {
 namespace {
 
 constexpr int kCols = (int)kInterleavedRows;
-constexpr size_t kScaleBytes = 2 * kCols;  // d[16], f16
 
+// What a format's interleaved layout holds (interleaved_weights.h): the header fields of a block (elements per row,
+// bytes each), its units, and how a unit's values are stored.
+struct Field {
+  int count, bytes;
+};
+struct Layout {
+  DType base, interleaved;
+  int units;    // units of 32 values per block
+  int planes;   // bit planes above the nibbles; -1: int8 pairs
+  int offset;   // stored u = q + offset
+  std::vector<Field> fields;
+  int header_bytes() const {
+    int n = 0;
+    for (const Field& f : fields) n += f.count * f.bytes;
+    return n;  // per row
+  }
+  size_t unit_bytes() const { return planes < 0 ? 512 : (size_t)(64 * planes + 256); }
+};
+
+const Layout kLayouts[] = {
+    {DType::Q4_1, DType::Q4_1_X16, 1, 0, 0, {{1, 2}, {1, 2}}},
+    {DType::Q5_0, DType::Q5_0_X16, 1, 1, 16, {{1, 2}}},
+    {DType::Q8_0, DType::Q8_0_X16, 1, -1, 0, {{1, 2}}},
+    {DType::Q4_K, DType::Q4_K_X16, 8, 0, 0, {{1, 2}, {1, 2}, {8, 1}, {8, 1}}},
+    {DType::Q6_K, DType::Q6_K_X16, 8, 2, 32, {{1, 2}, {16, 1}}},
+};
+
+const Layout* layout_of(DType t) {
+  for (const Layout& l : kLayouts)
+    if (l.base == t || l.interleaved == t) return &l;
+  return nullptr;
+}
+
+// One row's block of the base format: its header fields' bytes in order and its values' small integers q (value =
+// scale * q + min, per format).
+struct RowBlock {
+  uint8_t header[20];
+  int q[256];
+};
+
+uint16_t u16_at(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
 uint32_t u32_at(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
   return v;
 }
+float f16_at(const uint8_t* p) { return f16_to_f32(u16_at(p)); }
 
-// The 32 values of a base-format block as small integers (q, so that value = q * d) and its scale's f16 bits.
-void q8_0_block(const uint8_t* b, int q[32], uint16_t& d) {
-  std::memcpy(&d, b, 2);
-  for (int v = 0; v < 32; ++v) q[v] = (int8_t)b[2 + v];
-}
+// The *_0 / *_1 formats keep value v < 16 in the low nibble of qs[v] and v >= 16 in the high nibble of qs[v - 16].
+int nibble(const uint8_t* qs, int v) { return v < 16 ? qs[v] & 0xF : qs[v - 16] >> 4; }
 
-// Q5_0 {f16 d; u32 qh; u8 qs[16]}: value v < 16 is the low nibble of qs[v], v >= 16 the high nibble of qs[v - 16],
-// each with bit v of qh as its fifth bit; q is that minus 16.
-void q5_0_block(const uint8_t* b, int q[32], uint16_t& d) {
-  std::memcpy(&d, b, 2);
-  const uint32_t qh = u32_at(b + 2);
-  for (int v = 0; v < 32; ++v) {
-    const int nibble = v < 16 ? b[6 + v] & 0xF : b[6 + v - 16] >> 4;
-    q[v] = (nibble | (int)(((qh >> v) & 1u) << 4)) - 16;
+void decode_block(DType t, const uint8_t* b, RowBlock& out) {
+  switch (t) {
+    case DType::Q4_1:  // {f16 d; f16 m; u8 qs[16]}
+      std::memcpy(out.header, b, 4);
+      for (int v = 0; v < 32; ++v) out.q[v] = nibble(b + 4, v);
+      return;
+    case DType::Q5_0: {  // {f16 d; u32 qh; u8 qs[16]}: bit v of qh is value v's fifth bit
+      std::memcpy(out.header, b, 2);
+      const uint32_t qh = u32_at(b + 2);
+      for (int v = 0; v < 32; ++v) out.q[v] = (nibble(b + 6, v) | (int)(((qh >> v) & 1u) << 4)) - 16;
+      return;
+    }
+    case DType::Q8_0:  // {f16 d; i8 qs[32]}
+      std::memcpy(out.header, b, 2);
+      for (int v = 0; v < 32; ++v) out.q[v] = (int8_t)b[2 + v];
+      return;
+    case DType::Q4_K:  // {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}: core/ggml_types.cpp
+      std::memcpy(out.header, b, 4);
+      for (int j = 0; j < 8; ++j) q4k_scale_min(j, b + 4, out.header[4 + j], out.header[12 + j]);
+      for (int v = 0; v < 256; ++v) {
+        const uint8_t byte = b[16 + 32 * (v / 64) + v % 32];
+        out.q[v] = (v / 32) % 2 == 0 ? byte & 0xF : byte >> 4;
+      }
+      return;
+    case DType::Q6_K: {  // {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}: core/ggml_types.cpp
+      std::memcpy(out.header, b + 208, 2);
+      std::memcpy(out.header + 2, b + 192, 16);
+      for (int v = 0; v < 256; ++v) {
+        const int half = v / 128, k = v % 128 / 32, l = v % 32;
+        const uint8_t low = b[64 * half + l + 32 * (k % 2)];
+        const int high = (b[128 + 32 * half + l] >> (2 * k)) & 3;
+        out.q[v] = ((k < 2 ? low & 0xF : low >> 4) | (high << 4)) - 32;
+      }
+      return;
+    }
+    default: fail("interleaved weights: no layout for ", dtype_name(t));
   }
 }
 
-// One unit of sixteen columns (q[c][v], d[c]) in the interleaved layout at out.
-void write_q8_0_unit(const int q[kCols][32], const uint16_t d[kCols], uint8_t* out) {
-  std::memcpy(out, d, kScaleBytes);
-  int8_t* pairs = reinterpret_cast<int8_t*>(out + kScaleBytes);
-  for (int i = 0; i < 16; ++i)
-    for (int c = 0; c < kCols; ++c)
-      for (int h = 0; h < 2; ++h) pairs[(i * kCols + c) * 2 + h] = (int8_t)q[c][2 * i + h];
-}
-
-void write_q5_0_unit(const int q[kCols][32], const uint16_t d[kCols], uint8_t* out) {
-  std::memcpy(out, d, kScaleBytes);
-  uint8_t* fifth = out + kScaleBytes;
-  uint8_t* nibbles = fifth + 4 * 16;
-  for (int i = 0; i < 16; ++i) {
-    uint32_t bits = 0;
-    for (int c = 0; c < kCols; ++c)
-      for (int h = 0; h < 2; ++h) bits |= (uint32_t)(((q[c][2 * i + h] + 16) >> 4) & 1) << (2 * c + h);
-    std::memcpy(fifth + 4 * i, &bits, 4);
+// The sixteen columns' values of unit u of their blocks, in the layout's unit form.
+void write_unit(const Layout& l, const RowBlock* rows, int u, uint8_t* out) {
+  const auto value = [&](int c, int v) { return rows[c].q[32 * u + v]; };
+  if (l.planes < 0) {
+    for (int i = 0; i < 16; ++i)
+      for (int c = 0; c < kCols; ++c)
+        for (int h = 0; h < 2; ++h) out[32 * i + 2 * c + h] = (uint8_t)(int8_t)value(c, 2 * i + h);
+    return;
   }
+  for (int p = 0; p < l.planes; ++p)
+    for (int i = 0; i < 16; ++i) {
+      uint32_t bits = 0;
+      for (int c = 0; c < kCols; ++c)
+        for (int h = 0; h < 2; ++h)
+          bits |= (uint32_t)(((value(c, 2 * i + h) + l.offset) >> (4 + p)) & 1) << (2 * c + h);
+      std::memcpy(out + 64 * p + 4 * i, &bits, 4);
+    }
+  uint8_t* nibbles = out + 64 * l.planes;
   for (int j = 0; j < 8; ++j)
     for (int c = 0; c < kCols; ++c)
       for (int h = 0; h < 2; ++h) {
-        const int low = (q[c][4 * j + h] + 16) & 0xF, high = (q[c][4 * j + 2 + h] + 16) & 0xF;
-        nibbles[(j * kCols + c) * 2 + h] = (uint8_t)(low | (high << 4));
+        const int low = (value(c, 4 * j + h) + l.offset) & 0xF, high = (value(c, 4 * j + 2 + h) + l.offset) & 0xF;
+        nibbles[32 * j + 2 * c + h] = (uint8_t)(low | (high << 4));
       }
 }
 
-// Column c's q and d of the interleaved unit at unit.
-void read_unit(DType t, const uint8_t* unit, int c, int q[32], float& d) {
-  uint16_t bits;
-  std::memcpy(&bits, unit + 2 * c, 2);
-  d = f16_to_f32(bits);
-  if (t == DType::Q8_0_X16) {
-    const int8_t* pairs = reinterpret_cast<const int8_t*>(unit + kScaleBytes);
-    for (int i = 0; i < 16; ++i)
-      for (int h = 0; h < 2; ++h) q[2 * i + h] = pairs[(i * kCols + c) * 2 + h];
-    return;
-  }
-  const uint8_t* fifth = unit + kScaleBytes;
-  const uint8_t* nibbles = fifth + 4 * 16;
-  for (int j = 0; j < 8; ++j)
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t byte = nibbles[(j * kCols + c) * 2 + h];
-      q[4 * j + h] = byte & 0xF;
-      q[4 * j + 2 + h] = byte >> 4;
-    }
-  for (int v = 0; v < 32; ++v) q[v] += (int)((u32_at(fifth + 4 * (v / 2)) >> (2 * c + v % 2)) & 1u) * 16 - 16;
+// Column c's value v of the unit at unit: q.
+int read_unit_value(const Layout& l, const uint8_t* unit, int c, int v) {
+  const int i = v / 2, h = v % 2;
+  if (l.planes < 0) return (int8_t)unit[32 * i + 2 * c + h];
+  const uint8_t byte = unit[64 * l.planes + 32 * (v / 4) + 2 * c + h];
+  int u = v % 4 < 2 ? byte & 0xF : byte >> 4;
+  for (int p = 0; p < l.planes; ++p) u |= (int)((u32_at(unit + 64 * p + 4 * i) >> (2 * c + h)) & 1u) << (4 + p);
+  return u - l.offset;
 }
 
 }  // namespace
 
-bool dtype_is_interleaved(DType t) { return t == DType::Q5_0_X16 || t == DType::Q8_0_X16; }
+bool dtype_is_interleaved(DType t) {
+  const Layout* l = layout_of(t);
+  return l && l->interleaved == t;
+}
 
 DType base_dtype(DType t) {
-  switch (t) {
-    case DType::Q5_0_X16: return DType::Q5_0;
-    case DType::Q8_0_X16: return DType::Q8_0;
-    default: return t;
-  }
+  const Layout* l = layout_of(t);
+  return l ? l->base : t;
 }
 
 DType interleaved_dtype_for(DType t, int64_t rows, int64_t k) {
@@ -103,41 +162,68 @@ DType interleaved_dtype_for(DType t, int64_t rows, int64_t k) {
   // The panels of many-row passes are packed from this layout by the bf16 kernels only.
   static const bool bf16_panels =
       active_gemm_kernel() == GemmKernel::Avx512Bf16 || active_gemm_kernel() == GemmKernel::AmxBf16;
-  if (!vnni || !bf16_panels || rows % kInterleavedRows != 0 || k % 32 != 0) return t;
-  if (t == DType::Q8_0) return DType::Q8_0_X16;
-  if (t == DType::Q5_0) return DType::Q5_0_X16;
-  return t;
+  const Layout* l = layout_of(t);
+  if (!l || l->base != t || !vnni || !bf16_panels || rows % kInterleavedRows != 0 || k % dtype_block_elems(t) != 0)
+    return t;
+  return l->interleaved;
 }
 
 void interleave_rows(DType base, const uint8_t* native, int64_t rows, int64_t k, uint8_t* out) {
-  KVF_CHECK(base == DType::Q8_0 || base == DType::Q5_0, "interleave_rows: no interleaved layout of ",
-            dtype_name(base));
-  KVF_CHECK(rows % kInterleavedRows == 0 && k % 32 == 0, "interleave_rows: ", rows, " rows of ", k, " values");
+  const Layout* l = layout_of(base);
+  KVF_CHECK(l && l->base == base, "interleave_rows: no interleaved layout of ", dtype_name(base));
+  KVF_CHECK(rows % kInterleavedRows == 0 && k % dtype_block_elems(base) == 0, "interleave_rows: ", rows,
+            " rows of ", k, " values");
   const size_t row_bytes = dtype_bytes(base, k), block_bytes = dtype_block_bytes(base);
-  const size_t unit_bytes = kCols * block_bytes;
+  const size_t group_bytes = kCols * dtype_bytes(l->interleaved, k);
+  const int64_t blocks = k / dtype_block_elems(base);
   tbb::parallel_for(int64_t{0}, rows / kInterleavedRows, [&](int64_t g) {
     const uint8_t* rows_in = native + (size_t)g * kCols * row_bytes;
-    uint8_t* group = out + (size_t)g * kCols * row_bytes;
-    int q[kCols][32];
-    uint16_t d[kCols];
-    for (int64_t u = 0; u < k / 32; ++u) {
-      for (int c = 0; c < kCols; ++c) {
-        const uint8_t* block = rows_in + c * row_bytes + u * block_bytes;
-        (base == DType::Q8_0 ? q8_0_block : q5_0_block)(block, q[c], d[c]);
-      }
-      (base == DType::Q8_0 ? write_q8_0_unit : write_q5_0_unit)(q, d, group + u * unit_bytes);
+    uint8_t* o = out + (size_t)g * group_bytes;
+    std::vector<RowBlock> decoded(kCols);
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int c = 0; c < kCols; ++c) decode_block(base, rows_in + c * row_bytes + b * block_bytes, decoded[c]);
+      int at = 0;  // the header: each field's elements in turn, the sixteen columns side by side
+      for (const Field& f : l->fields)
+        for (int e = 0; e < f.count; ++e, at += f.bytes)
+          for (int c = 0; c < kCols; ++c, o += f.bytes) std::memcpy(o, decoded[c].header + at, (size_t)f.bytes);
+      for (int u = 0; u < l->units; ++u, o += l->unit_bytes()) write_unit(*l, decoded.data(), u, o);
     }
   });
 }
 
 void interleaved_values(DType t, const uint8_t* group, int c, int64_t k0, int64_t kc, float* out) {
   KVF_CHECK(dtype_is_interleaved(t), "interleaved_values: ", dtype_name(t), " is not interleaved");
-  const size_t unit_bytes = kCols * dtype_block_bytes(t);
-  for (int64_t e = k0; e < k0 + kc; e += 32) {
-    int q[32];
-    float d;
-    read_unit(t, group + (size_t)(e / 32) * unit_bytes, c, q, d);
-    for (int v = 0; v < 32; ++v) out[e - k0 + v] = (float)q[v] * d;
+  const Layout& l = *layout_of(t);
+  const int64_t block_elems = dtype_block_elems(t);
+  const size_t block_bytes = kCols * dtype_block_bytes(t);
+  for (int64_t b = k0 / block_elems; b < (k0 + kc) / block_elems; ++b) {
+    const uint8_t* block = group + b * block_bytes;
+    // Column c's header fields, in the order decode_block wrote them.
+    uint8_t header[20];
+    int at = 0;
+    const uint8_t* h = block;
+    for (const Field& f : l.fields)
+      for (int e = 0; e < f.count; ++e, at += f.bytes, h += kCols * f.bytes)
+        std::memcpy(header + at, h + c * f.bytes, (size_t)f.bytes);
+    const float d = f16_at(header);
+    float* y = out + (b * block_elems - k0);
+    for (int u = 0; u < l.units; ++u) {
+      const uint8_t* unit = block + kCols * l.header_bytes() + u * l.unit_bytes();
+      for (int v = 0; v < 32; ++v) {
+        const float q = (float)read_unit_value(l, unit, c, v);
+        float& value = y[32 * u + v];
+        switch (l.base) {  // the base format's dequantization (core/ggml_types.cpp), operation for operation
+          case DType::Q4_1: value = q * d + f16_at(header + 2); break;
+          case DType::Q4_K: {
+            const float d1 = d * (float)header[4 + u], m1 = f16_at(header + 2) * (float)header[12 + u];
+            value = d1 * q - m1;
+            break;
+          }
+          case DType::Q6_K: value = d * (float)(int8_t)header[2 + (32 * u + v) / 16] * q; break;
+          default: value = q * d; break;
+        }
+      }
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "backend/cpu/gemm_isa.h"
+#include "backend/cpu/interleaved_avx512.h"
 #include "backend/cpu/simd_reductions.h"
 #include "backend/cpu/transpose_avx512.h"
 
@@ -112,36 +113,36 @@ void pack(const uint8_t* const* rows, int cols, int64_t k0, int kc, uint32_t* p)
 
 // Interleaved weights (interleaved_weights.h): sixteen columns at a time, rows[c] the group's start. A unit's pair
 // i of the sixteen columns is already a panel row's layout (word c: values 2i and 2i + 1 of column c); each value
-// is q * d in f32, as the base format's dequantization computes it, then rounded to bf16.
-template <DType kType>
+// is q * s (+ min) in f32, as the base format's dequantization computes it, then rounded to bf16.
+template <DType T>
 void pack_interleaved(const uint8_t* const* rows, int cols, int64_t k0, int kc, uint32_t* p) {
-  const size_t unit_bytes = 16 * dtype_block_bytes(kType);
+  using F = InterleavedFormat<T>;
+  constexpr int64_t block_elems = 32 * F::kUnits;
+  // Column scales (one per lane) spread over a pair register's halves: lanes 2c and 2c + 1 take column c.
   const __m512i first_eight = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
   const __m512i last_eight = _mm512_add_epi32(first_eight, _mm512_set1_epi32(8));
-  const __m256i m4 = _mm256_set1_epi8(0xF);
   for (int c0 = 0; c0 < kCols; c0 += 16) {
     if (c0 >= cols) {
       for (int j = 0; j < kc / 2; ++j) _mm512_store_si512(p + j * kCols + c0, _mm512_setzero_si512());
       continue;
     }
     for (int k = 0; k < kc; k += 32) {
-      const uint8_t* unit = rows[c0] + (size_t)((k0 + k) / 32) * unit_bytes;
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)unit));
-      const __m512 d_low = _mm512_permutexvar_ps(first_eight, d), d_high = _mm512_permutexvar_ps(last_eight, d);
+      const int64_t e = k0 + k;
+      const uint8_t* block = rows[c0] + e / block_elems * interleaved_block_bytes<F>();
+      const int u = (int)(e % block_elems / 32);
+      const UnitScales s = F::scales(block, u);
+      __m512i pairs[16];
+      widen_interleaved<F>(block + F::kHeader + u * interleaved_unit_bytes<F>(), pairs);
       for (int i = 0; i < 16; ++i) {
-        __m512i q;  // pair i of the sixteen columns, 16-bit
-        if constexpr (kType == DType::Q8_0_X16) {
-          q = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i*)(unit + 32 + 32 * i)));
-        } else {
-          const __m256i v = _mm256_loadu_si256((const __m256i*)(unit + 96 + 32 * (i / 2)));
-          q = _mm512_cvtepu8_epi16(_mm256_and_si256(i % 2 == 0 ? v : _mm256_srli_epi16(v, 4), m4));
-          uint32_t bits;
-          std::memcpy(&bits, unit + 32 + 4 * i, 4);
-          q = _mm512_mask_sub_epi16(q, (__mmask32)~bits, q, _mm512_set1_epi16(16));
+        const __m512 scale = F::kHalves && i >= 8 ? s.s1 : s.s0;
+        __m512 lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(pairs[i]))),
+                                  _mm512_permutexvar_ps(first_eight, scale));
+        __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(pairs[i], 1))),
+                                  _mm512_permutexvar_ps(last_eight, scale));
+        if constexpr (F::kMin) {
+          lo = _mm512_add_ps(lo, _mm512_permutexvar_ps(first_eight, s.min));
+          hi = _mm512_add_ps(hi, _mm512_permutexvar_ps(last_eight, s.min));
         }
-        const __m512 lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(q))), d_low);
-        const __m512 hi =
-            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(q, 1))), d_high);
         _mm512_store_si512(p + (k / 2 + i) * kCols + c0, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
       }
     }
@@ -152,7 +153,8 @@ void pack_interleaved(const uint8_t* const* rows, int cols, int64_t k0, int kc, 
 
 bool pack_quant_panel_bf16_supports(DType t) {
   return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q6_K ||
-         t == DType::Q8_0_X16 || t == DType::Q5_0_X16;
+         t == DType::Q4_1_X16 || t == DType::Q5_0_X16 || t == DType::Q8_0_X16 || t == DType::Q4_K_X16 ||
+         t == DType::Q6_K_X16;
 }
 
 void pack_quant_panel_bf16(DType t, const uint8_t* const* rows, int cols, int64_t k0, int kc, void* panel) {
@@ -163,8 +165,11 @@ void pack_quant_panel_bf16(DType t, const uint8_t* const* rows, int cols, int64_
     case DType::Q8_0: return pack<q8_0>(rows, cols, k0, kc, p);
     case DType::Q4_K: return pack<q4_k>(rows, cols, k0, kc, p);
     case DType::Q6_K: return pack<q6_k>(rows, cols, k0, kc, p);
-    case DType::Q8_0_X16: return pack_interleaved<DType::Q8_0_X16>(rows, cols, k0, kc, p);
+    case DType::Q4_1_X16: return pack_interleaved<DType::Q4_1_X16>(rows, cols, k0, kc, p);
     case DType::Q5_0_X16: return pack_interleaved<DType::Q5_0_X16>(rows, cols, k0, kc, p);
+    case DType::Q8_0_X16: return pack_interleaved<DType::Q8_0_X16>(rows, cols, k0, kc, p);
+    case DType::Q4_K_X16: return pack_interleaved<DType::Q4_K_X16>(rows, cols, k0, kc, p);
+    case DType::Q6_K_X16: return pack_interleaved<DType::Q6_K_X16>(rows, cols, k0, kc, p);
     default: break;
   }
 }
