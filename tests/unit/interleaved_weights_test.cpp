@@ -78,7 +78,7 @@ TEST(InterleavedWeights, ValuesAreTheBaseFormatsDequantization) {
   }
 }
 
-// Every kernel this CPU has (but avx2-int16), over enough rows for its panels, a decoding step's rows alone, and a few rows.
+// Every kernel this CPU has (but avx2-int16) over enough rows for its panels, then a decoding step's rows alone.
 TEST(InterleavedWeights, ProductsAreTheBaseFormatsOnEveryPath) {
   auto b = make_cpu_backend();
   std::mt19937 rng(23);
