@@ -203,13 +203,13 @@ EvalRun score(const QueryAnswer& a, const QueryAnswer& full, const std::vector<s
 
 // The settings two sweep descriptions disagree on, for the message that refuses to mix them.
 std::string differing_keys(const json& have, const json& wanted) {
-  std::string keys;
+  std::set<std::string> keys;
   for (const json* j : {&have, &wanted})
     for (const auto& [key, value] : j->items())
-      if ((!have.contains(key) || !wanted.contains(key) || have[key] != wanted[key]) &&
-          keys.find("'" + key + "'") == std::string::npos)
-        keys += (keys.empty() ? "'" : ", '") + key + "'";
-  return keys;
+      if (!have.contains(key) || !wanted.contains(key) || have[key] != wanted[key]) keys.insert(key);
+  std::string out;
+  for (const std::string& key : keys) out += (out.empty() ? "'" : ", '") + key + "'";
+  return out;
 }
 
 // Opens the results file for appending, after checking that what is there comes from this same sweep.

@@ -133,15 +133,20 @@ void pack_interleaved(const uint8_t* const* rows, int cols, int64_t k0, int kc, 
       const UnitScales s = F::scales(block, u);
       __m512i pairs[16];
       widen_interleaved<F>(block + F::kHeader + u * interleaved_unit_bytes<F>(), pairs);
+      // The unit's scales spread once: [half][lanes of columns 0-7, of columns 8-15].
+      const __m512 scale[2][2] = {
+          {_mm512_permutexvar_ps(first_eight, s.s0), _mm512_permutexvar_ps(last_eight, s.s0)},
+          {_mm512_permutexvar_ps(first_eight, s.s1), _mm512_permutexvar_ps(last_eight, s.s1)}};
+      const __m512 min_lo = _mm512_permutexvar_ps(first_eight, s.min);
+      const __m512 min_hi = _mm512_permutexvar_ps(last_eight, s.min);
       for (int i = 0; i < 16; ++i) {
-        const __m512 scale = F::kHalves && i >= 8 ? s.s1 : s.s0;
-        __m512 lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(pairs[i]))),
-                                  _mm512_permutexvar_ps(first_eight, scale));
-        __m512 hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(pairs[i], 1))),
-                                  _mm512_permutexvar_ps(last_eight, scale));
+        const __m512* sc = scale[F::kHalves && i >= 8 ? 1 : 0];
+        __m512 lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(pairs[i]))), sc[0]);
+        __m512 hi =
+            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(pairs[i], 1))), sc[1]);
         if constexpr (F::kMin) {
-          lo = _mm512_add_ps(lo, _mm512_permutexvar_ps(first_eight, s.min));
-          hi = _mm512_add_ps(hi, _mm512_permutexvar_ps(last_eight, s.min));
+          lo = _mm512_add_ps(lo, min_lo);
+          hi = _mm512_add_ps(hi, min_hi);
         }
         _mm512_store_si512(p + (k / 2 + i) * kCols + c0, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
       }
