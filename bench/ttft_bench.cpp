@@ -19,7 +19,7 @@
 #include "fusion/query_engine.h"
 #include "fusion/query_file.h"
 #include "core/error.h"
-#include "fusion/token_selection.h"
+#include "model/llama_config.h"
 #include "store/chunk_kv.h"
 
 namespace {
@@ -42,18 +42,44 @@ struct Setting {
   }
 };
 
-// Token-layers full computes over those the setting computes: the bound compute puts on its TTFT ratio (the
-// linear layers and attention both scale with the computed rows at a fixed context). n context tokens, q
-// question tokens, L layers; the probes are cacheblend's and a3's layers 0-1 over the context, fusion's Q pass.
-double ideal_ratio(const Setting& s, double n, double q, double L) {
-  const double count = s.method == FusionMethod::Full ? n : (double)kvf::recompute_count(s.ratio, (int64_t)n);
-  const double answer = (count + q) * L;
-  const bool probe = count > 0 && count < n;
-  double probe_cost = 0;
-  if (probe && s.method == FusionMethod::CacheBlend) probe_cost = n * 2;
-  if (probe && s.method == FusionMethod::A3) probe_cost = (n + q) * 2;
-  if (probe && s.method == FusionMethod::Fusion) probe_cost = q * L;
-  return (n + q) * L / (answer + probe_cost);
+// The multiply-adds a setting computes, from one answer's layout: the bound arithmetic puts on its TTFT ratio is
+// full's count over the setting's. Linear layers cost every computed row the same; attention costs a row as many
+// keys as it sees, so the question's rows (which see the whole prompt) and recomputed rows late in the context cost
+// more than full's average row (which sees half of it). Recomputed rows are taken at their chunk's middle. The
+// selection passes: cacheblend runs the context through layer 0 and layer 1's projections; a3 the context and the
+// question through layer 0 and layer 1's projections and attention; fusion the question through every layer but
+// the last one's output projection and MLP. The one row of logits every setting computes is left out.
+struct MacModel {
+  double qkv, rest, attend;  // per row and layer: Q/K/V projections, output projection and MLP; per row, key, layer
+  int layers;
+  explicit MacModel(const kvf::LlamaConfig& c)
+      : qkv((double)c.hidden * (c.n_heads + 2.0 * c.n_kv_heads) * c.head_dim),
+        rest((double)c.n_heads * c.head_dim * c.hidden + 3.0 * c.hidden * c.ffn),
+        attend(2.0 * c.n_heads * c.head_dim),
+        layers(c.n_layers) {}
+  // rows that each see `keys` keys, through one whole layer
+  double layer(double rows, double keys) const { return rows * (qkv + rest + attend * keys); }
+  // rows at positions first .. first + rows - 1 after `before` keys, each seeing the keys up to itself
+  double causal_layer(double rows, double before) const { return layer(rows, before + (rows + 1) / 2); }
+};
+
+double setting_macs(const MacModel& m, const kvf::QueryAnswer& a, FusionMethod method) {
+  const double n = (double)a.n_context_tokens, q = (double)a.n_question_tokens;
+  const double s = (double)a.n_prompt_tokens - n - q, end = (double)a.n_prompt_tokens, L = m.layers;
+  if (method == FusionMethod::Full) return L * m.causal_layer(n + q, s);
+  double recomputed = 0, chunk_start = s;
+  for (size_t c = 0; c < a.chunk_tokens.size(); ++c) {
+    const double t = (double)a.chunk_tokens[c], r = (double)a.recomputed_per_chunk[c];
+    recomputed += L * m.layer(r, chunk_start + t / 2);
+    chunk_start += t;
+  }
+  const double answer = recomputed + L * m.layer(q, end - q / 2);
+  if (a.n_recomputed == 0 || a.n_recomputed == (int64_t)n) return answer;
+  double probe = 0;
+  if (method == FusionMethod::CacheBlend) probe = m.causal_layer(n, s) + n * m.qkv;
+  if (method == FusionMethod::A3) probe = 2 * m.causal_layer(n + q, s) - (n + q) * m.rest;
+  if (method == FusionMethod::Fusion) probe = L * m.layer(q, end - q / 2) - q * m.rest;
+  return answer + probe;
 }
 
 // Asks the kernel to forget the cached pages of every shard of `mode`: the next read goes to the disk.
@@ -211,11 +237,13 @@ int main(int argc, char** argv) {
                 cold             ? "read from the store, page cache dropped before every query"
                 : cache_mb > 0   ? "held in the chunk cache (backend memory)"
                                  : "read from the store, warm page cache");
-    std::printf("| method | recompute | ttft ms | load | select | prefill | speedup vs full | ideal |\n");
+    const MacModel macs(engine.model_config());
+    std::printf("| method | recompute | ttft ms | load | select | prefill | speedup vs full | bound |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const Setting& s : settings) {
-      std::vector<double> ttft, load, select, prefill;
+      std::vector<double> ttft, load, select, prefill, bound;
       for (const auto& a : timed[s.label()]) {
+        bound.push_back(setting_macs(macs, a, FusionMethod::Full) / setting_macs(macs, a, s.method));
         ttft.push_back(a.ms.ttft);
         load.push_back(a.ms.load);
         select.push_back(a.ms.select);
@@ -224,7 +252,7 @@ int main(int argc, char** argv) {
       const double t = median(ttft);
       std::printf("| %s | %.2f | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx |\n", kvf::method_name(s.method).c_str(),
                   s.method == FusionMethod::Full ? 1.0 : s.ratio, t, median(load), median(select), median(prefill),
-                  full_ttft / t, ideal_ratio(s, n, q, engine.model_layers()));
+                  full_ttft / t, median(bound));
     }
     if (profile) print_op_split(settings, ops, (double)runs * questions);
   } catch (const std::exception& e) {

@@ -173,7 +173,7 @@ QueryEngine::QueryEngine(QueryEngine&&) noexcept = default;
 QueryEngine& QueryEngine::operator=(QueryEngine&&) noexcept = default;
 
 const std::string& QueryEngine::kv_mode() const { return s_->options.kv_mode; }
-int QueryEngine::model_layers() const { return s_->decoder->config().n_layers; }
+const LlamaConfig& QueryEngine::model_config() const { return s_->decoder->config(); }
 ChunkKvCache::Stats QueryEngine::cache_stats() const {
   return s_->cache ? s_->cache->stats() : ChunkKvCache::Stats{};
 }

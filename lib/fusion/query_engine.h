@@ -13,6 +13,7 @@
 #include "fusion/fused_prefill.h"
 #include "fusion/fusion_method.h"
 #include "fusion/passage_chunks.h"
+#include "model/llama_config.h"
 #include "store/chunk_kv_cache.h"
 
 namespace kvf {
@@ -113,7 +114,7 @@ class QueryEngine {
   std::vector<QueryAnswer> answer_all(const ResolvedQuery& query, const std::vector<AnswerOptions>& options);
 
   const std::string& kv_mode() const;
-  int model_layers() const;
+  const LlamaConfig& model_config() const;
   ChunkKvCache::Stats cache_stats() const;  // the chunk KV cache's lookups and what it holds
   // With profile_ops: each backend op's time and calls since the last reset (empty without profile_ops).
   std::map<std::string, OpStats> op_stats() const;
