@@ -74,10 +74,14 @@ class Backend {
     return dtype == DType::F32;
   }
 
-  // A weight that only matmul_nt reads (never an embedding table), in the layout this backend multiplies fastest
-  // (the CPU interleaves sixteen rows of some block formats for its column kernel: backend/cpu/
-  // interleaved_weights.h). The default keeps it as it is.
-  virtual Tensor prepare_matmul_weight(Tensor w) { return w; }
+  // A weight that only matmul_nt reads (never an embedding table), from host bytes in dtype's layout, in the layout
+  // this backend multiplies fastest (the CPU interleaves sixteen rows of some block formats for its column kernel,
+  // straight from the bytes: backend/cpu/interleaved_weights.h). The default copies the bytes as they are.
+  virtual Tensor matmul_weight(DType dtype, const Shape& shape, const void* bytes) {
+    Tensor w = empty(dtype, shape);
+    copy_from_host(w, bytes, w.nbytes());
+    return w;
+  }
 
   // Waits until every op queued so far has finished (a no-op for a synchronous backend).
   virtual void synchronize() {}

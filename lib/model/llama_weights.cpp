@@ -36,8 +36,9 @@ class Loader {
     return t;
   }
 
-  // A matmul weight or embedding table [rows, row_length]: compact in the fast mode (see llama_weights.h).
-  Tensor load_matrix(const std::string& name, const Shape& shape) const {
+  // A matmul weight or embedding table [rows, row_length]: compact in the fast mode (see llama_weights.h). A weight
+  // only matmuls read goes to the backend as Backend::matmul_weight, which lays it out for them.
+  Tensor load_matrix(const std::string& name, const Shape& shape, bool matmul_only = false) const {
     const gguf::TensorInfo& info = checked(name, shape);
     DType stored = DType::F32;
     if (mode_ == ComputeMode::F32 || !dtype_of_ggml(info.type, &stored)) return load(name, shape);
@@ -45,21 +46,21 @@ class Loader {
     // A block format the backend cannot multiply (the GPU's) becomes bf16 rather than f32: half the memory.
     if (!b_.accepts_weights(keep, shape.back()) && b_.accepts_weights(DType::BF16, shape.back())) keep = DType::BF16;
     if (!b_.accepts_weights(keep, shape.back())) return load(name, shape);
-    Tensor t = b_.empty(keep, shape);
-    if (keep == stored) {
-      b_.copy_from_host(t, f_.tensor_data(info), t.nbytes());
-    } else {
-      const std::vector<float> host = dequantize_tensor(f_, info);
-      std::vector<uint16_t> bf16(host.size());
-      for (size_t i = 0; i < host.size(); ++i) bf16[i] = f32_to_bf16(host[i]);
-      b_.copy_from_host(t, bf16.data(), t.nbytes());
-    }
-    return t;
+    const auto upload = [&](const void* bytes) {
+      if (matmul_only) return b_.matmul_weight(keep, shape, bytes);
+      Tensor t = b_.empty(keep, shape);
+      b_.copy_from_host(t, bytes, t.nbytes());
+      return t;
+    };
+    if (keep == stored) return upload(f_.tensor_data(info));
+    const std::vector<float> host = dequantize_tensor(f_, info);
+    std::vector<uint16_t> bf16(host.size());
+    for (size_t i = 0; i < host.size(); ++i) bf16[i] = f32_to_bf16(host[i]);
+    return upload(bf16.data());
   }
 
-  // A weight only matmuls read, in the backend's layout for them (Backend::prepare_matmul_weight).
   Tensor load_matmul_weight(const std::string& name, const Shape& shape) const {
-    return b_.prepare_matmul_weight(load_matrix(name, shape));
+    return load_matrix(name, shape, true);
   }
 
   Tensor load_optional(const std::string& name, const Shape& shape) const {

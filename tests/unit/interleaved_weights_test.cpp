@@ -23,7 +23,7 @@ constexpr DType kInterleavable[] = {DType::Q4_1, DType::Q5_0, DType::Q8_0, DType
 // w's rows interleaved, or an undefined tensor where this CPU's kernels take no interleaved layout.
 Tensor interleaved(Backend& b, const Tensor& w) {
   if (cpu::interleaved_dtype_for(w.dtype, w.dim(0), w.dim(1)) == w.dtype) return {};
-  Tensor out = b.prepare_matmul_weight(w);
+  Tensor out = b.matmul_weight(w.dtype, w.shape, w.data<uint8_t>());
   EXPECT_TRUE(cpu::dtype_is_interleaved(out.dtype)) << dtype_name(w.dtype);
   // The same bytes, rearranged; Q4_K's packed scales take a byte each.
   EXPECT_EQ(out.nbytes(), w.dtype == DType::Q4_K ? w.nbytes() / 144 * 148 : w.nbytes()) << dtype_name(w.dtype);
@@ -117,13 +117,13 @@ TEST(InterleavedWeights, BackendInterleavesOnlyMatmulWeightsItsKernelsTake) {
   auto b = make_cpu_backend();
   std::mt19937 rng(24);
   const test::QuantizedWeight q8 = test::make_quantized_weight(*b, DType::Q8_0, 32, 64, rng);
-  const Tensor q8i = b->prepare_matmul_weight(q8.t);
+  const Tensor q8i = b->matmul_weight(q8.t.dtype, q8.t.shape, q8.t.data<uint8_t>());
   if (!cpu::dtype_is_interleaved(q8i.dtype)) GTEST_SKIP() << "no interleaved layout on this CPU";
   // Rows not in sixteens and formats without the layout stay as they are.
   const test::QuantizedWeight odd = test::make_quantized_weight(*b, DType::Q8_0, 40, 64, rng);
-  EXPECT_EQ(b->prepare_matmul_weight(odd.t).dtype, DType::Q8_0);
+  EXPECT_EQ(b->matmul_weight(odd.t.dtype, odd.t.shape, odd.t.data<uint8_t>()).dtype, DType::Q8_0);
   const test::QuantizedWeight q51 = test::make_quantized_weight(*b, DType::Q5_1, 32, 64, rng);
-  EXPECT_EQ(b->prepare_matmul_weight(q51.t).dtype, DType::Q5_1);
+  EXPECT_EQ(b->matmul_weight(q51.t.dtype, q51.t.shape, q51.t.data<uint8_t>()).dtype, DType::Q5_1);
   // An embedding table is never interleaved: a lookup into one is refused, naming the type.
   Tensor ids = b->empty(DType::I32, {1});
   const int32_t id = 3;

@@ -126,12 +126,11 @@ bool CpuBackend::accepts_weights(DType dtype, int64_t row_elems) const {
   return compact && row_elems % packed_matmul_k_step() == 0;
 }
 
-Tensor CpuBackend::prepare_matmul_weight(Tensor w) {
-  if (!w.defined() || w.shape.size() != 2) return w;
-  const DType interleaved = interleaved_dtype_for(w.dtype, w.dim(0), w.dim(1));
-  if (interleaved == w.dtype) return w;
-  Tensor out = empty(interleaved, w.shape);
-  interleave_rows(w.dtype, w.data<uint8_t>(), w.dim(0), w.dim(1), out.data<uint8_t>());
+Tensor CpuBackend::matmul_weight(DType dtype, const Shape& shape, const void* bytes) {
+  const DType interleaved = shape.size() == 2 ? interleaved_dtype_for(dtype, shape[0], shape[1]) : dtype;
+  if (interleaved == dtype) return Backend::matmul_weight(dtype, shape, bytes);
+  Tensor out = empty(interleaved, shape);
+  interleave_rows(dtype, static_cast<const uint8_t*>(bytes), shape[0], shape[1], out.data<uint8_t>());
   return out;
 }
 

@@ -12,7 +12,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::Host; }
   bool accepts_weights(DType dtype, int64_t row_elems) const override;
-  Tensor prepare_matmul_weight(Tensor w) override;
+  Tensor matmul_weight(DType dtype, const Shape& shape, const void* bytes) override;
 
   Tensor empty(DType dtype, const Shape& shape) override;
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override;
