@@ -341,8 +341,9 @@ class CompressJob {
   void open_precompute_view() {
     const Manifest& m = s_.manifest;
     const int top_n = base_ == "similarity" ? m.settings.at("prefill_similarity").at("top_n").get<int>() : 0;
-    view_ = std::make_unique<PrecomputeView>(o_.store_dir, m, s_.chunks, base_, top_n, s_.fingerprint, s_tokens_,
-                                             c_.context_length, *s_.backend, o_.neighbor_cache_bytes);
+    view_ = std::make_unique<PrecomputeView>(o_.store_dir, m, s_.chunks, base_, top_n, stored_neighbor_order(m),
+                                             s_.fingerprint, s_tokens_, c_.context_length, *s_.backend,
+                                             o_.neighbor_cache_bytes);
     // append computes with the model the source KV belongs to (its layer sharing included).
     source_model_ = s_.decoder->with_kv_sources(from_sources_);
   }

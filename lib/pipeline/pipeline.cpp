@@ -81,7 +81,7 @@ class Config {
         {"neighbors", {"top_n"}},
         {"prefill",
          {"modes", "dtype", "compute", "backend", "system", "batch_tokens", "shard_mb", "neighbor_cache_mb",
-          "anchor_scores"}}};
+          "neighbor_order", "anchor_scores"}}};
     const std::set<std::string> scalars = {"store", "corpus", "model", "embedder", "threads"};
     KVF_CHECK(root_.IsMap(), file_, ": expected a mapping of settings");
     for (const auto& kv : root_) {
@@ -121,6 +121,7 @@ class Config {
     one_of("prefill", "dtype", "f16", {"f16", "bf16"}, "f16 or bf16");
     one_of("prefill", "compute", "fast", {"fast", "f32"}, "fast or f32");
     one_of("prefill", "backend", "cpu", {"cpu", "cuda"}, "cpu or cuda");
+    one_of("prefill", "neighbor_order", "best-first", {"best-first", "best-last"}, "best-first or best-last");
     one_of("index", "kind", "flat", {"flat", "ivf", "ivfpq", "hnsw"}, "flat, ivf, ivfpq or hnsw");
     in_range("", "threads", 0, 0, 1 << 16, "0 (every core) or a positive thread count");
     in_range("chunk", "chunk_tokens", 256, 1, 1 << 20, "1 to 1048576 tokens");
@@ -297,6 +298,7 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     p.model_path = model;
     p.mode = mode;
     p.top_n = neighbors.top_n;
+    p.neighbor_order = neighbor_order_from_name(cfg.get<std::string>("prefill", "neighbor_order", "best-first"));
     p.dtype = dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
     p.compute = compute;
     p.backend = cfg.get<std::string>("prefill", "backend", "cpu");

@@ -8,7 +8,7 @@
 //   chunk:     {chunk_tokens: 256, max_chunk_tokens: 0}
 //   index:     {kind: flat}            # flat | ivf | ivfpq | hnsw, with ivf_nlist, ivf_nprobe, pq_m, hnsw_m, ...
 //   neighbors: {top_n: 10}
-//   prefill:   {modes: [independent, similarity], dtype: f16, system: ""}
+//   prefill:   {modes: [independent, similarity], dtype: f16, system: "", neighbor_order: best-first}
 //   compress:  [{to: sim-a25-q8, from: similarity, anchors: 0.25, quant: int8}, ...]   # kvprep compress, in order
 //   eval:      {...}                   # kvrun eval's sweep (see docs/eval.md); kvprep ignores it
 //

@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -32,11 +33,27 @@ std::vector<std::pair<size_t, size_t>> fixed_chunk_batches(const ChunkTable& chu
   return groups;
 }
 
+const char* neighbor_order_name(NeighborOrder order) {
+  return order == NeighborOrder::BestLast ? "best-last" : "best-first";
+}
+
+NeighborOrder neighbor_order_from_name(const std::string& name) {
+  for (NeighborOrder o : {NeighborOrder::BestFirst, NeighborOrder::BestLast})
+    if (name == neighbor_order_name(o)) return o;
+  fail("neighbour order '", name, "': expected best-first or best-last");
+}
+
+NeighborOrder stored_neighbor_order(const Manifest& m) {
+  const auto it = m.settings.find("prefill_similarity");
+  if (it == m.settings.end() || !it->contains("neighbor_order")) return NeighborOrder::BestFirst;
+  return neighbor_order_from_name(it->at("neighbor_order").get<std::string>());
+}
+
 PrecomputeView::PrecomputeView(const std::string& store_dir, const Manifest& m, const ChunkTable& chunks,
-                               const std::string& mode, int top_n, uint64_t fingerprint,
+                               const std::string& mode, int top_n, NeighborOrder order, uint64_t fingerprint,
                                const std::vector<int32_t>& s_tokens, int32_t context_length, Backend& backend,
                                uint64_t neighbor_cache_bytes)
-    : chunks_(chunks), similarity_(mode == "similarity"), context_length_(context_length) {
+    : chunks_(chunks), similarity_(mode == "similarity"), order_(order), context_length_(context_length) {
   KVF_CHECK(similarity_ || mode == "independent", "precompute view: mode must be independent or similarity, got '",
             mode, "'");
   // Always S as stored (rounded to the store's dtype), so a first run and a resumed one see the same view.
@@ -56,14 +73,25 @@ PrecomputeView::PrecomputeView(const std::string& store_dir, const Manifest& m, 
 
 PrecomputeView::~PrecomputeView() = default;
 
-std::vector<KvSegment> PrecomputeView::neighbours(size_t row, int64_t chunk_tokens) const {
-  std::vector<KvSegment> views;
-  int32_t at = system_rows();
+std::vector<int64_t> PrecomputeView::fitting_neighbours(size_t row, int64_t chunk_tokens) const {
+  std::vector<int64_t> rows;
+  int64_t used = system_rows() + chunk_tokens;
   for (int j = 0; j < top_n_; ++j) {
     const int64_t nb_row = neighbors_.rows[row * neighbors_.top_n + j];
     if (nb_row < 0) break;
+    used += (int64_t)chunks_.chunks()[(size_t)nb_row].tokens.size();
+    if (used > context_length_) break;  // the view must fit
+    rows.push_back(nb_row);
+  }
+  if (order_ == NeighborOrder::BestLast) std::reverse(rows.begin(), rows.end());
+  return rows;
+}
+
+std::vector<KvSegment> PrecomputeView::neighbours(size_t row, int64_t chunk_tokens) const {
+  std::vector<KvSegment> views;
+  int32_t at = system_rows();
+  for (const int64_t nb_row : fitting_neighbours(row, chunk_tokens)) {
     const std::shared_ptr<const KvSegment> nb = cache_->get(chunks_.chunks()[(size_t)nb_row].id).kv;
-    if (at + nb->rows() + chunk_tokens > context_length_) break;  // the view must fit
     views.push_back(placed_at(*nb, at));  // independent KV: every row, at in-chunk positions 0..rows-1
     at += (int32_t)nb->rows();
   }
@@ -95,6 +123,7 @@ uint64_t PrecomputeView::context_hash(size_t row) const {
   std::vector<uint64_t> ids;
   for (int j = 0; j < top_n_ && neighbors_.rows[row * neighbors_.top_n + j] >= 0; ++j)
     ids.push_back(chunks_.chunks()[(size_t)neighbors_.rows[row * neighbors_.top_n + j]].id);
+  if (order_ == NeighborOrder::BestLast) std::reverse(ids.begin(), ids.end());
   return XXH3_64bits(ids.data(), ids.size() * sizeof(uint64_t));
 }
 

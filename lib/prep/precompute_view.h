@@ -1,6 +1,7 @@
 // The view a chunk's stored KV is computed after (DESIGN.md §5): S, the system prompt, at positions
 // [0, system_rows), then for similarity mode the chunk's top-n neighbours' independent KV at consecutive
-// positions, most similar first, as many as fit before the chunk in the model context. kvprep prefill computes
+// positions, as many of the most similar as fit before the chunk in the model context: most similar first (FusionRAG
+// eq. 10, the default) or most similar last, next to the chunk (NeighborOrder). kvprep prefill computes
 // chunks over it; kvprep compress recomputes it to see what attention the chunk's tokens gave during precompute.
 #pragma once
 #include <cstdint>
@@ -19,13 +20,21 @@ namespace kvf {
 class ChunkKvCache;
 class KvModeReader;
 
+enum class NeighborOrder { BestFirst, BestLast };
+const char* neighbor_order_name(NeighborOrder order);  // "best-first" | "best-last"
+NeighborOrder neighbor_order_from_name(const std::string& name);  // throws kvf::Error naming the value
+// The order a store's similarity KV was computed with (settings.prefill_similarity; stores before the setting:
+// best-first).
+NeighborOrder stored_neighbor_order(const Manifest& m);
+
 class PrecomputeView {
  public:
   // S's KV is read from the store (kv/system-*.h5, as stored); similarity mode also opens the independent KV
   // and the neighbour table. Throws kvf::Error naming the store and what is missing.
   PrecomputeView(const std::string& store_dir, const Manifest& manifest, const ChunkTable& chunks,
-                 const std::string& mode, int top_n, uint64_t model_fingerprint, const std::vector<int32_t>& s_tokens,
-                 int32_t context_length, Backend& backend, uint64_t neighbor_cache_bytes);
+                 const std::string& mode, int top_n, NeighborOrder order, uint64_t model_fingerprint,
+                 const std::vector<int32_t>& s_tokens, int32_t context_length, Backend& backend,
+                 uint64_t neighbor_cache_bytes);
   ~PrecomputeView();
 
   const KvSegment& system() const { return system_kv_; }
@@ -33,17 +42,21 @@ class PrecomputeView {
   // The segments after S for the chunk at `row` of the table (none in independent mode), placed at their
   // positions in the chunk's view, so that `chunk_tokens` tokens still fit after them.
   std::vector<KvSegment> neighbours(size_t row, int64_t chunk_tokens) const;
+  // Rows of the chunk table whose KV the view holds, in view order: the most similar neighbours that fit.
+  std::vector<int64_t> fitting_neighbours(size_t row, int64_t chunk_tokens) const;
   // Requests that compute the chunks at `rows` of the table after their views (tokens at their positions
   // there); `placed` receives the segments the views point at and must outlive the requests.
   std::vector<ForwardRequest> chunk_requests(const std::vector<size_t>& rows,
                                              std::vector<std::vector<KvSegment>>& placed) const;
-  // What the chunk's KV is computed after, beyond S: a hash of its neighbour ids (similarity), 0 otherwise.
+  // What the chunk's KV is computed after, beyond S: a hash of its neighbour ids in view order (similarity), 0
+  // otherwise.
   uint64_t context_hash(size_t row) const;
 
  private:
   const ChunkTable& chunks_;
   bool similarity_;
   int top_n_ = 0;
+  NeighborOrder order_ = NeighborOrder::BestFirst;
   int32_t context_length_;
   KvSegment system_kv_;
   NeighborTable neighbors_;

@@ -86,7 +86,12 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
                     {"dtype", o.dtype == KvDtype::F16 ? "f16" : "bf16"},
                     {"compute", compute_mode_name(o.compute)}},
                    o.store_dir);
-  if (similarity) require_settings(m, "prefill_similarity", {{"top_n", o.top_n}}, o.store_dir);
+  if (similarity) {
+    // Recorded only when not the default, so stores made before the setting keep matching.
+    nlohmann::json wanted = {{"top_n", o.top_n}};
+    if (o.neighbor_order != NeighborOrder::BestFirst) wanted["neighbor_order"] = neighbor_order_name(o.neighbor_order);
+    require_settings(m, "prefill_similarity", wanted, o.store_dir);
+  }
 
   const auto t_load = Clock::now();
   auto backend = make_backend(o.backend);
@@ -114,8 +119,8 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     cluster.barrier();
     if (!cluster.leader()) m = load_manifest(o.store_dir);  // the leader's commit of S
   }
-  const PrecomputeView view(o.store_dir, m, chunks, o.mode, o.top_n, fingerprint, s_tokens, c.context_length,
-                            *backend, o.neighbor_cache_bytes);
+  const PrecomputeView view(o.store_dir, m, chunks, o.mode, o.top_n, o.neighbor_order, fingerprint, s_tokens,
+                            c.context_length, *backend, o.neighbor_cache_bytes);
   const std::string stage = "prefill-" + o.mode;
   const KvModeReader existing(o.store_dir, m, o.mode, fingerprint);
   const auto needs = [&](size_t row) {

@@ -2,7 +2,8 @@
 // kv/<mode>-NNNNN.h5 shards.
 //   independent: the chunk after the system prompt S alone (FusionRAG eq. 5).
 //   similarity:  the view is S then the chunk's top-n neighbours' independent KV at consecutive positions, most
-//                similar first; the chunk is computed after them (FusionRAG eq. 10). Needs the independent KV.
+//                similar first (or last: neighbor_order); the chunk is computed after them (FusionRAG eq. 10).
+//                Needs the independent KV.
 // S's own KV is stored once (kv/system-00000.h5). Shards are committed as they fill and the manifest after each,
 // so a killed run resumes from the last committed shard; a rerun computes only chunks without KV in the mode.
 #pragma once
@@ -11,6 +12,7 @@
 
 #include "core/progress.h"
 #include "model/llama_weights.h"
+#include "prep/precompute_view.h"
 #include "store/kv_shard.h"
 
 namespace kvf {
@@ -20,6 +22,7 @@ struct PrefillStageOptions {
   std::string model_path;           // the GGUF the store was chunked with
   std::string mode = "independent"; // independent | similarity
   int top_n = 10;                   // similarity: neighbours in the view (at most the store's top_n)
+  NeighborOrder neighbor_order = NeighborOrder::BestFirst;  // similarity: most similar first or next to the chunk
   std::string system_message;       // empty: kRagSystemMessage (text/rag_prompt.h)
   KvDtype dtype = KvDtype::F16;
   ComputeMode compute = ComputeMode::Fast;  // recorded: a store's KV is computed in one mode

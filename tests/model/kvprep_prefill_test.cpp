@@ -1,10 +1,12 @@
 // The prefill stage against direct engine forwards: independent KV = [S, chunk] computed directly; similarity KV =
-// the chunk computed after S and its neighbours' own [S, neighbour] KV (FusionRAG eq. 10); both to f16 rounding.
+// the chunk computed after S and its neighbours' own [S, neighbour] KV (FusionRAG eq. 10), most similar first or
+// last; both to f16 rounding.
 // Reruns compute nothing; a grown corpus computes only its new chunks.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "core/error.h"
 #include "io/model_paths.h"
 #include "model/decoder.h"
 #include "model/gguf_tokenizer.h"
@@ -53,12 +55,13 @@ class KvprepPrefill : public ::testing::Test {
   }
   // embed, index and neighbors over the current chunks
   void retrieval(int top_n) { test::index_test_store(store, top_n); }
-  PrefillStageResult prefill(const std::string& mode, int top_n = 3) {
+  PrefillStageResult prefill(const std::string& mode, int top_n = 3, NeighborOrder order = NeighborOrder::BestFirst) {
     PrefillStageOptions o;
     o.store_dir = store;
     o.model_path = test::smollm2_gguf();
     o.mode = mode;
     o.top_n = top_n;
+    o.neighbor_order = order;
     o.batch_tokens = 40;  // several ragged batches even on a tiny corpus
     o.progress.out = nullptr;
     return run_prefill_stage(o);
@@ -93,6 +96,61 @@ class KvprepPrefill : public ::testing::Test {
       EXPECT_LT(err_sq / ref_sq, 1e-4) << what << " (largest difference " << worst << ")";
     std::printf("  %-24s largest %.5f, NMSE %.2e\n", what.c_str(), worst, err_sq / ref_sq);
     EXPECT_EQ(stored.positions, iota_positions(ref.rows, 0)) << what << ": stored rows carry in-chunk positions";
+  }
+
+  // Each chunk's stored similarity KV against a direct forward after S and its two nearest neighbours' own
+  // [S, neighbour] KV, placed one after another in `order`; and closer to that than to the view in the other order
+  // (so the test tells the orders apart).
+  void expect_similarity_views(NeighborOrder order) {
+    const Manifest m = load_manifest(store);
+    const KvModeReader stored(store, m, "similarity", m.model_fingerprint);
+    const ChunkTable chunks = ChunkTable::read(store + "/" + kChunksFile);
+    const NeighborTable nb = NeighborTable::read(store + "/" + kNeighborsFile);
+    const int32_t s_len = (int32_t)system_tokens->size();
+    ForwardRequest s_req;
+    s_req.tokens = *system_tokens;
+    s_req.positions = iota_positions(s_len, 0);
+    s_req.return_kv = true;
+    const KvSegment s_kv = decoder->forward(s_req).kv;
+    const auto reference = [&](size_t i, bool best_last) {
+      std::vector<KvSegment> placed;
+      int32_t at = s_len;
+      for (int n = 0; n < 2; ++n) {
+        const int j = best_last ? 1 - n : n;
+        const ChunkRecord& other = chunks.chunks()[(size_t)nb.rows[i * nb.top_n + j]];
+        ForwardRequest r;
+        r.tokens = other.tokens;
+        r.positions = iota_positions((int64_t)other.tokens.size(), s_len);
+        r.view = {&s_kv};
+        r.return_kv = true;
+        KvSegment kv = decoder->forward(r).kv;
+        kv.positions = iota_positions(kv.rows(), at);
+        at += (int32_t)kv.rows();
+        placed.push_back(std::move(kv));
+      }
+      std::vector<const KvSegment*> view{&s_kv};
+      for (const KvSegment& p : placed) view.push_back(&p);
+      return direct(chunks.chunks()[i].tokens, at, view);
+    };
+    const bool best_last = order == NeighborOrder::BestLast;
+    double right = 0, wrong = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const HostKv kv = stored.read(chunks.chunks()[i].id);
+      // The stage reads neighbours back from f16 storage, the reference keeps them in f32: a little more slack.
+      expect_f16_close(kv, reference(i, best_last), 1e-2, chunks.chunks()[i].title);
+      right += nmse(kv, reference(i, best_last));
+      wrong += nmse(kv, reference(i, !best_last));
+    }
+    std::printf("  NMSE against the view in this order %.2e, in the other %.2e\n", right, wrong);
+    EXPECT_LT(right * 10, wrong) << "the stored KV is not clearly nearer the view in its own order";
+  }
+  static double nmse(const HostKv& a, const HostKv& ref) {
+    double err = 0, total = 0;
+    for (size_t i = 0; i < ref.k.size(); ++i) {
+      err += (a.k[i] - ref.k[i]) * (a.k[i] - ref.k[i]) + (a.v[i] - ref.v[i]) * (a.v[i] - ref.v[i]);
+      total += ref.k[i] * ref.k[i] + ref.v[i] * ref.v[i];
+    }
+    return err / total;
   }
 
   static Backend* backend;
@@ -141,39 +199,24 @@ TEST_F(KvprepPrefill, SimilarityKvIsTheChunkAfterItsNeighboursIndependentKv) {
   retrieval(3);
   prefill("independent");
   EXPECT_EQ(prefill("similarity", 2).computed, 8u);
+  expect_similarity_views(NeighborOrder::BestFirst);
+  EXPECT_FALSE(load_manifest(store).settings["prefill_similarity"].contains("neighbor_order"))
+      << "the default is not recorded, so stores made before the setting keep matching";
+}
 
-  const Manifest m = load_manifest(store);
-  const KvModeReader stored(store, m, "similarity", m.model_fingerprint);
-  const ChunkTable chunks = ChunkTable::read(store + "/" + kChunksFile);
-  const NeighborTable nb = NeighborTable::read(store + "/" + kNeighborsFile);
-  const int32_t s_len = (int32_t)system_tokens->size();
-  ForwardRequest s_req;
-  s_req.tokens = *system_tokens;
-  s_req.positions = iota_positions(s_len, 0);
-  s_req.return_kv = true;
-  const KvSegment s_kv = decoder->forward(s_req).kv;
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    // The reference view, made here: S, then each of the two nearest neighbours' own [S, neighbour] KV, placed
-    // one after another.
-    std::vector<KvSegment> placed;
-    int32_t at = s_len;
-    for (int j = 0; j < 2; ++j) {
-      const ChunkRecord& other = chunks.chunks()[(size_t)nb.rows[i * nb.top_n + j]];
-      ForwardRequest r;
-      r.tokens = other.tokens;
-      r.positions = iota_positions((int64_t)other.tokens.size(), s_len);
-      r.view = {&s_kv};
-      r.return_kv = true;
-      KvSegment kv = decoder->forward(r).kv;
-      kv.positions = iota_positions(kv.rows(), at);
-      at += (int32_t)kv.rows();
-      placed.push_back(std::move(kv));
-    }
-    std::vector<const KvSegment*> view{&s_kv};
-    for (const KvSegment& p : placed) view.push_back(&p);
-    // The stage reads neighbours back from f16 storage, the reference keeps them in f32: a little more slack.
-    expect_f16_close(stored.read(chunks.chunks()[i].id), direct(chunks.chunks()[i].tokens, at, view), 1e-2,
-                     chunks.chunks()[i].title);
+TEST_F(KvprepPrefill, SimilarityKvBestLastHasTheNearestNeighbourNextToTheChunk) {
+  build(8);
+  retrieval(3);
+  prefill("independent");
+  EXPECT_EQ(prefill("similarity", 2, NeighborOrder::BestLast).computed, 8u);
+  expect_similarity_views(NeighborOrder::BestLast);
+  EXPECT_EQ(load_manifest(store).settings["prefill_similarity"]["neighbor_order"], "best-last");
+  // The stored KV depends on the order: another order is refused, naming the setting.
+  try {
+    prefill("similarity", 2);
+    ADD_FAILURE() << "a rerun in the other order was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("neighbor_order"), std::string::npos) << e.what();
   }
 }
 

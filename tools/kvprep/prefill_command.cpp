@@ -16,7 +16,7 @@ namespace kvf::cli {
 void add_prefill_command(CLI::App& app) {
   struct Args {
     std::string store, model = "smollm2", mode = "independent", system, dtype = "f16", compute = "fast",
-                backend = "cpu";
+                backend = "cpu", neighbor_order = "best-first";
     int top_n = 10, threads = 0, batch_tokens = 1024, deflate = 0;
     bool refresh = false, wait_lock = false, anchor_scores = false;
     double shard_mb = 256, neighbor_cache_mb = 1024;
@@ -41,6 +41,11 @@ void add_prefill_command(CLI::App& app) {
   cmd->add_option("--top-n", a->top_n, "similarity: neighbours in each chunk's context")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  cmd->add_option("--neighbor-order", a->neighbor_order,
+                  "similarity: best-first puts the most similar neighbour first (FusionRAG), best-last next to the "
+                  "chunk (a store keeps one)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"best-first", "best-last"}));
   cmd->add_flag("--refresh-neighbors", a->refresh,
                 "similarity: also recompute chunks whose neighbour list changed since their KV was stored");
   cmd->add_option("--system", a->system,
@@ -74,6 +79,7 @@ void add_prefill_command(CLI::App& app) {
     o.model_path = resolve_model(a->model);
     o.mode = a->mode;
     o.top_n = a->top_n;
+    o.neighbor_order = neighbor_order_from_name(a->neighbor_order);
     o.system_message = a->system;
     o.dtype = a->dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
     o.compute = compute_mode_from_name(a->compute);
