@@ -42,8 +42,6 @@ class PrecomputeView {
   // The segments after S for the chunk at `row` of the table (none in independent mode), placed at their
   // positions in the chunk's view, so that `chunk_tokens` tokens still fit after them.
   std::vector<KvSegment> neighbours(size_t row, int64_t chunk_tokens) const;
-  // Rows of the chunk table whose KV the view holds, in view order: the most similar neighbours that fit.
-  std::vector<int64_t> fitting_neighbours(size_t row, int64_t chunk_tokens) const;
   // Requests that compute the chunks at `rows` of the table after their views (tokens at their positions
   // there); `placed` receives the segments the views point at and must outlive the requests.
   std::vector<ForwardRequest> chunk_requests(const std::vector<size_t>& rows,
@@ -53,6 +51,9 @@ class PrecomputeView {
   uint64_t context_hash(size_t row) const;
 
  private:
+  // Rows of the chunk table whose KV the view holds, in view order: the most similar neighbours that fit.
+  std::vector<int64_t> fitting_neighbours(size_t row, int64_t chunk_tokens) const;
+
   const ChunkTable& chunks_;
   bool similarity_;
   int top_n_ = 0;

@@ -135,10 +135,10 @@ class KvprepPrefill : public ::testing::Test {
     const bool best_last = order == NeighborOrder::BestLast;
     double right = 0, wrong = 0;
     for (size_t i = 0; i < chunks.size(); ++i) {
-      const HostKv kv = stored.read(chunks.chunks()[i].id);
+      const HostKv kv = stored.read(chunks.chunks()[i].id), ref = reference(i, best_last);
       // The stage reads neighbours back from f16 storage, the reference keeps them in f32: a little more slack.
-      expect_f16_close(kv, reference(i, best_last), 1e-2, chunks.chunks()[i].title);
-      right += nmse(kv, reference(i, best_last));
+      expect_f16_close(kv, ref, 1e-2, chunks.chunks()[i].title);
+      right += nmse(kv, ref);
       wrong += nmse(kv, reference(i, !best_last));
     }
     std::printf("  NMSE against the view in this order %.2e, in the other %.2e\n", right, wrong);
