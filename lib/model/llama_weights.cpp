@@ -90,7 +90,7 @@ const char* compute_mode_name(ComputeMode mode) { return mode == ComputeMode::Fa
 ComputeMode compute_mode_from_name(const std::string& name) {
   if (name == "fast") return ComputeMode::Fast;
   if (name == "f32") return ComputeMode::F32;
-  fail("compute mode must be fast or f32, got '", name, "'");
+  fail("compute mode '", name, "': expected fast or f32");
 }
 
 LlamaWeights load_llama_weights(const gguf::File& f, const LlamaConfig& c, Backend& backend, ComputeMode mode) {

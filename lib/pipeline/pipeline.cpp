@@ -4,6 +4,7 @@
 #include <tbb/info.h>
 #include <yaml-cpp/yaml.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -12,8 +13,10 @@
 #include "compress/compress_stage.h"
 #include "core/error.h"
 #include "io/model_paths.h"
+#include "model/llama_weights.h"
 #include "pipeline/kv_mode_plan.h"
 #include "prep/chunk_stage.h"
+#include "prep/precompute_view.h"
 #include "prep/prefill_stage.h"
 #include "prep/retrieval_stages.h"
 #include "store/store_lock.h"
@@ -112,6 +115,15 @@ class Config {
         if (v == a) return;
       fail(file_, ": '", section, ".", key, "' is '", v, "': expected ", list);
     };
+    // Settings an enum's own parser reads: it names the values it takes, so they are listed in one place.
+    const auto parsed_by = [&](const std::string& section, const std::string& key, const std::string& dflt,
+                               const std::function<void(const std::string&)>& parse) {
+      try {
+        parse(get<std::string>(section, key, dflt));
+      } catch (const Error& e) {
+        fail(file_, ": '", section, ".", key, "': ", e.what());
+      }
+    };
     const auto in_range = [&](const std::string& section, const std::string& key, int64_t dflt, int64_t lo,
                               int64_t hi, const char* meaning) {
       const int64_t v = get<int64_t>(section, key, dflt);
@@ -119,9 +131,9 @@ class Config {
                 ": expected ", meaning);
     };
     one_of("prefill", "dtype", "f16", {"f16", "bf16"}, "f16 or bf16");
-    one_of("prefill", "compute", "fast", {"fast", "f32"}, "fast or f32");
+    parsed_by("prefill", "compute", "fast", [](const std::string& v) { compute_mode_from_name(v); });
     one_of("prefill", "backend", "cpu", {"cpu", "cuda"}, "cpu or cuda");
-    one_of("prefill", "neighbor_order", "best-first", {"best-first", "best-last"}, "best-first or best-last");
+    parsed_by("prefill", "neighbor_order", "best-first", [](const std::string& v) { neighbor_order_from_name(v); });
     one_of("index", "kind", "flat", {"flat", "ivf", "ivfpq", "hnsw"}, "flat, ivf, ivfpq or hnsw");
     in_range("", "threads", 0, 0, 1 << 16, "0 (every core) or a positive thread count");
     in_range("chunk", "chunk_tokens", 256, 1, 1 << 20, "1 to 1048576 tokens");

@@ -29,8 +29,8 @@ TEST(PipelineConfig, BadValuesAreNamedBeforeAnyStage) {
     const char* message;
   } cases[] = {
       {"prefill: {dtype: f32}\n", "'prefill.dtype' is 'f32': expected f16 or bf16"},
-      {"prefill: {compute: gpu}\n", "'prefill.compute' is 'gpu': expected fast or f32"},
-      {"prefill: {neighbor_order: nearest}\n", "'prefill.neighbor_order' is 'nearest': expected best-first or best-last"},
+      {"prefill: {compute: gpu}\n", "'prefill.compute': compute mode 'gpu': expected fast or f32"},
+      {"prefill: {neighbor_order: nearest}\n", "'prefill.neighbor_order': neighbour order 'nearest': expected best-first or best-last"},
       {"prefill: {backend: tpu}\n", "'prefill.backend' is 'tpu': expected cpu or cuda"},
       {"prefill: {modes: independent}\n", "'prefill.modes' is independent: expected a list"},
       {"prefill: {modes: [bogus]}\n", "prefill.modes: 'bogus' is not a prefill mode"},
