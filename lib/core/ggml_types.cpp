@@ -89,113 +89,47 @@ void dequant_bf16(const uint8_t* x, float* y, int64_t n) {
   }
 }
 
-// Q4_0 {f16 d; u8 qs[16]}: low nibbles are elements 0..15, high nibbles 16..31; value (q - 8) * d.
-void dequant_q4_0(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 18, y += QK) {
-    const float d = load_f16(x);
-    const uint8_t* qs = x + 2;
-    for (int j = 0; j < QK / 2; ++j) {
-      y[j] = (float)((qs[j] & 0xF) - 8) * d;
-      y[j + QK / 2] = (float)((qs[j] >> 4) - 8) * d;
-    }
-  }
-}
-
-// Q4_1 {f16 d; f16 m; u8 qs[16]}: value q * d + m.
-void dequant_q4_1(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 20, y += QK) {
-    const float d = load_f16(x);
-    const float m = load_f16(x + 2);
-    const uint8_t* qs = x + 4;
-    for (int j = 0; j < QK / 2; ++j) {
-      y[j] = (float)(qs[j] & 0xF) * d + m;
-      y[j + QK / 2] = (float)(qs[j] >> 4) * d + m;
-    }
-  }
-}
-
-// The 5-bit types keep the fifth bit of element j in bit j of a 32-bit little-endian word qh.
-inline int q5_low(uint8_t q, uint32_t qh, int j) { return (q & 0xF) | (int)(((qh >> j) & 1u) << 4); }
-inline int q5_high(uint8_t q, uint32_t qh, int j) { return (q >> 4) | (int)(((qh >> (j + 16)) & 1u) << 4); }
-
-// Q5_0 {f16 d; u8 qh[4]; u8 qs[16]}: value (q - 16) * d.
-void dequant_q5_0(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 22, y += QK) {
-    const float d = load_f16(x);
-    const uint32_t qh = load_u32(x + 2);
-    const uint8_t* qs = x + 6;
-    for (int j = 0; j < QK / 2; ++j) {
-      y[j] = (float)(q5_low(qs[j], qh, j) - 16) * d;
-      y[j + QK / 2] = (float)(q5_high(qs[j], qh, j) - 16) * d;
-    }
-  }
-}
-
-// Q5_1 {f16 d; f16 m; u8 qh[4]; u8 qs[16]}: value q * d + m.
-void dequant_q5_1(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 24, y += QK) {
-    const float d = load_f16(x);
-    const float m = load_f16(x + 2);
-    const uint32_t qh = load_u32(x + 4);
-    const uint8_t* qs = x + 8;
-    for (int j = 0; j < QK / 2; ++j) {
-      y[j] = (float)q5_low(qs[j], qh, j) * d + m;
-      y[j + QK / 2] = (float)q5_high(qs[j], qh, j) * d + m;
-    }
-  }
-}
-
-// Q8_0 {f16 d; i8 qs[32]}: value q * d.
-void dequant_q8_0(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 34, y += QK) {
-    const float d = load_f16(x);
-    const int8_t* qs = reinterpret_cast<const int8_t*>(x + 2);
-    for (int j = 0; j < QK; ++j) y[j] = (float)qs[j] * d;
-  }
-}
-
-// Q4_K {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}: 8 sub-blocks of 32; each 32-byte run of qs holds two
-// sub-blocks (low nibbles, then high nibbles); value q * (d * sc) - dmin * mn.
-void dequant_q4_k(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 144) {
-    const float d = load_f16(x);
-    const float dmin = load_f16(x + 2);
-    const uint8_t* scales = x + 4;
-    const uint8_t* q = x + 16;
-    for (int sub = 0; sub < 8; sub += 2, q += 32) {
-      uint8_t sc, mn;
-      q4k_scale_min(sub, scales, sc, mn);
-      const float d1 = d * sc, m1 = dmin * mn;
-      q4k_scale_min(sub + 1, scales, sc, mn);
-      const float d2 = d * sc, m2 = dmin * mn;
-      for (int l = 0; l < 32; ++l) y[l] = d1 * (float)(q[l] & 0xF) - m1;
-      for (int l = 0; l < 32; ++l) y[l + 32] = d2 * (float)(q[l] >> 4) - m2;
-      y += 64;
-    }
-  }
-}
-
-// Q6_K {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}: two halves of 128 elements; in each, element l + 32k
-// (k = 0..3) takes 4 low bits from ql (nibble k/2 of byte l + 32(k%2)) and 2 high bits from bits 2k of qh[l];
-// value (q - 32) * (d * scales[element / 16]).
-void dequant_q6_k(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 210) {
-    const uint8_t* ql = x;
-    const uint8_t* qh = x + 128;
-    const int8_t* sc = reinterpret_cast<const int8_t*>(x + 192);
-    const float d = load_f16(x + 208);
-    for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, y += 128) {
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        y[l] = d * sc[is] * (float)q1;
-        y[l + 32] = d * sc[is + 2] * (float)q2;
-        y[l + 64] = d * sc[is + 4] * (float)q3;
-        y[l + 96] = d * sc[is + 6] * (float)q4;
+// The formats' scales and mins combine with block_quants' integers as ggml's reference dequantizers do,
+// operation for operation; x points at nb consecutive blocks.
+void dequant_blocks(GgmlType t, const uint8_t* x, float* y, int64_t nb) {
+  const TypeInfo& info = *find(t);
+  int q[QK_K];
+  for (int64_t b = 0; b < nb; ++b, x += info.block_bytes, y += info.block_elems) {
+    block_quants(t, x, q);
+    switch (t) {
+      case GgmlType::Q4_0:  // value q * d
+      case GgmlType::Q5_0:
+      case GgmlType::Q8_0: {
+        const float d = load_f16(x);
+        for (int j = 0; j < QK; ++j) y[j] = (float)q[j] * d;
+        break;
       }
+      case GgmlType::Q4_1:  // value q * d + m
+      case GgmlType::Q5_1: {
+        const float d = load_f16(x), m = load_f16(x + 2);
+        for (int j = 0; j < QK; ++j) y[j] = (float)q[j] * d + m;
+        break;
+      }
+      case GgmlType::Q4_K: {  // value q * (d * sc) - dmin * mn, per sub-block of 32
+        const float d = load_f16(x), dmin = load_f16(x + 2);
+        for (int sub = 0; sub < 8; ++sub) {
+          uint8_t sc, mn;
+          q4k_scale_min(sub, x + 4, sc, mn);
+          const float d1 = d * sc, m1 = dmin * mn;
+          for (int l = 0; l < 32; ++l) y[32 * sub + l] = d1 * (float)q[32 * sub + l] - m1;
+        }
+        break;
+      }
+      case GgmlType::Q6_K: {  // value q * (d * scales[element / 16])
+        const int8_t* sc = reinterpret_cast<const int8_t*>(x + 192);
+        const float d = load_f16(x + 208);
+        for (int g = 0; g < QK_K / 16; ++g) {
+          const float dg = d * sc[g];
+          for (int l = 0; l < 16; ++l) y[16 * g + l] = dg * (float)q[16 * g + l];
+        }
+        break;
+      }
+      default: fail("dequantize_row: no block layout for ", info.name);
     }
   }
 }
@@ -263,13 +197,50 @@ const TypeInfo& checked_blocks(GgmlType t, int64_t n, const char* op) {
 
 }  // namespace
 
-void q4k_scale_min(int j, const uint8_t* s, uint8_t& sc, uint8_t& mn) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    mn = s[j + 4] & 63;
-  } else {
-    sc = (uint8_t)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
-    mn = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+// Loops written the way the compiler vectorizes them (no division per element).
+void block_quants(GgmlType t, const uint8_t* b, int* q) {
+  // The *_0 / *_1 types keep element j < 16 in the low nibble of qs[j] and j >= 16 in its high nibble; the 5-bit
+  // ones the fifth bit of element j in bit j of the little-endian word qh.
+  const auto nibbles = [q](const uint8_t* qs, uint32_t qh, int offset) {
+    for (int j = 0; j < QK / 2; ++j) {
+      q[j] = ((qs[j] & 0xF) | (int)(((qh >> j) & 1u) << 4)) - offset;
+      q[j + QK / 2] = ((qs[j] >> 4) | (int)(((qh >> (j + QK / 2)) & 1u) << 4)) - offset;
+    }
+  };
+  switch (t) {
+    case GgmlType::Q4_0: return nibbles(b + 2, 0, 8);                 // {f16 d; u8 qs[16]}
+    case GgmlType::Q4_1: return nibbles(b + 4, 0, 0);                 // {f16 d; f16 m; u8 qs[16]}
+    case GgmlType::Q5_0: return nibbles(b + 6, load_u32(b + 2), 16);  // {f16 d; u8 qh[4]; u8 qs[16]}
+    case GgmlType::Q5_1: return nibbles(b + 8, load_u32(b + 4), 0);   // {f16 d; f16 m; u8 qh[4]; u8 qs[16]}
+    case GgmlType::Q8_0:  // {f16 d; i8 qs[32]}
+      for (int j = 0; j < QK; ++j) q[j] = (int8_t)b[2 + j];
+      return;
+    case GgmlType::Q4_K:  // {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}: each 32-byte run of qs holds two
+                          // sub-blocks of 32, the low nibbles then the high ones
+      for (int run = 0; run < 4; ++run) {
+        const uint8_t* qs = b + 16 + 32 * run;
+        for (int l = 0; l < 32; ++l) {
+          q[64 * run + l] = qs[l] & 0xF;
+          q[64 * run + 32 + l] = qs[l] >> 4;
+        }
+      }
+      return;
+    case GgmlType::Q6_K:  // {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}: two halves of 128; in each, element
+                          // l + 32k (k = 0..3) takes 4 low bits from nibble k/2 of ql[l + 32(k%2)] and 2 high
+                          // bits from bits 2k of qh[l]
+      for (int half = 0; half < 2; ++half) {
+        const uint8_t* ql = b + 64 * half;
+        const uint8_t* qh = b + 128 + 32 * half;
+        int* y = q + 128 * half;
+        for (int l = 0; l < 32; ++l) {
+          y[l] = ((ql[l] & 0xF) | ((qh[l] & 3) << 4)) - 32;
+          y[l + 32] = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+          y[l + 64] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+          y[l + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        }
+      }
+      return;
+    default: fail("block_quants: ", ggml_type_name(t), " is not a block-quantized type this build reads");
   }
 }
 
@@ -313,13 +284,13 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
     case GgmlType::F32: return dequant_f32(x, dst, n);
     case GgmlType::F16: return dequant_f16(x, dst, n);
     case GgmlType::BF16: return dequant_bf16(x, dst, n);
-    case GgmlType::Q4_0: return dequant_q4_0(x, dst, nb);
-    case GgmlType::Q4_1: return dequant_q4_1(x, dst, nb);
-    case GgmlType::Q5_0: return dequant_q5_0(x, dst, nb);
-    case GgmlType::Q5_1: return dequant_q5_1(x, dst, nb);
-    case GgmlType::Q8_0: return dequant_q8_0(x, dst, nb);
-    case GgmlType::Q4_K: return dequant_q4_k(x, dst, nb);
-    case GgmlType::Q6_K: return dequant_q6_k(x, dst, nb);
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K: return dequant_blocks(t, x, dst, nb);
     default: fail("dequantize_row: converting ", info.name, " to f32 is not supported");
   }
 }

@@ -29,7 +29,21 @@ GgmlType ggml_type_of(DType t);
 // Q4_K packs 8 six-bit scales and 8 six-bit mins into 12 bytes: sub-blocks 0..3 use the low 6 bits of bytes
 // 0..3 (scales) and 4..7 (mins); sub-blocks 4..7 take their low 4 bits from bytes 8..11 and their top 2 bits
 // from the spare top bits of bytes 0..7. The scale and min of sub-block j from the 12 bytes at s.
-void q4k_scale_min(int j, const uint8_t* s, uint8_t& sc, uint8_t& mn);
+// Inline: the integer kernels call it per sub-block.
+inline void q4k_scale_min(int j, const uint8_t* s, uint8_t& sc, uint8_t& mn) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    mn = s[j + 4] & 63;
+  } else {
+    sc = (uint8_t)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+    mn = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
+// The small integers q of one block of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K or Q6_K in element order, the value of
+// each being q times the block's (or sub-block's) scale, plus its min where the format has one; the offsets of
+// the formats without a min (Q4_0 8, Q5_0 16, Q6_K 32) already subtracted. q holds ggml_block_elems(t) entries.
+void block_quants(GgmlType t, const uint8_t* block, int* q);
 
 // Reference quantizers (round-to-nearest as ggml's reference code), for writing test models.
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);

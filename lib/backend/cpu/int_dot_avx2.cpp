@@ -11,6 +11,7 @@
 #include "backend/cpu/int_dot.h"
 #include "backend/cpu/simd_reductions.h"
 #include "backend/cpu/widen_avx2.h"
+#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
 
 namespace kvf::cpu {
 namespace {

@@ -11,6 +11,7 @@
 #include "backend/cpu/int_dot.h"
 #include "backend/cpu/simd_reductions.h"
 #include "backend/cpu/widen_avx512.h"
+#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
 
 // GCC 12 reports the placeholder inside _mm512_inserti64x4 as maybe-uninitialized (GCC PR 105593).
 #pragma GCC diagnostic push

@@ -28,6 +28,7 @@
 #include "backend/cpu/transpose_avx512.h"
 #include "backend/cpu/widen_avx512.h"
 #include "core/error.h"
+#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
 
 // GCC 12 reports the placeholders inside _mm512_inserti64x4 and the shuffles as maybe-uninitialized (GCC PR 105593).
 #pragma GCC diagnostic push

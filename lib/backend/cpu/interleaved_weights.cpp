@@ -67,44 +67,22 @@ uint32_t u32_at(const uint8_t* p) {
 }
 float f16_at(const uint8_t* p) { return f16_to_f32(u16_at(p)); }
 
-// The *_0 / *_1 formats keep value v < 16 in the low nibble of qs[v] and v >= 16 in the high nibble of qs[v - 16].
-int nibble(const uint8_t* qs, int v) { return v < 16 ? qs[v] & 0xF : qs[v - 16] >> 4; }
-
+// The values from core's block reader; the header fields as the layout orders them (core/ggml_types.cpp has the
+// block layouts).
 void decode_block(DType t, const uint8_t* b, RowBlock& out) {
+  block_quants(ggml_type_of(t), b, out.q);
   switch (t) {
-    case DType::Q4_1:  // {f16 d; f16 m; u8 qs[16]}
-      std::memcpy(out.header, b, 4);
-      for (int v = 0; v < 32; ++v) out.q[v] = nibble(b + 4, v);
-      return;
-    case DType::Q5_0: {  // {f16 d; u32 qh; u8 qs[16]}: bit v of qh is value v's fifth bit
-      std::memcpy(out.header, b, 2);
-      const uint32_t qh = u32_at(b + 2);
-      for (int v = 0; v < 32; ++v) out.q[v] = (nibble(b + 6, v) | (int)(((qh >> v) & 1u) << 4)) - 16;
-      return;
-    }
-    case DType::Q8_0:  // {f16 d; i8 qs[32]}
-      std::memcpy(out.header, b, 2);
-      for (int v = 0; v < 32; ++v) out.q[v] = (int8_t)b[2 + v];
-      return;
-    case DType::Q4_K:  // {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}: core/ggml_types.cpp
+    case DType::Q4_1: std::memcpy(out.header, b, 4); return;  // d, m
+    case DType::Q5_0:
+    case DType::Q8_0: std::memcpy(out.header, b, 2); return;  // d
+    case DType::Q4_K:                                           // d, dmin, then the eight scales and eight mins
       std::memcpy(out.header, b, 4);
       for (int j = 0; j < 8; ++j) q4k_scale_min(j, b + 4, out.header[4 + j], out.header[12 + j]);
-      for (int v = 0; v < 256; ++v) {
-        const uint8_t byte = b[16 + 32 * (v / 64) + v % 32];
-        out.q[v] = (v / 32) % 2 == 0 ? byte & 0xF : byte >> 4;
-      }
       return;
-    case DType::Q6_K: {  // {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}: core/ggml_types.cpp
+    case DType::Q6_K:  // d, then the sixteen scales
       std::memcpy(out.header, b + 208, 2);
       std::memcpy(out.header + 2, b + 192, 16);
-      for (int v = 0; v < 256; ++v) {
-        const int half = v / 128, k = v % 128 / 32, l = v % 32;
-        const uint8_t low = b[64 * half + l + 32 * (k % 2)];
-        const int high = (b[128 + 32 * half + l] >> (2 * k)) & 3;
-        out.q[v] = ((k < 2 ? low & 0xF : low >> 4) | (high << 4)) - 32;
-      }
       return;
-    }
     default: fail("interleaved weights: no layout for ", dtype_name(t));
   }
 }
