@@ -149,7 +149,16 @@ std::vector<float> per_chunk_shares(std::vector<float> scores, const RagLayout& 
   return scores;
 }
 
-// fusion: attention of Q's rows (computed over the stored KV) on each stored context row, summed over heads,
+// Per-head sums ([heads, keys]) pooled to the highest head's for each key.
+std::vector<float> highest_head(const std::vector<float>& per_head, int64_t heads) {
+  const size_t keys = per_head.size() / (size_t)heads;
+  std::vector<float> pooled(per_head.begin(), per_head.begin() + (std::ptrdiff_t)keys);
+  for (size_t h = 1; h < (size_t)heads; ++h)
+    for (size_t j = 0; j < keys; ++j) pooled[j] = std::max(pooled[j], per_head[h * keys + j]);
+  return pooled;
+}
+
+// fusion: attention of Q's rows (computed over the stored KV) on each stored context row, pooled over heads,
 // the scoring's rows (all of Q by default) and layers (the last by default).
 std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const std::vector<KvSegment>& placed) {
   ComputedSet probe = computed_set(in.layout, {}, true, true);
@@ -172,10 +181,12 @@ std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const
       break;
     case FusionScoring::Rows::Last: probe.request.probe_rows = {q.back()}; break;
   }
+  probe.request.probe_per_head = in.scoring.heads == FusionScoring::Heads::Max;
   const ForwardResult out = d.forward(probe.request);
-  std::vector<float> colsum = out.attn_colsum[0];  // S's rows, then each chunk's rows, then computed
+  std::vector<float> colsum = out.attn_colsum[0];  // S's rows, then each chunk's rows, then computed (per head)
   for (size_t p = 1; p < out.attn_colsum.size(); ++p)
     for (size_t j = 0; j < colsum.size(); ++j) colsum[j] += out.attn_colsum[p][j];
+  if (probe.request.probe_per_head) colsum = highest_head(colsum, d.config().n_heads);
   std::vector<float> scores((size_t)in.layout.n_context(), 0.0f);
   int64_t slot = in.system->rows();
   for (size_t ch = 0; ch < in.chunks.size(); ++ch)
@@ -200,6 +211,16 @@ FusionScoring::Rows fusion_rows_from_name(const std::string& name) {
   for (FusionScoring::Rows r : {FusionScoring::Rows::All, FusionScoring::Rows::Question, FusionScoring::Rows::Last})
     if (name == fusion_rows_name(r)) return r;
   fail("fusion rows must be all, question or last, got '", name, "'");
+}
+
+const char* fusion_heads_name(FusionScoring::Heads heads) {
+  return heads == FusionScoring::Heads::Max ? "max" : "sum";
+}
+
+FusionScoring::Heads fusion_heads_from_name(const std::string& name) {
+  for (FusionScoring::Heads h : {FusionScoring::Heads::Sum, FusionScoring::Heads::Max})
+    if (name == fusion_heads_name(h)) return h;
+  fail("fusion heads '", name, "': expected sum or max");
 }
 
 std::vector<const KvSegment*> FusedPrefill::base_view() const {

@@ -43,9 +43,15 @@ struct FusionScoring {
   // Each chunk's scores divided by their sum, so that every chunk carries the same total and the budget follows
   // where attention peaks within chunks rather than which chunks sit nearest the question.
   bool per_chunk = false;
+  // How the heads' attention is pooled into a token's score: summed (FusionRAG), or the highest head's, so that a
+  // token one head reads sharply counts as much as one many heads read a little (per-head sums: CPU backend only).
+  enum class Heads { Sum, Max };
+  Heads heads = Heads::Sum;
 };
 const char* fusion_rows_name(FusionScoring::Rows rows);
 FusionScoring::Rows fusion_rows_from_name(const std::string& name);  // throws kvf::Error naming the value
+const char* fusion_heads_name(FusionScoring::Heads heads);             // "sum" | "max"
+FusionScoring::Heads fusion_heads_from_name(const std::string& name);  // throws kvf::Error naming the value
 
 struct FusionInputs {
   const KvSegment* system = nullptr;     // S's KV at positions [0, layout.system_rows)

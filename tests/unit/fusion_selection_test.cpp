@@ -210,7 +210,7 @@ struct RagSetup {
     for (int l : scoring.layers.empty() ? std::vector<int>{-1} : scoring.layers)
       layers.push_back(l < 0 ? n_layers() + l : l);
     const int64_t n_q = (int64_t)layout.question_positions.size();
-    std::vector<double> scores((size_t)layout.n_context(), 0.0);
+    std::vector<std::vector<double>> per_head(trace.n_heads, std::vector<double>((size_t)layout.n_context(), 0.0));
     for (size_t row = 0; row < positions.size(); ++row) {
       if (positions[row] < layout.question_positions[0]) continue;  // a link token
       const int64_t qi = positions[row] - layout.question_positions[0];  // Q's rows are consecutive
@@ -219,8 +219,14 @@ struct RagSetup {
         continue;
       for (int layer : layers)
         for (int h = 0; h < trace.n_heads; ++h)
-          for (size_t i = 0; i < scores.size(); ++i) scores[i] += trace.prob(layer, h, (int64_t)row, slot[i]);
+          for (size_t i = 0; i < per_head[h].size(); ++i)
+            per_head[h][i] += trace.prob(layer, h, (int64_t)row, slot[i]);
     }
+    std::vector<double> scores = per_head[0];  // pooled over heads: summed, or the highest head's
+    for (int h = 1; h < trace.n_heads; ++h)
+      for (size_t i = 0; i < scores.size(); ++i)
+        scores[i] = scoring.heads == FusionScoring::Heads::Max ? std::max(scores[i], per_head[h][i])
+                                                               : scores[i] + per_head[h][i];
     if (scoring.per_chunk)  // each chunk's scores as shares of its total
       for (const RagLayout::Chunk& c : layout.chunks) {
         double total = 0;
@@ -323,6 +329,19 @@ TEST_P(FusionSelection, FusionScoringPicksByTheRowsAndLayersItNames) {
     rag.inputs.scoring.per_chunk = per_chunk;  // as its share of its chunk's total
     expect_selection(rag, FusionMethod::Fusion, rag.fusion_scores(rag.inputs.scoring));
   }
+  for (const auto& [rows, layers] : std::vector<std::pair<FusionScoring::Rows, std::vector<int>>>{
+           {FusionScoring::Rows::All, {}}, {FusionScoring::Rows::Last, {0, -1}}}) {
+    SCOPED_TRACE(std::string("highest head, ") + fusion_rows_name(rows) + " rows");
+    rag.inputs.scoring = {rows, layers};
+    rag.inputs.scoring.heads = FusionScoring::Heads::Max;  // a token scored by the head that reads it most
+    const std::vector<double> highest = rag.fusion_scores(rag.inputs.scoring, 2);
+    expect_selection(rag, FusionMethod::Fusion, highest);
+    rag.inputs.scoring.heads = FusionScoring::Heads::Sum;
+    EXPECT_NE(highest, rag.fusion_scores(rag.inputs.scoring, 2));  // the pooling changes the scores
+  }
+  EXPECT_EQ(fusion_heads_from_name("max"), FusionScoring::Heads::Max);
+  EXPECT_THAT(test::error_of([] { fusion_heads_from_name("mean"); }),
+              ::testing::HasSubstr("fusion heads 'mean': expected sum or max"));
   EXPECT_EQ(fusion_rows_from_name("question"), FusionScoring::Rows::Question);
   EXPECT_THAT(test::error_of([] { fusion_rows_from_name("middle"); }),
               ::testing::HasSubstr("fusion rows must be all, question or last, got 'middle'"));

@@ -82,6 +82,12 @@ void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
                  "so the rest of a strongly attended word or number is recomputed with it (0: its own score)")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
+  cmd.add_option_function<std::string>(
+         "--fusion-heads", [&s](const std::string& name) { s.heads = fusion_heads_from_name(name); },
+         "fusion: how the heads' attention makes a token's score: sum (FusionRAG) | max (the highest head's, so a "
+         "token one head reads sharply counts as much as one many heads read a little; CPU backend)")
+      ->check(CLI::IsMember({"sum", "max"}))
+      ->default_str("sum");
   cmd.add_flag("--fusion-per-chunk", s.per_chunk,
                "fusion: score each token by its share of its chunk's total, so every chunk carries the same weight "
                "and the recomputed tokens spread over the chunks instead of gathering near the question");
