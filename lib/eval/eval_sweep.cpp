@@ -42,11 +42,13 @@ json sweep_json(const EvalOptions& o) {
   // Recorded only when not the default, so that sweeps made before the option existed continue.
   const FusionScoring& f = o.fusion_scoring;
   const bool max_heads = f.heads == FusionScoring::Heads::Max;
-  if (f.rows != FusionScoring::Rows::All || !f.layers.empty() || f.spread != 0 || f.per_chunk || max_heads) {
+  if (f.rows != FusionScoring::Rows::All || !f.layers.empty() || f.spread != 0 || f.per_chunk || max_heads ||
+      f.rounds != 1) {
     sweep["fusion_scoring"] = {{"rows", fusion_rows_name(f.rows)}, {"layers", f.layers}};
     if (f.spread != 0) sweep["fusion_scoring"]["spread"] = f.spread;
     if (f.per_chunk) sweep["fusion_scoring"]["per_chunk"] = true;
     if (max_heads) sweep["fusion_scoring"]["heads"] = fusion_heads_name(f.heads);
+    if (f.rounds != 1) sweep["fusion_scoring"]["rounds"] = f.rounds;
   }
   return sweep;
 }

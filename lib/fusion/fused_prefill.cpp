@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 
 #include "core/error.h"
@@ -158,10 +159,12 @@ std::vector<float> highest_head(const std::vector<float>& per_head, int64_t head
   return pooled;
 }
 
-// fusion: attention of Q's rows (computed over the stored KV) on each stored context row, pooled over heads,
-// the scoring's rows (all of Q by default) and layers (the last by default).
-std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const std::vector<KvSegment>& placed) {
-  ComputedSet probe = computed_set(in.layout, {}, true, true);
+// fusion: attention of Q's rows (computed over the stored KV, and over the `recomputed` context tokens computed
+// with them) on each stored context row, pooled over heads, the scoring's rows (all of Q by default) and layers
+// (the last by default). The recomputed tokens' own stored rows are superseded and score 0.
+std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const std::vector<KvSegment>& placed,
+                                 const std::vector<int64_t>& recomputed = {}) {
+  ComputedSet probe = computed_set(in.layout, recomputed, true, true);
   probe.request.view = {in.system};
   for (const KvSegment& seg : placed) probe.request.view.push_back(&seg);
   const int n_layers = d.config().n_layers;
@@ -258,8 +261,8 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
       SelectionMemo local;
       SelectionMemo& m = memo ? *memo : local;
       auto known = m.by_method.find(method);
-      res.scores_shared = known != m.by_method.end();
-      if (!res.scores_shared) {
+      const bool shared = known != m.by_method.end();
+      if (!shared) {
         std::vector<float> scores = method == FusionMethod::CacheBlend ? cacheblend_scores(d, in)
                                     : method == FusionMethod::A3       ? a3_scores(d, in)
                                                                        : fusion_scores(d, in, res.placed);
@@ -267,8 +270,22 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
       }
       std::vector<float> scores = known->second.scores;
       std::fill_n(scores.begin(), in.exact_context, -INFINITY);  // ranked below every other token's
-      res.selected = top_scored(scores, std::min(count, l.n_context() - in.exact_context));
+      const int64_t budget = std::min(count, l.n_context() - in.exact_context);
+      const bool two_rounds = method == FusionMethod::Fusion && in.scoring.rounds == 2 && budget >= 2;
+      res.selected = top_scored(scores, two_rounds ? budget / 2 : budget);
       scored_ms = known->second.ms;
+      if (shared) res.shared_select_ms = scored_ms;
+      if (two_rounds) {
+        const auto t_again = Clock::now();
+        std::vector<float> again = fusion_scores(d, in, res.placed, res.selected);
+        std::fill_n(again.begin(), in.exact_context, -INFINITY);
+        for (int64_t i : res.selected) again[(size_t)i] = -INFINITY;
+        const std::vector<int64_t> more = top_scored(again, budget - (int64_t)res.selected.size());
+        std::vector<int64_t> both;
+        std::merge(res.selected.begin(), res.selected.end(), more.begin(), more.end(), std::back_inserter(both));
+        res.selected = std::move(both);
+        scored_ms += ms_since(t_again);
+      }
     }
   }
   res.select_ms = scored_ms >= 0 ? scored_ms : ms_since(t_select);

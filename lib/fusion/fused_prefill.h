@@ -47,6 +47,10 @@ struct FusionScoring {
   // token one head reads sharply counts as much as one many heads read a little (per-head sums: CPU backend only).
   enum class Heads { Sum, Max };
   Heads heads = Heads::Sum;
+  // 2: half the budget is chosen by the scores over the stored KV, the other half by scores taken again with those
+  // tokens recomputed, so that what the first half brings in from other chunks can steer the rest (a multi-hop
+  // question's later hops). The second probe depends on the ratio, so its time counts at every ratio.
+  int rounds = 1;
 };
 const char* fusion_rows_name(FusionScoring::Rows rows);
 FusionScoring::Rows fusion_rows_from_name(const std::string& name);  // throws kvf::Error naming the value
@@ -71,7 +75,9 @@ struct FusedPrefill {
   KvSegment computed;                  // K, V of every token the answer pass computed, in position order
   std::vector<int64_t> selected;       // recomputed context tokens (indices into layout.context_tokens), ascending
   double select_ms = 0, prefill_ms = 0;  // prefill includes placing the chunks (rotating their keys)
-  bool scores_shared = false;  // the scores came from a SelectionMemo: select_ms was spent by an earlier call
+  // Of select_ms, the time an earlier call spent on the scores this one read from a SelectionMemo (0: none): a query
+  // alone would have spent it here.
+  double shared_select_ms = 0;
   // What decoding attends to before the query's own rows: S, then the placed chunks (none for full).
   std::vector<const KvSegment*> base_view() const;
 };

@@ -286,7 +286,7 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   a.ms.select = p.fused.select_ms;
   a.ms.prefill = p.fused.prefill_ms;
   // Scores shared with an earlier ratio were not computed again here; a query alone would have spent that time.
-  a.ms.ttft = q.retrieve_ms + ms_since(t0) + (p.fused.scores_shared ? p.fused.select_ms : 0);
+  a.ms.ttft = q.retrieve_ms + ms_since(t0) + p.fused.shared_select_ms;
   a.n_context_tokens = in.layout.n_context();
   a.n_recomputed = (int64_t)p.fused.selected.size();
   for (const RagLayout::Chunk& span : in.layout.chunks) {  // selected is ascending, chunks in context order

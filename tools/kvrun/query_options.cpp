@@ -88,6 +88,12 @@ void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
          "token one head reads sharply counts as much as one many heads read a little; CPU backend)")
       ->check(CLI::IsMember({"sum", "max"}))
       ->default_str("sum");
+  cmd.add_option("--fusion-rounds", s.rounds,
+                 "fusion: 2 chooses half the budget by the question's attention over the stored KV and the other half "
+                 "by its attention with that half recomputed, so what the first half brings in from other chunks "
+                 "steers the rest (multi-hop questions); its second probe costs time at every ratio")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 2));
   cmd.add_flag("--fusion-per-chunk", s.per_chunk,
                "fusion: score each token by its share of its chunk's total, so every chunk carries the same weight "
                "and the recomputed tokens spread over the chunks instead of gathering near the question");
