@@ -14,6 +14,7 @@
 #include "model/fingerprint.h"
 #include "model/gguf_tokenizer.h"
 #include "prep/precompute_view.h"
+#include "prep/prefill_stage.h"
 #include "prep/retrieval_stages.h"
 #include "prep/shard_sink.h"
 #include "store/chunk_kv.h"
@@ -29,8 +30,6 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr const char* kSharingSection = "layer_sharing";
-
-bool is_prefill_mode(const std::string& mode) { return mode == "independent" || mode == "similarity"; }
 
 void check_mode_name(const std::string& name) {
   bool ok = !name.empty() && name.size() <= 64;

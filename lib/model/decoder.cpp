@@ -242,7 +242,7 @@ class ForwardPass {
     if (probe != r.probe_layers.end()) attach_probe(p, r.probe_per_head, args);
     b_.attention(args);
     if (probe != r.probe_layers.end())
-      collect_probe(p, args, results_[s].attn_colsum[probe - r.probe_layers.begin()]);
+      collect_probe(p, r.probe_per_head, args, results_[s].attn_colsum[probe - r.probe_layers.begin()]);
   }
 
   // Keys: the kept view rows, then the computed tokens, staged in p.keys_k/keys_v; RoPE applied at each row's
@@ -334,11 +334,11 @@ class ForwardPass {
 
   // Column sums back to the caller's key order: view rows in segment order (superseded ones stay 0), then tokens;
   // per head, each head's run in turn.
-  void collect_probe(const SequencePlan& p, const AttentionArgs& args, std::vector<float>& out) {
+  void collect_probe(const SequencePlan& p, bool per_head, const AttentionArgs& args, std::vector<float>& out) {
     std::vector<float> colsum((size_t)args.probe_colsum.numel());
     b_.copy_to_host(args.probe_colsum, colsum.data(), colsum.size() * sizeof(float));
-    const size_t keys = p.key_slot.size(), heads = keys == 0 ? 0 : colsum.size() / keys;
-    const size_t slots = heads == 0 ? 0 : out.size() / heads;
+    const size_t keys = p.key_slot.size(), heads = per_head ? (size_t)c_.n_heads : 1;
+    const size_t slots = out.size() / heads;
     for (size_t h = 0; h < heads; ++h)
       for (size_t j = 0; j < keys; ++j) out[h * slots + p.key_slot[j]] = colsum[h * keys + j];
   }

@@ -3,14 +3,13 @@
 #include <set>
 
 #include "core/error.h"
+#include "prep/prefill_stage.h"
 
 namespace kvf {
 namespace {
 
 constexpr const char* kPrefillModes[] = {"independent", "similarity"};  // the order they run in
 constexpr const char* kPrefillModeList = "a prefill mode (independent, similarity)";
-
-bool is_prefill_mode(const std::string& mode) { return mode == "independent" || mode == "similarity"; }
 
 class Planner {
  public:

@@ -62,10 +62,12 @@ void probe_every_layer(ForwardRequest& r, int n_layers) {
 
 }  // namespace
 
+bool is_prefill_mode(const std::string& mode) { return mode == "independent" || mode == "similarity"; }
+
 PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   const auto t0 = Clock::now();
   const bool similarity = o.mode == "similarity";
-  KVF_CHECK(similarity || o.mode == "independent", "--mode must be independent or similarity, got '", o.mode, "'");
+  KVF_CHECK(is_prefill_mode(o.mode), "--mode must be independent or similarity, got '", o.mode, "'");
   KVF_CHECK(has_manifest(o.store_dir), o.store_dir, ": not a kvfuse store (no manifest.json); run `kvprep chunk`");
   Manifest m = load_manifest(o.store_dir);
   KVF_CHECK(m.find_stage("chunk"), o.store_dir, ": no chunks yet; run `kvprep chunk` first");

@@ -55,4 +55,7 @@ struct PrefillStageResult {
 
 PrefillStageResult run_prefill_stage(const PrefillStageOptions& options);
 
+// The KV modes prefill writes (independent, similarity), as opposed to the modes compress derives from them.
+bool is_prefill_mode(const std::string& mode);
+
 }  // namespace kvf

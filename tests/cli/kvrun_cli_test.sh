@@ -52,4 +52,13 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 assert [r["id"] for r in rows] == ["a", "b"], rows
 assert rows[1]["gold_answers"] == ["instrument"]
 PY
-echo "ok: kvrun ask (5 methods), --chunks, batch"
+# A name the library's parser refuses is a usage error (status 2) naming the option and the value.
+for bad in "--method blend" "--compute f16" "--fusion-rows first" "--fusion-heads mean"; do
+  set +e
+  "$kvrun" ask --store "$store" --question "q" $bad 2>"$work/bad.err"
+  status=$?
+  set -e
+  read -r option value <<<"$bad"
+  [ "$status" -eq 2 ] && grep -q -- "$option: .*'$value'" "$work/bad.err" || fail "$bad: status $status, $(cat "$work/bad.err")"
+done
+echo "ok: kvrun ask (5 methods), --chunks, batch, bad option names"

@@ -28,6 +28,22 @@ inline int run_app(CLI::App& app, int argc, char** argv, const std::string& wher
   return 0;
 }
 
+// A check that takes what `parse` takes and fails with its message, so an option's names are written once: in the
+// library's parser for them (compute_mode_from_name, parse_method, ...).
+template <class Parse>
+CLI::Validator accepted_by(Parse parse) {
+  return CLI::Validator(
+      [parse](std::string& value) -> std::string {
+        try {
+          parse(value);
+          return "";
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+      },
+      "");
+}
+
 // --threads 0 means every core.
 inline int thread_count(int requested) { return requested > 0 ? requested : tbb::info::default_concurrency(); }
 

@@ -11,6 +11,7 @@
 #include "store_lock_option.h"
 #include "compress/compress_stage.h"
 #include "io/model_paths.h"
+#include "prep/received_attention.h"
 
 namespace kvf::cli {
 namespace {
@@ -65,9 +66,9 @@ void add_compress_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"select", "append"}));
   cmd->add_option("--anchor-score", a->o.anchor_score,
-                  "select: rank by the attention a token received summed over the rows after it, or its mean per row")
+                  "select: rank by the attention a token received: sum (over the rows after it) | mean (per such row)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"sum", "mean"}));
+      ->check(accepted_by(anchor_score_from_name));
   cmd->add_flag("--recompute-scores", a->o.recompute_scores,
                 "select: re-run the view for the scores even where `prefill --anchor-scores` recorded them");
   cmd->add_option("--segment", a->o.segment, "anchor segment length, tokens")->capture_default_str()->check(CLI::Range(1, 100000));

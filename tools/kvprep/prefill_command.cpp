@@ -45,7 +45,7 @@ void add_prefill_command(CLI::App& app) {
                   "similarity: best-first puts the most similar neighbour first (FusionRAG), best-last next to the "
                   "chunk (a store keeps one)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"best-first", "best-last"}));
+      ->check(accepted_by(neighbor_order_from_name));
   cmd->add_flag("--refresh-neighbors", a->refresh,
                 "similarity: also recompute chunks whose neighbour list changed since their KV was stored");
   cmd->add_option("--system", a->system,
@@ -54,7 +54,7 @@ void add_prefill_command(CLI::App& app) {
   cmd->add_option("--compute", a->compute,
                   "fast: compact weights and the CPU's fastest kernels; f32: the reference math (a store keeps one)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fast", "f32"}));
+      ->check(accepted_by(compute_mode_from_name));
   cmd->add_option("--backend", a->backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));

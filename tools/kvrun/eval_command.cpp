@@ -165,7 +165,8 @@ void add_eval_command(CLI::App& app) {
                   "instead of the questions' passages");
   cmd->add_option("--methods", args->methods, "comma-separated: full, reuse, cacheblend, a3, fusion")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(accepted_by(parse_method));
   cmd->add_option("--ratios", args->eval.ratios, "comma-separated recompute ratios for the selectors")
       ->delimiter(',')
       ->default_str("0,0.05,0.1,0.15,0.3");

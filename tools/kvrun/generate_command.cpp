@@ -120,7 +120,7 @@ void add_generate_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--compute", args->compute, "fast: compact weights, the CPU's fastest kernels; f32: the reference math")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fast", "f32"}));
+      ->check(accepted_by(compute_mode_from_name));
   cmd->add_flag("--json", args->json,
                 "print one JSON object: text, token_ids, prompt_tokens, ttft_ms, prefill_tokens_per_s, "
                 "decode_tokens_per_s, ...");

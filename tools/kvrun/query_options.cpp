@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/cli.h"
 #include "core/hex.h"
 
 namespace kvf::cli {
@@ -31,7 +32,7 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--method", o.method,
                  "full (plain prefill) | reuse (stored KV, question only) | cacheblend | a3 | fusion")
       ->capture_default_str()
-      ->check(CLI::IsMember({"full", "reuse", "cacheblend", "a3", "fusion"}));
+      ->check(accepted_by(parse_method));
   cmd.add_option("--recompute", o.answer.recompute,
                  "share of context tokens cacheblend/a3/fusion recompute, 0..1")
       ->capture_default_str()
@@ -58,7 +59,7 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd.add_option("--compute", o.compute, "fast: compact weights, the CPU's fastest kernels; f32: the reference math")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fast", "f32"}));
+      ->check(accepted_by(compute_mode_from_name));
   add_fusion_scoring_options(cmd, o.answer.fusion_scoring);
   add_exact_first_chunk_option(cmd, o.answer.exact_first_chunk);
   cmd.add_flag("--json", o.json, "print one JSON object per question");
@@ -72,7 +73,7 @@ void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
          "--fusion-rows", [&s](const std::string& name) { s.rows = fusion_rows_from_name(name); },
          "fusion: the question-side rows whose attention picks the tokens: all (the instruction, the question and "
          "the turn's end) | question (from the question's own text on) | last (the last one)")
-      ->check(CLI::IsMember({"all", "question", "last"}))
+      ->check(accepted_by(fusion_rows_from_name))
       ->default_str("all");
   cmd.add_option("--fusion-layers", s.layers,
                  "fusion: layers whose attention is summed, negative from the end (e.g. -1 or 0,-1; default -1)")
@@ -86,7 +87,7 @@ void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
          "--fusion-heads", [&s](const std::string& name) { s.heads = fusion_heads_from_name(name); },
          "fusion: how the heads' attention makes a token's score: sum (FusionRAG) | max (the highest head's, so a "
          "token one head reads sharply counts as much as one many heads read a little; CPU backend)")
-      ->check(CLI::IsMember({"sum", "max"}))
+      ->check(accepted_by(fusion_heads_from_name))
       ->default_str("sum");
   cmd.add_option("--fusion-rounds", s.rounds,
                  "fusion: 2 chooses half the budget by the question's attention over the stored KV and the other half "
