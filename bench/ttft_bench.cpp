@@ -45,7 +45,7 @@ struct Setting {
 // The multiply-adds a setting computes, from one answer's layout: the bound arithmetic puts on its TTFT ratio is
 // full's count over the setting's. Linear layers cost every computed row the same; attention costs a row as many
 // keys as it sees, so the question's rows (which see the whole prompt) and recomputed rows late in the context cost
-// more than full's average row (which sees half of it). Recomputed rows are taken at their chunk's middle. The
+// more than full's average row (which sees half of it); each recomputed row is counted at its own position. The
 // selection passes: cacheblend runs the context through layer 0 and layer 1's projections; a3 the context and the
 // question through layer 0 and layer 1's projections and attention; fusion the question through every layer but
 // the last one's output projection and MLP. The one row of logits every setting computes is left out.
@@ -67,18 +67,14 @@ double setting_macs(const MacModel& m, const kvf::QueryAnswer& a, FusionMethod m
   const double n = (double)a.n_context_tokens, q = (double)a.n_question_tokens;
   const double s = (double)a.n_prompt_tokens - n - q, end = (double)a.n_prompt_tokens, L = m.layers;
   if (method == FusionMethod::Full) return L * m.causal_layer(n + q, s);
-  double recomputed = 0, chunk_start = s;
-  for (size_t c = 0; c < a.chunk_tokens.size(); ++c) {
-    const double t = (double)a.chunk_tokens[c], r = (double)a.recomputed_per_chunk[c];
-    recomputed += L * m.layer(r, chunk_start + t / 2);
-    chunk_start += t;
-  }
-  const double answer = recomputed + L * m.layer(q, end - q / 2);
+  double recomputed = 0;
+  for (int64_t i : a.recomputed) recomputed += L * m.layer(1, s + (double)i + 1);  // sees the keys up to itself
+  const double answer = recomputed + L * m.causal_layer(q, end - q);
   if (a.n_recomputed == 0 || a.n_recomputed == (int64_t)n) return answer;
   double probe = 0;
   if (method == FusionMethod::CacheBlend) probe = m.causal_layer(n, s) + n * m.qkv;
   if (method == FusionMethod::A3) probe = 2 * m.causal_layer(n + q, s) - (n + q) * m.rest;
-  if (method == FusionMethod::Fusion) probe = L * m.layer(q, end - q / 2) - q * m.rest;
+  if (method == FusionMethod::Fusion) probe = L * m.causal_layer(q, end - q) - q * m.rest;
   return answer + probe;
 }
 

@@ -289,6 +289,7 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   a.ms.ttft = q.retrieve_ms + ms_since(t0) + p.fused.shared_select_ms;
   a.n_context_tokens = in.layout.n_context();
   a.n_recomputed = (int64_t)p.fused.selected.size();
+  a.recomputed = p.fused.selected;
   for (const RagLayout::Chunk& span : in.layout.chunks) {  // selected is ascending, chunks in context order
     const auto from = std::lower_bound(p.fused.selected.begin(), p.fused.selected.end(), span.first_index);
     const auto to = std::lower_bound(from, p.fused.selected.end(), span.first_index + span.tokens);

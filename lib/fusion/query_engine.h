@@ -81,6 +81,7 @@ struct QueryAnswer {
   std::vector<float> scores;
   int64_t n_context_tokens = 0, n_recomputed = 0, n_link_tokens = 0, n_question_tokens = 0, n_prompt_tokens = 0;
   std::vector<int64_t> chunk_tokens, recomputed_per_chunk;  // per chunk (chunk_ids' order): tokens, recomputed
+  std::vector<int64_t> recomputed;  // the recomputed tokens' context indices (0 = the first chunk's first), ascending
   // When mark_recomputed: per chunk, its text with each run of recomputed tokens in [[ ]].
   std::vector<std::string> marked_chunks;
   std::vector<int32_t> tokens;  // generated ids, the end token excluded

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include "support/test_values.h"
 #include "core/error.h"
@@ -147,6 +148,12 @@ TEST_F(KvrunSmollm2, ExactFirstChunk) {
         EXPECT_EQ(a.recomputed_per_chunk[0], 0) << e->kv_mode() << " " << method_name(m) << " " << r;
         EXPECT_EQ(a.n_recomputed, std::min(recompute_count(r, a.n_context_tokens),
                                            a.n_context_tokens - a.chunk_tokens[0]));
+        // The recomputed tokens' own indices: ascending, distinct, all after the exact first chunk.
+        ASSERT_EQ((int64_t)a.recomputed.size(), a.n_recomputed);
+        EXPECT_TRUE(std::adjacent_find(a.recomputed.begin(), a.recomputed.end(), std::greater_equal<>()) ==
+                    a.recomputed.end());
+        EXPECT_GE(a.recomputed.front(), a.chunk_tokens[0]);
+        EXPECT_LT(a.recomputed.back(), a.n_context_tokens);
       }
   o.method = FusionMethod::Fusion;
   o.recompute = 1.0;
