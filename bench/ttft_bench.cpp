@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
   app.add_option("--ratios", ratios, "recompute ratios of cacheblend, a3 and fusion")->delimiter(',');
   std::vector<std::string> methods{"full", "reuse", "cacheblend", "a3", "fusion"};
   app.add_option("--methods", methods, "methods to time")->delimiter(',')->capture_default_str();
-  app.add_option("--kv", kv_mode, "stored KV mode read (any mode kvprep prefill or compress wrote)")->capture_default_str();
+  app.add_option("--kv", kv_mode, "stored KV mode read (any mode kvprep prefill or compress wrote)")
+      ->capture_default_str();
   app.add_flag("--cold", cold, "drop the mode's shard files from the page cache before every query");
   app.add_option("--cache-mb", cache_mb,
                  "chunk KV kept in the engine's cache between queries, MiB (0: every query reads the store)")
