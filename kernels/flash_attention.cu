@@ -390,14 +390,16 @@ int multiprocessors() {
 }
 
 // The m-tiles per warp for a call whose rows make `wide_blocks` blocks of the two-tile form: two (a third less
-// shared-memory traffic per MMA; 1.17x at 32K dense rows on an H100) unless that leaves under four waves of
-// blocks (two per multiprocessor), where the one-tile form's twice as many blocks balance better (5% of 32K rows:
-// 2.36 against 2.53 ms). KVF_FLASH_WARP_ROWS=16 or 32 forces a form, to measure both.
+// shared-memory traffic per MMA; 1.17x at 32K dense rows on an H100) unless that leaves under two waves of blocks
+// (two per multiprocessor), where the one-tile form's twice as many blocks balance better. Measured on an H200
+// with the blocks in global longest-first order: 1.4 waves (5% of 32K rows) 1.91 ms for one tile against 2.08
+// for two; 3.4 waves (fusion's 4,087 rows at 27K, 28 layers) 187 against 177 ms. KVF_FLASH_WARP_ROWS=16 or 32
+// forces a form, to measure both.
 int warp_m_tiles(int64_t wide_blocks) {
   const char* forced = std::getenv("KVF_FLASH_WARP_ROWS");  // read per call: the tests run both forms
   if (forced != nullptr && std::strcmp(forced, "16") == 0) return 1;
   if (forced != nullptr && std::strcmp(forced, "32") == 0) return 2;
-  return wide_blocks >= 4 * 2 * (int64_t)multiprocessors() ? 2 : 1;
+  return wide_blocks >= 2 * 2 * (int64_t)multiprocessors() ? 2 : 1;
 }
 int64_t row_tiles(int64_t n, int m_tiles) {
   const int64_t rows = 16 * m_tiles * (kThreads / 32);
