@@ -91,10 +91,11 @@ void drop_cached_shards(const std::string& store, const std::string& mode) {
   }
 }
 
-// --profile: each setting's ops, milliseconds per query (one answer: prefill, selection and the first token).
+// --profile: each setting's ops by stage of the answer (QueryEngine::op_stats), milliseconds per query, then each
+// stage's total.
 void print_op_split(const std::vector<Setting>& settings,
                     const std::map<std::string, std::map<std::string, kvf::OpStats>>& ops, double queries) {
-  std::printf("\nBackend ops per query (--profile: each op waited for), ms and calls:\n\n| op |");
+  std::printf("\nBackend ops per query by stage (--profile: each op waited for), ms and calls:\n\n| stage/op |");
   for (const Setting& s : settings) std::printf(" %s |", s.label().c_str());
   std::printf("\n|---|");
   for (size_t i = 0; i < settings.size(); ++i) std::printf("---:|");
@@ -115,13 +116,22 @@ void print_op_split(const std::vector<Setting>& settings,
     }
     std::printf("\n");
   }
-  std::printf("| all ops |");
-  for (const Setting& s : settings) {
-    double total = 0;
-    for (const std::string& op : names) total += cell(s, op).seconds;
-    std::printf(" %.1f |", 1e3 * total / queries);
-  }
-  std::printf("\n");
+  // Each stage's ops together ("select/..." -> select), then every op.
+  std::set<std::string> stages;
+  for (const std::string& op : names)
+    if (op.find('/') != std::string::npos) stages.insert(op.substr(0, op.find('/')));
+  const auto total_row = [&](const std::string& label, const std::string& prefix) {
+    std::printf("| %s |", label.c_str());
+    for (const Setting& s : settings) {
+      double total = 0;
+      for (const std::string& op : names)
+        if (op.compare(0, prefix.size(), prefix) == 0) total += cell(s, op).seconds;
+      std::printf(" %.1f |", 1e3 * total / queries);
+    }
+    std::printf("\n");
+  };
+  for (const std::string& stage : stages) total_row(stage + ", all ops", stage + "/");
+  total_row("all ops", "");
 }
 
 }  // namespace
@@ -159,8 +169,9 @@ int main(int argc, char** argv) {
   bool decode_at_load = false;
   app.add_flag("--decode-low-bit-at-load", decode_at_load, "int4/int3/int2 KV: decode to f32 when read (kvrun's flag)");
   app.add_flag("--profile", profile,
-               "also time every backend op and print each method's split (each op is waited for, so the TTFT "
-               "columns of a profiled run are not the method's own: take them from a run without it)");
+               "also time every backend op and print each method's split by stage: place, select, prefill (each op "
+               "is waited for, so the TTFT columns of a profiled run are not the method's own: take them from a run "
+               "without it)");
   CLI11_PARSE(app, argc, argv);
   try {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);

@@ -241,12 +241,17 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
             " chunk KVs for ", l.chunks.size(), " chunks");
   FusedPrefill res;
   res.system = in.system;
+  const auto stage = [&](const char* name) {
+    if (in.on_stage) in.on_stage(name);
+  };
+  stage("place");
   // The chunks at their prompt positions, keys rotated once for every pass and decoding step that reads them.
   const auto t_place = Clock::now();
   if (method != FusionMethod::Full)
     for (size_t c = 0; c < in.chunks.size(); ++c)
       res.placed.push_back(d.with_roped_keys(placed_at(*in.chunks[c], l.chunks[c].start)));
   const double place_ms = ms_since(t_place);
+  stage("select");
   const auto t_select = Clock::now();
   double scored_ms = -1;  // the scores' computation time, when the selection read scores
   if (method == FusionMethod::Full) {
@@ -290,6 +295,7 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
   }
   res.select_ms = scored_ms >= 0 ? scored_ms : ms_since(t_select);
 
+  stage("prefill");
   const auto t_prefill = Clock::now();
   ComputedSet pass = computed_set(l, res.selected, true, true);
   pass.request.view = res.base_view();

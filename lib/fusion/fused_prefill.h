@@ -17,6 +17,7 @@
 // exactly full's tokens over exactly full's view.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,6 +67,8 @@ struct FusionInputs {
   // Context tokens from the first on whose stored KV is what the prompt computes (the first chunk's, when it holds
   // its independent KV): the selectors recompute none of them.
   int64_t exact_context = 0;
+  // Told "place", "select" and "prefill" as each stage starts (a profiler's labels; unset: nothing is told).
+  std::function<void(const char* stage)> on_stage;
 };
 
 struct FusedPrefill {

@@ -117,7 +117,8 @@ class QueryEngine {
   const std::string& kv_mode() const;
   const LlamaConfig& model_config() const;
   ChunkKvCache::Stats cache_stats() const;  // the chunk KV cache's lookups and what it holds
-  // With profile_ops: each backend op's time and calls since the last reset (empty without profile_ops).
+  // With profile_ops: each backend op's time and calls since the last reset (empty without profile_ops), keyed
+  // "stage/op" by the answer's stage: load, place, select, prefill (fused_prefill's), then after prefill.
   std::map<std::string, OpStats> op_stats() const;
   void reset_op_stats();
   std::vector<int32_t> link_token_ids(int count) const;  // the model's link tokens, `count` per chunk

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "backend/profiling_backend.h"
 #include "support/test_values.h"
 #include "fusion/fused_prefill.h"
 #include "fusion/token_selection.h"
@@ -177,6 +178,32 @@ TEST_P(FusedPrefillTest, DecodingAfterSparsePrefillReadsTheRecomputedRows) {
   decode_greedy(*decoder, view, own2, first, in.layout.end, g, by_hand);
   EXPECT_EQ(by_rule.tokens, by_hand.tokens);
   EXPECT_EQ(by_rule.tokens.size(), 6u);
+}
+
+// A profiler told each stage splits the ops by stage, and profiling changes nothing the prefill computes.
+TEST_P(FusedPrefillTest, StagesNameTheProfiledOps) {
+  ProfilingBackend profiler(*backend);
+  const std::unique_ptr<Decoder> profiled = Decoder::load(path, profiler, std::get<1>(GetParam()));
+  profiler.reset();  // the weights' upload
+  FusionInputs in = inputs(3, 1);
+  const FusedPrefill plain = fused_prefill(*decoder, in, FusionMethod::Fusion, 0.4);
+  std::vector<std::string> told;
+  in.on_stage = [&](const char* stage) {
+    told.push_back(stage);
+    profiler.set_phase(stage);
+  };
+  const FusedPrefill fused = fused_prefill(*profiled, in, FusionMethod::Fusion, 0.4);
+  EXPECT_EQ(told, (std::vector<std::string>{"place", "select", "prefill"}));
+  EXPECT_EQ(fused.selected, plain.selected);
+  EXPECT_EQ(fused.logits, plain.logits);
+  const auto calls = [&](const std::string& op) {
+    const auto it = profiler.stats().find(op);
+    return it == profiler.stats().end() ? int64_t{0} : it->second.calls;
+  };
+  EXPECT_GT(calls("place/rope"), 0);            // the chunks' keys rotated to their places
+  EXPECT_GT(calls("select/matmul_nt"), 0);      // fusion's scoring pass
+  EXPECT_GT(calls("prefill/matmul_nt"), 0);     // the sparse pass
+  for (const auto& [op, st] : profiler.stats()) EXPECT_NE(op.find('/'), std::string::npos) << op;
 }
 
 TEST_P(FusedPrefillTest, StoredKvIsNeverWritten) {
