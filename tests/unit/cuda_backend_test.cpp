@@ -379,6 +379,22 @@ TEST_F(CudaVsCpu, AttentionByPositionWithGqaAndProbes) {
     EXPECT_LT(relative_diff(p.out), 1e-5) << c.n << " rows over " << c.m << " keys";
     EXPECT_LT(relative_diff(p.colsum), 1e-5) << "probe column sums";
   }
+  // A probe row listed twice counts once; a probe row outside the rows is reported at the next read-back.
+  std::vector<int32_t> k_pos(300);
+  for (int j = 0; j < 300; ++j) k_pos[j] = j;
+  AttentionPairs p{random({6, 28, 128}, 11), ints({0, 70, 140, 210, 280, 299}), random({300, 4, 128}, 12),
+                   random({300, 4, 128}, 13), ints(k_pos),  zeros({6, 28, 128}),
+                   ints({5, 2, 5, 1}),        zeros({300})};
+  for (bool on_gpu : {false, true}) attend(on_gpu, p, 128, false);
+  EXPECT_LT(relative_diff(p.colsum), 1e-5) << "probe column sums, a row listed twice";
+  p.probe_rows = ints({1, 6});  // row 6 of 6
+  attend(true, p, 128, false);
+  try {
+    host(*gpu, p.colsum.gpu);
+    FAIL() << "a probe row outside the rows was not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("probe row 6"), std::string::npos) << e.what();
+  }
 }
 
 // The tensor-core Q-index kernel (the fast mode, bf16 Q, K, V and softmax weights) against the CPU's f32 attention
