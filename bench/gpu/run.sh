@@ -6,7 +6,8 @@
 #
 # Usage (from the repository root, the bundle carried):  bench/gpu/run.sh [BUNDLE.tar.xz]
 # env:
-#   STEPS           which parts, in order (default tests,attention,models,prefill,precompute,ttft,kvrun,host_cpu)
+#   STEPS           which parts, in order (default tests,attention,probe,models,prefill,precompute,ttft,kvrun,
+#                   host_cpu)
 #   BACKEND         cuda (default); cpu runs the same script on this machine's CPU to check it end to end
 #   BIG_SHAPE       the large model's shape (qwen2.5-7b); BIG_LAYERS cuts its layers (0: all)
 #   PREFILL_TOKENS  prompt lengths of the prefill benchmark (512 2048 8192)
@@ -27,7 +28,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${1:-$here/device-bundle/kvfuse-sm90.tar.xz}
 out=${OUT:-$here/gpu-out}
-steps=${STEPS:-tests,attention,models,prefill,precompute,ttft,kvrun,host_cpu}
+steps=${STEPS:-tests,attention,probe,models,prefill,precompute,ttft,kvrun,host_cpu}
 backend=${BACKEND:-cuda}
 big_shape=${BIG_SHAPE:-qwen2.5-7b}
 big_layers=${BIG_LAYERS:-0}
@@ -119,6 +120,14 @@ if want attention; then
     step sdpa python3 "$here/bench/gpu/sdpa_bench.py" --context "$attn_context" &&
       cat "$work/last.log" >>"$out/attention.jsonl"
   fi
+fi
+
+# The probe layer of fusion's selection pass at the TTFT benchmark's size: 37 question rows over 26,981 keys, timed
+# without and with the column sums of their softmax weights.
+if want probe; then
+  step probe "$bin/kvf_attention_bench" --backend "$backend" --context 26981 --heads 28 --kv-heads 4 --head-dim 128 \
+    --ratios 0.00137136 --probe-rows 37 --bf16 --runs 20 --json &&
+    tee -a "$out/attention.jsonl" <"$work/last.log" | tee -a "$summary"
 fi
 
 small=$work/models/smollm2-135m.gguf big=$work/models/$big_shape.gguf
