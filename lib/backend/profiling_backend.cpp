@@ -18,7 +18,7 @@ auto ProfilingBackend::timed(const char* op, F&& call) {
       s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ++s.calls;
     }
-  } record{inner_, stats_[phase_.empty() ? std::string(op) : phase_ + "/" + op], t0};
+  } record{inner_, stats_[stage_.empty() ? std::string(op) : stage_ + "/" + op], t0};
   return call();
 }
 

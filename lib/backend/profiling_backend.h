@@ -20,9 +20,9 @@ class ProfilingBackend final : public Backend {
   explicit ProfilingBackend(Backend& inner) : inner_(inner) {}
   const std::map<std::string, OpStats>& stats() const { return stats_; }
   void reset() { stats_.clear(); }
-  // Ops from here on are recorded as "phase/op" (an empty phase: the op's name alone), so a caller can split
+  // Ops from here on are recorded as "stage/op" (an empty stage: the op's name alone), so a caller can split
   // its stages' time, e.g. a fused prefill's selection from its sparse pass.
-  void set_phase(std::string phase) { phase_ = std::move(phase); }
+  void set_stage(std::string stage) { stage_ = std::move(stage); }
 
   std::string name() const override { return inner_.name() + "+profile"; }
   Device device() const override { return inner_.device(); }
@@ -59,7 +59,7 @@ class ProfilingBackend final : public Backend {
   auto timed(const char* op, F&& call);
   Backend& inner_;
   std::map<std::string, OpStats> stats_;
-  std::string phase_;
+  std::string stage_;
 };
 
 }  // namespace kvf

@@ -235,7 +235,7 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   State& s = *s_;
   const LlamaConfig& c = s.decoder->config();
   Pending p;
-  if (s.profiler) s.profiler->set_phase("load");
+  if (s.profiler) s.profiler->set_stage("load");
   QueryAnswer& a = p.answer;
   a.id = q.id;
   a.question = q.question;
@@ -283,9 +283,9 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   a.ms.load = ms_since(t_load);
   if (o.exact_first_chunk && !in.layout.chunks.empty()) in.exact_context = in.layout.chunks[0].tokens;
   p.decoder = reads_stored && s.stored_decoder ? s.stored_decoder.get() : s.decoder.get();
-  if (s.profiler) in.on_stage = [&s](const char* stage) { s.profiler->set_phase(stage); };
+  if (s.profiler) in.on_stage = [&s](const char* stage) { s.profiler->set_stage(stage); };
   p.fused = fused_prefill(*p.decoder, in, reads_stored ? o.method : FusionMethod::Full, a.recompute, memo);
-  if (s.profiler) s.profiler->set_phase("after prefill");  // the KV kept for decoding, and the decoding
+  if (s.profiler) s.profiler->set_stage("after prefill");  // the KV kept for decoding, and the decoding
   a.ms.select = p.fused.select_ms;
   a.ms.prefill = p.fused.prefill_ms;
   // Scores shared with an earlier ratio were not computed again here; a query alone would have spent that time.

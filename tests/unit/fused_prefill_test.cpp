@@ -190,7 +190,7 @@ TEST_P(FusedPrefillTest, StagesNameTheProfiledOps) {
   std::vector<std::string> told;
   in.on_stage = [&](const char* stage) {
     told.push_back(stage);
-    profiler.set_phase(stage);
+    profiler.set_stage(stage);
   };
   const FusedPrefill fused = fused_prefill(*profiled, in, FusionMethod::Fusion, 0.4);
   EXPECT_EQ(told, (std::vector<std::string>{"place", "select", "prefill"}));
