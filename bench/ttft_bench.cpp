@@ -11,14 +11,16 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include "core/cpu_usage.h"
+#include "core/error.h"
 #include "fusion/query_engine.h"
 #include "fusion/query_file.h"
-#include "core/error.h"
 #include "model/llama_config.h"
 #include "store/chunk_kv.h"
 
@@ -209,7 +211,9 @@ int main(int argc, char** argv) {
     std::map<std::string, std::vector<kvf::QueryAnswer>> timed;
     std::map<std::string, std::map<std::string, kvf::OpStats>> ops;  // --profile: per setting, summed over runs
     std::vector<double> n_context, n_question;
+    kvf::CpuSample timed_from;  // taken after the warm-up
     for (int run = 0; run <= runs; ++run) {
+      if (run == 1) timed_from = kvf::sample_cpu();
       for (const kvf::ResolvedQuery& q : picked) {
         // Rotate the order every run so no setting always follows another (cache and frequency effects).
         for (size_t i = 0; i < settings.size(); ++i) {
@@ -233,6 +237,7 @@ int main(int argc, char** argv) {
       }
       std::fprintf(stderr, "ttft bench: run %d/%d done\n", run, runs);
     }
+    const double others = kvf::others_cpu_share(timed_from, kvf::sample_cpu());
     const double full_ttft = [&] {
       std::vector<double> v;
       for (const auto& a : timed["full"]) v.push_back(a.ms.ttft);
@@ -262,6 +267,9 @@ int main(int argc, char** argv) {
                   s.method == FusionMethod::Full ? 1.0 : s.ratio, t, median(load), median(select), median(prefill),
                   full_ttft / t, median(bound));
     }
+    if (std::isfinite(others))  // other work on the cores makes these times not the methods' own
+      std::printf("\nOther processes used %.1f%% of the CPUs during the timed runs%s\n", 100 * others,
+                  others > 0.05 ? ": these times were taken beside other work." : ".");
     if (profile) print_op_split(settings, ops, (double)runs * questions);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

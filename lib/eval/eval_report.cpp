@@ -271,6 +271,29 @@ bool draw(const fs::path& dir, const std::vector<std::pair<std::string, std::str
 
 }  // namespace
 
+namespace {
+
+// Whether the timings are the methods' own: other processes' share of the CPUs while each question ran.
+std::string cores_note(const std::vector<EvalQuestion>& questions) {
+  std::vector<double> others;
+  for (const EvalQuestion& q : questions)
+    if (std::isfinite(q.others_cpu)) others.push_back(q.others_cpu);
+  if (others.empty()) return "Whether other work shared the CPUs was not recorded for these questions.\n\n";
+  const size_t busy = (size_t)std::count_if(others.begin(), others.end(), [](double x) { return x > 0.05; });
+  std::ostringstream o;
+  o << "Other processes used " << fmt(100 * median(others), 1) << "% of the CPUs while a question was answered "
+    << "(median; at most " << fmt(100 * *std::max_element(others.begin(), others.end()), 1) << "%; over 5% for "
+    << busy << " of " << others.size() << " questions)";
+  if (10 * busy >= others.size())
+    o << ":\nthese timings were taken beside other work and are not the methods' own; measure TTFT on quiet cores\n"
+      << "(`bench/ttft_bench.sh`).\n\n";
+  else
+    o << ":\nthe cores were quiet.\n\n";
+  return o.str();
+}
+
+}  // namespace
+
 std::string describe_machine(int threads) {
   std::ifstream in("/proc/cpuinfo");
   std::string line, model = "unknown CPU";
@@ -374,7 +397,7 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
   std::vector<double> gold_context;
   for (const EvalQuestion& q : questions) gold_context.push_back(q.gold_context_share);
   const double gold_base = finite_mean(gold_context);
-  r << "\n## Time to first token (medians over questions, ms)\n\n";
+  r << "\n## Time to first token (medians over questions, ms)\n\n" << cores_note(questions);
   if (std::isfinite(gold_base))  // the data set names each question's supporting passages
     r << "In gold: the share of a point's recomputed tokens that lie in the question's supporting (gold) passages,\n"
       << "mean over questions; those passages hold " << fmt(100 * gold_base, 1)

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/cpu_usage.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "eval/answer_metrics.h"
@@ -129,6 +130,7 @@ json question_json(const EvalQuestion& q) {
           {"n_question_tokens", q.n_question_tokens},
           {"n_gold_tokens", q.n_gold_tokens},
           {"gold_context_share", q.gold_context_share},
+          {"others_cpu", q.others_cpu},
           {"runs", runs}};
 }
 
@@ -142,6 +144,7 @@ EvalQuestion question_from_json(const json& j) {
   q.n_question_tokens = j.at("n_question_tokens");
   q.n_gold_tokens = j.at("n_gold_tokens");
   q.gold_context_share = number_or_nan(j, "gold_context_share");
+  q.others_cpu = number_or_nan(j, "others_cpu");  // absent from sweeps before it was recorded
   for (const json& r : j.at("runs")) q.runs.push_back(run_from_json(r));
   return q;
 }
@@ -325,6 +328,7 @@ void run_eval_sweep(const EvalOptions& o) {
   for (size_t i = 0; i < records.size(); ++i) {
     const QueryRecord& rec = records[i];
     if (done.count(rec.query.id)) continue;
+    const CpuSample cpu_before = sample_cpu();
     const ResolvedQuery rq = resolve(rec);
     // The next question's chunks load in the background while this one computes (FusionRAG §4.2).
     for (size_t j = i + 1; j < records.size(); ++j)
@@ -374,6 +378,7 @@ void run_eval_sweep(const EvalOptions& o) {
     for (const Point& p : points)
       q.runs.push_back(
           score(answered[p.kv][next[p.kv]++], full, rec.answers, base.teacher_tokens, vocab, p.kv, gold));
+    q.others_cpu = others_cpu_share(cpu_before, sample_cpu());
     results << question_json(q).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     results.flush();
     KVF_CHECK(results, o.out_dir, "/", kResultsFile, ": write failed");

@@ -55,6 +55,7 @@ struct EvalQuestion {
   std::vector<std::string> answers;
   int64_t n_chunks = 0, n_context_tokens = 0, n_question_tokens = 0, n_gold_tokens = 0;
   double gold_context_share = NAN;  // share of the context tokens in gold passages (data sets with gold_ctx_idx)
+  double others_cpu = NAN;  // other processes' share of the CPUs while it was answered (cpu_usage.h); NAN: unknown
   std::vector<EvalRun> runs;
 };
 

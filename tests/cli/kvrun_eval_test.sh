@@ -29,6 +29,7 @@ out = sys.argv[1]
 questions = [json.loads(l) for l in open(f"{out}/results.jsonl")]
 assert [q["id"] for q in questions] == ["rings", "bow", "ice"], [q["id"] for q in questions]
 for q in questions:
+    assert 0 <= q["others_cpu"] <= 1, q["others_cpu"]  # other processes' share of the CPUs meanwhile
     runs = q["runs"]
     # full, then per KV mode: reuse and each selector at 0.3, 0.5 and 1.0
     assert len(runs) == 1 + 2 * (1 + 3 * 3), len(runs)
@@ -69,6 +70,7 @@ for r in rows:
 report = open(f"{out}/report.md").read()
 assert "| fusion | similarity | 0.50 |" in report and "![normalized F1](norm_f1.png)" in report
 assert "independent KV (Full Reuse) as 0" in report and "Full attention minus full reuse, F1: " in report
+assert "Other processes used " in report and "% of the CPUs while a question was answered" in report
 PY
 
 # A rerun of the same sweep answers nothing again; --report-only redraws from the results.
