@@ -347,37 +347,47 @@ void run_eval_sweep(const EvalOptions& o) {
     base.stop = {"\n\n"};  // small models often put the answer on the line after "The answer is:"
     base.teacher_tokens = first.encode_answer(rec.answers[0]);
     base.return_context_kv = true;
-    // Per KV mode one batch: its answers are decoded together (full goes with the first mode's).
-    std::map<std::string, std::vector<AnswerOptions>> batches;
-    std::map<std::string, std::vector<QueryAnswer>> answered;
-    batches[o.kv_modes[0]].push_back(base);
-    batches[o.kv_modes[0]].back().method = FusionMethod::Full;
-    for (const Point& p : points) {
-      AnswerOptions a = base;
-      a.method = p.method;
-      a.recompute = p.ratio;
-      batches[p.kv].push_back(a);
-    }
-    for (const std::string& kv : o.kv_modes) answered[kv] = engines.at(kv).answer_all(rq, batches[kv]);
-    const QueryAnswer& full = answered[o.kv_modes[0]][0];
-    const int64_t vocab = (int64_t)full.first_logits.size();
-
+    // Per KV mode one batch: its answers are decoded together (full goes with the first mode's). Each answer holds
+    // its whole context's KV for the deviation against full's, so a batch is scored as soon as it is answered and
+    // then dropped: only full's answer outlives its batch (a 6.7k-token question on Qwen 1.5B held 12 GB with
+    // both modes' answers alive at once).
     EvalQuestion q;
     q.id = rec.query.id;
     q.question = rec.query.question;
     q.answers = rec.answers;
     q.n_chunks = (int64_t)rq.chunk_ids.size();
-    q.n_context_tokens = full.n_context_tokens;
-    q.n_question_tokens = full.n_question_tokens;
     q.n_gold_tokens = (int64_t)base.teacher_tokens.size();
     const std::vector<bool> gold = gold_chunks(rq, rec);
-    q.gold_context_share = share_in_gold(full.chunk_tokens, gold);
-    q.runs.push_back(score(full, full, rec.answers, base.teacher_tokens, vocab, "-", gold));
-    std::map<std::string, size_t> next;  // per mode, the next answer (after full in the first)
-    next[o.kv_modes[0]] = 1;
-    for (const Point& p : points)
-      q.runs.push_back(
-          score(answered[p.kv][next[p.kv]++], full, rec.answers, base.teacher_tokens, vocab, p.kv, gold));
+    QueryAnswer full;
+    int64_t vocab = 0;
+    for (const std::string& kv : o.kv_modes) {
+      const bool first_mode = kv == o.kv_modes[0];
+      std::vector<AnswerOptions> batch;
+      if (first_mode) {
+        batch.push_back(base);
+        batch.back().method = FusionMethod::Full;
+      }
+      for (const Point& p : points) {
+        if (p.kv != kv) continue;
+        batch.push_back(base);
+        batch.back().method = p.method;
+        batch.back().recompute = p.ratio;
+      }
+      std::vector<QueryAnswer> answered = engines.at(kv).answer_all(rq, batch);
+      size_t next = 0;
+      if (first_mode) {
+        full = std::move(answered[next++]);
+        vocab = (int64_t)full.first_logits.size();
+        q.n_context_tokens = full.n_context_tokens;
+        q.n_question_tokens = full.n_question_tokens;
+        q.gold_context_share = share_in_gold(full.chunk_tokens, gold);
+        q.runs.push_back(score(full, full, rec.answers, base.teacher_tokens, vocab, "-", gold));
+      }
+      for (const Point& p : points)
+        if (p.kv == kv)
+          q.runs.push_back(
+              score(answered[next++], full, rec.answers, base.teacher_tokens, vocab, kv, gold));
+    }
     q.others_cpu = others_cpu_share(cpu_before, sample_cpu());
     results << question_json(q).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     results.flush();
