@@ -349,8 +349,7 @@ void run_eval_sweep(const EvalOptions& o) {
     base.return_context_kv = true;
     // Per KV mode one batch: its answers are decoded together (full goes with the first mode's). Each answer holds
     // its whole context's KV for the deviation against full's, so a batch is scored as soon as it is answered and
-    // then dropped: only full's answer outlives its batch (a 6.7k-token question on Qwen 1.5B held 12 GB with
-    // both modes' answers alive at once).
+    // then dropped: only full's answer outlives its batch.
     EvalQuestion q;
     q.id = rec.query.id;
     q.question = rec.query.question;
