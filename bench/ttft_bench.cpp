@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
     }
     if (std::isfinite(others))  // other work on the cores makes these times not the methods' own
       std::printf("\nOther processes used %.1f%% of the CPUs during the timed runs%s\n", 100 * others,
-                  others > 0.05 ? ": these times were taken beside other work." : ".");
+                  others > kvf::kOthersCpuNoticed ? ": these times were taken beside other work." : ".");
     if (profile) print_op_split(settings, ops, (double)runs * questions);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -17,4 +17,7 @@ CpuSample sample_cpu();
 // nothing else ran, 0.5 when others kept half of the cores busy. NAN where /proc/stat is unavailable.
 double others_cpu_share(const CpuSample& from, const CpuSample& to);
 
+// Above this share of the CPUs, other work ran beside a timing (the benchmarks' and eval's one threshold).
+inline constexpr double kOthersCpuNoticed = 0.05;
+
 }  // namespace kvf

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/cpu_usage.h"
 #include "core/error.h"
 #include "eval/bootstrap.h"
 #include "eval/eval_sweep.h"
@@ -279,10 +280,12 @@ std::string cores_note(const std::vector<EvalQuestion>& questions) {
   for (const EvalQuestion& q : questions)
     if (std::isfinite(q.others_cpu)) others.push_back(q.others_cpu);
   if (others.empty()) return "Whether other work shared the CPUs was not recorded for these questions.\n\n";
-  const size_t busy = (size_t)std::count_if(others.begin(), others.end(), [](double x) { return x > 0.05; });
+  const size_t busy =
+      (size_t)std::count_if(others.begin(), others.end(), [](double x) { return x > kOthersCpuNoticed; });
   std::ostringstream o;
   o << "Other processes used " << fmt(100 * median(others), 1) << "% of the CPUs while a question was answered "
-    << "(median; at most " << fmt(100 * *std::max_element(others.begin(), others.end()), 1) << "%; over 5% for "
+    << "(median; at most " << fmt(100 * *std::max_element(others.begin(), others.end()), 1) << "%; over "
+    << fmt(100 * kOthersCpuNoticed, 0) << "% for "
     << busy << " of " << others.size() << " questions)";
   if (10 * busy >= others.size())
     o << ":\nthese timings were taken beside other work and are not the methods' own; measure TTFT on quiet cores\n"
