@@ -12,4 +12,7 @@ namespace kvf {
 // existing identical file untouched so that a rebuilt store sees an unchanged corpus. Returns the passage count.
 size_t write_dataset_corpus(const std::vector<QueryRecord>& records, const std::string& path);
 
+// The corpus document ids ("1", "2", ...) of each question's passages in that corpus, one list per record.
+std::vector<std::vector<std::string>> dataset_corpus_ids(const std::vector<QueryRecord>& records);
+
 }  // namespace kvf

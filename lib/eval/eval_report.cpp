@@ -295,6 +295,18 @@ std::string cores_note(const std::vector<EvalQuestion>& questions) {
   return o.str();
 }
 
+// The machines the questions were answered on, with counts when more than one; `fallback` (the machine writing the
+// report) when the results do not say.
+std::string machines_answered_on(const std::vector<EvalQuestion>& questions, const std::string& fallback) {
+  std::map<std::string, size_t> count;
+  for (const EvalQuestion& q : questions) ++count[q.machine.empty() ? "not recorded" : q.machine];
+  if (count.size() == 1) return count.begin()->first == "not recorded" ? fallback : count.begin()->first;
+  std::string out;
+  for (const auto& [machine, n] : count)
+    out += (out.empty() ? "" : "; ") + machine + " (" + std::to_string(n) + " questions)";
+  return out;
+}
+
 }  // namespace
 
 std::string describe_machine(int threads) {
@@ -364,7 +376,7 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
     << "- Store: `" << sweep.value("store", "?") << "`, model " << sweep.value("model", "?")
     << "; answers are greedy, at most " << sweep.value("max_tokens", 0) << " tokens, cut at the first blank line\n"
     << "- Command: `" << context.command << "`\n"
-    << "- Machine: " << context.machine << "; report written " << date << "\n\n"
+    << "- Machine: " << machines_answered_on(questions, context.machine) << "; report written " << date << "\n\n"
     << "Intervals are 95% percentile bootstrap intervals over questions (1000 resamples). Normalized scores are\n"
     << "(x - reuse) / (full - reuse) of the means over the same questions (FusionRAG eq. 11), with " << zero
     << " as 0 and full attention as 1: a similarity-mode point above 0 at ratio 0 is what\n"

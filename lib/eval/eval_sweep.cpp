@@ -131,6 +131,7 @@ json question_json(const EvalQuestion& q) {
           {"n_gold_tokens", q.n_gold_tokens},
           {"gold_context_share", q.gold_context_share},
           {"others_cpu", q.others_cpu},
+          {"machine", q.machine},
           {"runs", runs}};
 }
 
@@ -145,6 +146,7 @@ EvalQuestion question_from_json(const json& j) {
   q.n_gold_tokens = j.at("n_gold_tokens");
   q.gold_context_share = number_or_nan(j, "gold_context_share");
   q.others_cpu = number_or_nan(j, "others_cpu");  // absent from sweeps before it was recorded
+  q.machine = j.value("machine", "");             // likewise
   for (const json& r : j.at("runs")) q.runs.push_back(run_from_json(r));
   return q;
 }
@@ -276,18 +278,9 @@ std::vector<EvalQuestion> read_eval_results(const std::string& out_dir) {
   return out;
 }
 
-void run_eval_sweep(const EvalOptions& o) {
-  validate(o);
-  std::vector<QueryRecord> records = read_query_file(o.dataset);
-  if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
-  for (const QueryRecord& r : records) {
-    KVF_CHECK(!r.answers.empty() && !r.answers[0].empty(), o.dataset, ":", r.line, ": question '", r.query.id,
-              "' has no gold answer; eval scores against \"answers\"");
-    KVF_CHECK(o.setting == "retrieval" || !r.query.contexts.empty() || !r.query.chunk_ids.empty(), o.dataset, ":",
-              r.line, ": question '", r.query.id, "' has no contexts for --setting fixed");
-  }
-  const std::set<std::string> done = prepare_out_dir(o);
+namespace {
 
+std::map<std::string, QueryEngine> open_engines(const EvalOptions& o) {
   std::map<std::string, QueryEngine> engines;
   for (const std::string& kv : o.kv_modes) {
     QueryEngineOptions e;
@@ -299,99 +292,131 @@ void run_eval_sweep(const EvalOptions& o) {
     e.backend = o.backend;
     engines.emplace(kv, QueryEngine(e));
   }
+  return engines;
+}
+
+// One question's chunks: its own passages (fixed) or the top_k retrieved (retrieval).
+ResolvedQuery resolve(const EvalOptions& o, QueryEngine& engine, const QueryRecord& r) {
+  Query q = r.query;
+  if (o.setting == "retrieval") q.chunk_ids.clear(), q.contexts.clear();
+  try {
+    ResolvedQuery rq = engine.resolve(q, o.top_k);
+    if (o.best_last) {  // retrieved best first; placed best last
+      std::reverse(rq.chunk_ids.begin(), rq.chunk_ids.end());
+      std::reverse(rq.scores.begin(), rq.scores.end());
+      std::reverse(rq.passage_of_chunk.begin(), rq.passage_of_chunk.end());
+    }
+    return rq;
+  } catch (const Error& e) {
+    fail(o.dataset, ":", r.line, ": ", e.what());
+  }
+}
+
+// Every point of the sweep on one question, scored.
+EvalQuestion answer_question(const EvalOptions& o, std::map<std::string, QueryEngine>& engines,
+                             const QueryRecord& rec, const ResolvedQuery& rq) {
   QueryEngine& first = engines.at(o.kv_modes[0]);
   const std::vector<Point> points = sweep_points(o);
+  AnswerOptions base;
+  base.top_k = o.top_k;
+  base.max_tokens = o.max_tokens;
+  base.link_tokens = o.link_tokens;
+  base.fusion_scoring = o.fusion_scoring;
+  base.exact_first_chunk = o.exact_first_chunk;
+  base.stop = {"\n\n"};  // small models often put the answer on the line after "The answer is:"
+  base.teacher_tokens = first.encode_answer(rec.answers[0]);
+  base.return_context_kv = true;
+  // Per KV mode one batch: its answers are decoded together (full goes with the first mode's). Each answer holds
+  // its whole context's KV for the deviation against full's, so a batch is scored as soon as it is answered and
+  // then dropped: only full's answer outlives its batch.
+  EvalQuestion q;
+  q.id = rec.query.id;
+  q.question = rec.query.question;
+  q.answers = rec.answers;
+  q.n_chunks = (int64_t)rq.chunk_ids.size();
+  q.n_gold_tokens = (int64_t)base.teacher_tokens.size();
+  const std::vector<bool> gold = gold_chunks(rq, rec);
+  QueryAnswer full;
+  int64_t vocab = 0;
+  for (const std::string& kv : o.kv_modes) {
+    const bool first_mode = kv == o.kv_modes[0];
+    std::vector<AnswerOptions> batch;
+    if (first_mode) {
+      batch.push_back(base);
+      batch.back().method = FusionMethod::Full;
+    }
+    for (const Point& p : points) {
+      if (p.kv != kv) continue;
+      batch.push_back(base);
+      batch.back().method = p.method;
+      batch.back().recompute = p.ratio;
+    }
+    std::vector<QueryAnswer> answered = engines.at(kv).answer_all(rq, batch);
+    size_t next = 0;
+    if (first_mode) {
+      full = std::move(answered[next++]);
+      vocab = (int64_t)full.first_logits.size();
+      q.n_context_tokens = full.n_context_tokens;
+      q.n_question_tokens = full.n_question_tokens;
+      q.gold_context_share = share_in_gold(full.chunk_tokens, gold);
+      q.runs.push_back(score(full, full, rec.answers, base.teacher_tokens, vocab, "-", gold));
+    }
+    for (const Point& p : points)
+      if (p.kv == kv)
+        q.runs.push_back(score(answered[next++], full, rec.answers, base.teacher_tokens, vocab, kv, gold));
+  }
+  return q;
+}
+
+}  // namespace
+
+void run_eval_sweep(const EvalOptions& o) {
+  validate(o);
+  std::vector<QueryRecord> records = read_query_file(o.dataset);
+  if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
+  for (const QueryRecord& r : records) {
+    KVF_CHECK(!r.answers.empty() && !r.answers[0].empty(), o.dataset, ":", r.line, ": question '", r.query.id,
+              "' has no gold answer; eval scores against \"answers\"");
+    KVF_CHECK(o.setting == "retrieval" || !r.query.contexts.empty() || !r.query.chunk_ids.empty(), o.dataset, ":",
+              r.line, ": question '", r.query.id, "' has no contexts for --setting fixed");
+  }
+  const std::set<std::string> done = prepare_out_dir(o);
+  std::vector<const QueryRecord*> todo;
+  for (const QueryRecord& r : records)
+    if (!done.count(r.query.id)) todo.push_back(&r);
+  if (todo.size() < records.size())
+    std::fprintf(stderr, "eval: %zu of %zu questions already in %s/%s; answering the other %zu\n",
+                 records.size() - todo.size(), records.size(), o.out_dir.c_str(), kResultsFile, todo.size());
 
   std::ofstream results(fs::path(o.out_dir) / kResultsFile, std::ios::app);
   KVF_CHECK(results, o.out_dir, ": cannot append to ", kResultsFile);
-  const auto resolve = [&](const QueryRecord& r) {
-    Query q = r.query;
-    if (o.setting == "retrieval") q.chunk_ids.clear(), q.contexts.clear();
-    try {
-      ResolvedQuery rq = first.resolve(q, o.top_k);
-      if (o.best_last) {  // retrieved best first; placed best last
-        std::reverse(rq.chunk_ids.begin(), rq.chunk_ids.end());
-        std::reverse(rq.scores.begin(), rq.scores.end());
-        std::reverse(rq.passage_of_chunk.begin(), rq.passage_of_chunk.end());
-      }
-      return rq;
-    } catch (const Error& e) {
-      fail(o.dataset, ":", r.line, ": ", e.what());
+  Progress progress("eval", "questions", todo.size());
+  std::map<std::string, QueryEngine> engines;
+  const size_t block = o.block > 0 ? o.block : std::max<size_t>(1, todo.size());
+  for (size_t b = 0; b < todo.size(); b += block) {
+    const size_t b_end = std::min(todo.size(), b + block);
+    if (o.before_block) {
+      std::vector<QueryRecord> these;
+      for (size_t t = b; t < b_end; ++t) these.push_back(*todo[t]);
+      engines.clear();  // the store changes under them
+      o.before_block(these);
     }
-  };
-  size_t todo = 0;
-  for (const QueryRecord& r : records) todo += !done.count(r.query.id);
-  if (todo < records.size())
-    std::fprintf(stderr, "eval: %zu of %zu questions already in %s/%s; answering the other %zu\n",
-                 records.size() - todo, records.size(), o.out_dir.c_str(), kResultsFile, todo);
-  Progress progress("eval", "questions", todo);
-  for (size_t i = 0; i < records.size(); ++i) {
-    const QueryRecord& rec = records[i];
-    if (done.count(rec.query.id)) continue;
-    const CpuSample cpu_before = sample_cpu();
-    const ResolvedQuery rq = resolve(rec);
-    // The next question's chunks load in the background while this one computes (FusionRAG §4.2).
-    for (size_t j = i + 1; j < records.size(); ++j)
-      if (!done.count(records[j].query.id)) {
-        const ResolvedQuery next = resolve(records[j]);
+    if (engines.empty()) engines = open_engines(o);
+    for (size_t t = b; t < b_end; ++t) {
+      const CpuSample cpu_before = sample_cpu();
+      const ResolvedQuery rq = resolve(o, engines.at(o.kv_modes[0]), *todo[t]);
+      if (t + 1 < b_end) {  // the next question's chunks load in the background while this one computes (§4.2)
+        const ResolvedQuery next = resolve(o, engines.at(o.kv_modes[0]), *todo[t + 1]);
         for (auto& [kv, engine] : engines) engine.prefetch(next.chunk_ids);
-        break;
       }
-
-    AnswerOptions base;
-    base.top_k = o.top_k;
-    base.max_tokens = o.max_tokens;
-    base.link_tokens = o.link_tokens;
-    base.fusion_scoring = o.fusion_scoring;
-    base.exact_first_chunk = o.exact_first_chunk;
-    base.stop = {"\n\n"};  // small models often put the answer on the line after "The answer is:"
-    base.teacher_tokens = first.encode_answer(rec.answers[0]);
-    base.return_context_kv = true;
-    // Per KV mode one batch: its answers are decoded together (full goes with the first mode's). Each answer holds
-    // its whole context's KV for the deviation against full's, so a batch is scored as soon as it is answered and
-    // then dropped: only full's answer outlives its batch.
-    EvalQuestion q;
-    q.id = rec.query.id;
-    q.question = rec.query.question;
-    q.answers = rec.answers;
-    q.n_chunks = (int64_t)rq.chunk_ids.size();
-    q.n_gold_tokens = (int64_t)base.teacher_tokens.size();
-    const std::vector<bool> gold = gold_chunks(rq, rec);
-    QueryAnswer full;
-    int64_t vocab = 0;
-    for (const std::string& kv : o.kv_modes) {
-      const bool first_mode = kv == o.kv_modes[0];
-      std::vector<AnswerOptions> batch;
-      if (first_mode) {
-        batch.push_back(base);
-        batch.back().method = FusionMethod::Full;
-      }
-      for (const Point& p : points) {
-        if (p.kv != kv) continue;
-        batch.push_back(base);
-        batch.back().method = p.method;
-        batch.back().recompute = p.ratio;
-      }
-      std::vector<QueryAnswer> answered = engines.at(kv).answer_all(rq, batch);
-      size_t next = 0;
-      if (first_mode) {
-        full = std::move(answered[next++]);
-        vocab = (int64_t)full.first_logits.size();
-        q.n_context_tokens = full.n_context_tokens;
-        q.n_question_tokens = full.n_question_tokens;
-        q.gold_context_share = share_in_gold(full.chunk_tokens, gold);
-        q.runs.push_back(score(full, full, rec.answers, base.teacher_tokens, vocab, "-", gold));
-      }
-      for (const Point& p : points)
-        if (p.kv == kv)
-          q.runs.push_back(
-              score(answered[next++], full, rec.answers, base.teacher_tokens, vocab, kv, gold));
+      EvalQuestion q = answer_question(o, engines, *todo[t], rq);
+      q.others_cpu = others_cpu_share(cpu_before, sample_cpu());
+      q.machine = o.machine;
+      results << question_json(q).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+      results.flush();
+      KVF_CHECK(results, o.out_dir, "/", kResultsFile, ": write failed");
+      progress.advance(1);
     }
-    q.others_cpu = others_cpu_share(cpu_before, sample_cpu());
-    results << question_json(q).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
-    results.flush();
-    KVF_CHECK(results, o.out_dir, "/", kResultsFile, ": write failed");
-    progress.advance(1);
   }
   progress.finish();
 }

@@ -5,11 +5,13 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "eval/fidelity.h"
 #include "fusion/query_engine.h"
+#include "fusion/query_file.h"
 
 namespace kvf {
 
@@ -32,6 +34,12 @@ struct EvalOptions {
   std::string backend = "cpu";             // where the model runs: cpu | cuda
   std::string out_dir;
   std::string command;                     // the command line, kept in OUT/command.txt once OUT is accepted
+  std::string machine;                     // where it runs (CPU, cores, threads, backend), kept per question
+  // The questions not yet answered go in blocks of `block` (0: one block). Before each, once OUT is accepted,
+  // `before_block` (when set) gets the block's records and may add to the store, which is opened after it:
+  // kvrun eval --build-store builds just the KV those questions read.
+  size_t block = 0;
+  std::function<void(const std::vector<QueryRecord>&)> before_block;
 };
 
 // One point of the sweep. Full reads no stored KV: its kv is "-".
@@ -56,6 +64,7 @@ struct EvalQuestion {
   int64_t n_chunks = 0, n_context_tokens = 0, n_question_tokens = 0, n_gold_tokens = 0;
   double gold_context_share = NAN;  // share of the context tokens in gold passages (data sets with gold_ctx_idx)
   double others_cpu = NAN;  // other processes' share of the CPUs while it was answered (cpu_usage.h); NAN: unknown
+  std::string machine;      // EvalOptions::machine when it was answered (a sweep may resume elsewhere); "": unknown
   std::vector<EvalRun> runs;
 };
 

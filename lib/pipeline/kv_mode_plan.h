@@ -1,6 +1,7 @@
 // Which KV modes a pipeline run builds: the modes asked for and every mode they are computed from. similarity
 // reads the independent KV (its neighbours' context); a compressed mode reads its compress entry's `from` mode.
 #pragma once
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ struct CompressEntry {
 struct KvModeRequest {
   std::vector<std::string> modes;
   std::string asked_by;  // names them in errors, e.g. "eval --kv"
+  // Non-empty: the prefill stages compute only these corpus documents' chunks and what their similarity KV reads
+  // (PrefillStageOptions::only_docs), for a store built as its questions need it. Compressed modes need every chunk.
+  std::set<std::string> only_docs;
 };
 
 struct KvModePlan {

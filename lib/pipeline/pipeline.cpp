@@ -4,6 +4,7 @@
 #include <tbb/info.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -265,6 +266,9 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   const std::string model = resolve_model(cfg.get<std::string>("", "model", "smollm2"));
   const std::vector<CompressEntry> compress_list = compress_entries(path, cfg);
   const KvModePlan plan = kv_plan(path, cfg, compress_list, request);
+  if (!request.only_docs.empty() && !plan.compress.empty())
+    fail(path, ": compressed KV modes (", compress_list[plan.compress[0]].to,
+         ") are built over the whole store, not for some documents' chunks");
 
   ChunkStageOptions chunk;
   chunk.corpus = cfg.required("corpus");
@@ -319,6 +323,9 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     p.shard_bytes = cfg.get<uint64_t>("prefill", "shard_mb", p.shard_bytes >> 20) << 20;
     p.neighbor_cache_bytes = cfg.get<uint64_t>("prefill", "neighbor_cache_mb", p.neighbor_cache_bytes >> 20) << 20;
     p.record_anchor_scores = cfg.get<bool>("prefill", "anchor_scores", false);
+    p.only_docs = request.only_docs;
+    p.with_similarity_neighbors =
+        mode == "independent" && std::count(plan.prefill.begin(), plan.prefill.end(), "similarity") > 0;
     const PrefillStageResult r = run_prefill_stage(p);
     step({"prefill " + mode, r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed"});
   }

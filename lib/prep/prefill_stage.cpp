@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <unordered_set>
 
 #include "backend/backend.h"
 #include "cluster/cluster.h"
@@ -58,6 +59,39 @@ KvShardLayout layout_for(const Decoder& d, const std::string& mode, uint64_t fin
 void probe_every_layer(ForwardRequest& r, int n_layers) {
   for (int l = 0; l < n_layers; ++l) r.probe_layers.push_back(l);
   for (size_t i = 0; i < r.tokens.size(); ++i) r.probe_rows.push_back((int32_t)i);
+}
+
+// The chunk ids a run limited to `o.only_docs` computes (see PrefillStageOptions).
+std::unordered_set<uint64_t> chunks_of_documents(const PrefillStageOptions& o, const ChunkTable& chunks) {
+  std::unordered_set<uint64_t> out;
+  std::vector<bool> listed(chunks.size());
+  std::set<std::string> found;
+  for (size_t row = 0; row < chunks.size(); ++row) {
+    const ChunkRecord& c = chunks.chunks()[row];
+    if (!o.only_docs.count(c.doc_id)) continue;
+    listed[row] = true;
+    found.insert(c.doc_id);
+    out.insert(c.id);
+  }
+  for (const std::string& doc : o.only_docs)
+    KVF_CHECK(found.count(doc), o.store_dir, ": no chunk of document '", doc, "' in the store");
+  if (!o.with_similarity_neighbors) return out;
+  const NeighborTable nb = NeighborTable::read(store_file_path(o.store_dir, kNeighborsFile));
+  KVF_CHECK(nb.size() == chunks.size(), o.store_dir, ": ", kNeighborsFile, " lists ", nb.size(), " chunks, the store ",
+            chunks.size(), "; run `kvprep neighbors`");
+  const int top_n = std::min(o.top_n, nb.top_n);
+  // The similarity stage batches as this one does (the pipeline gives both the same batch_tokens).
+  for (const auto& [begin, end] : fixed_chunk_batches(chunks, o.batch_tokens)) {
+    if (std::none_of(listed.begin() + (std::ptrdiff_t)begin, listed.begin() + (std::ptrdiff_t)end,
+                     [](bool b) { return b; }))
+      continue;
+    for (size_t row = begin; row < end; ++row)
+      for (int k = 0; k < top_n; ++k) {
+        const int64_t neighbor = nb.rows[row * (size_t)nb.top_n + (size_t)k];
+        if (neighbor >= 0) out.insert(nb.chunk_ids[(size_t)neighbor]);
+      }
+  }
+  return out;
 }
 
 }  // namespace
@@ -125,10 +159,16 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
                             c.context_length, *backend, o.neighbor_cache_bytes);
   const std::string stage = "prefill-" + o.mode;
   const KvModeReader existing(o.store_dir, m, o.mode, fingerprint);
+  const bool limited = !o.only_docs.empty();
+  const std::unordered_set<uint64_t> wanted = limited ? chunks_of_documents(o, chunks) : std::unordered_set<uint64_t>();
   const auto needs = [&](size_t row) {
     const uint64_t id = chunks.chunks()[row].id;
+    if (limited && !wanted.count(id)) return false;
     return !existing.contains(id) || (o.refresh_changed_neighbors && existing.context(id) != view.context_hash(row));
   };
+  std::unordered_set<uint64_t> left_without_kv;  // by a limited run
+  for (const ChunkRecord& c : chunks.chunks())
+    if (limited && !wanted.count(c.id) && !existing.contains(c.id)) left_without_kv.insert(c.id);
   std::vector<std::pair<size_t, size_t>> groups;  // fixed batches with at least one chunk to compute
   size_t missing = 0;
   for (const auto& [begin, end] : fixed_chunk_batches(chunks, o.batch_tokens)) {
@@ -215,7 +255,9 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
                              res.scored});
   res.computed = totals[0], res.tokens = totals[1], res.context_rows = totals[2];
   res.shards_written = totals[3], res.stored_bytes = totals[4], res.scored = totals[5];
-  sink.finish_stage(stage, {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}});
+  std::map<std::string, uint64_t> counts = {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}};
+  if (!left_without_kv.empty()) counts["missing"] = left_without_kv.size();
+  sink.finish_stage(stage, counts);
   res.seconds = seconds_since(t0);
   return res;
 }

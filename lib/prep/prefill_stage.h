@@ -6,8 +6,11 @@
 //                Needs the independent KV.
 // S's own KV is stored once (kv/system-00000.h5). Shards are committed as they fill and the manifest after each,
 // so a killed run resumes from the last committed shard; a rerun computes only chunks without KV in the mode.
+// A run may be limited to some documents' chunks (a store built as its questions need it, `kvrun eval`): the
+// stage's record then counts the chunks still without KV ("missing"), and a later run computes them.
 #pragma once
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "core/progress.h"
@@ -35,6 +38,12 @@ struct PrefillStageOptions {
   // Also record each token's received attention (every layer, from the chunk's own tokens) in the shards, so that
   // `kvprep compress --anchors` (select) reads it instead of computing the view again. Stored KV is unchanged.
   bool record_anchor_scores = false;
+  // Non-empty: compute only the chunks of these corpus documents (doc ids). A chunk's KV is the same whichever
+  // chunks are computed with it (fixed_chunk_batches), so a store completed in parts equals one built at once.
+  std::set<std::string> only_docs;
+  // independent, with only_docs: also the neighbours that a similarity run over the same documents reads (every
+  // chunk of each similarity batch holding one of them, as that batch is computed whole).
+  bool with_similarity_neighbors = false;
   ProgressOptions progress;
 };
 

@@ -68,7 +68,8 @@ std::shared_ptr<const KvSegment> ChunkKvCache::load(uint64_t chunk_id, const std
       const std::lock_guard<std::mutex> read(read_mutex_);
       if (!source_.contains(chunk_id))
         fail("chunk KV cache: no stored KV for chunk 0x", hex64(chunk_id),
-             source_.shards() ? " in mode '" + source_.layout().mode + "'" : std::string(" (the mode has no shards)"));
+             source_.shards() ? " in mode '" + source_.layout().mode + "'" : std::string(" (the mode has no shards)"),
+             "; `kvprep prefill` computes the chunks a store lacks (e.g. one kvrun eval built in part)");
       source_.read_raw(chunk_id, raw);
     }
     // Checksum, conversion and checks need no HDF5: outside the lock, concurrent loads do them in parallel.

@@ -1,10 +1,12 @@
 // The prefill stage against direct engine forwards: independent KV = [S, chunk] computed directly; similarity KV =
 // the chunk computed after S and its neighbours' own [S, neighbour] KV (FusionRAG eq. 10), most similar first or
 // last; both to f16 rounding.
-// Reruns compute nothing; a grown corpus computes only its new chunks.
+// Reruns compute nothing; a grown corpus computes only its new chunks; a store built in parts (some documents'
+// chunks at a time) holds the same bits as one built at once.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "core/error.h"
 #include "io/model_paths.h"
@@ -13,6 +15,7 @@
 #include "prep/chunk_stage.h"
 #include "prep/prefill_stage.h"
 #include "prep/retrieval_stages.h"
+#include "prep/store_report.h"
 #include "store/chunk_kv.h"
 #include "store/chunk_table.h"
 #include "store/neighbor_table.h"
@@ -270,6 +273,64 @@ TEST_F(KvprepPrefill, AGrownCorpusComputesOnlyItsNewChunks) {
   const PrefillStageResult r = prefill("independent");
   EXPECT_EQ(r.computed, 4u);
   EXPECT_EQ(r.chunks, 9u);
+}
+
+// kvrun eval builds the KV of a few questions' passages at a time: a run limited to some documents computes
+// their chunks (and, in independent mode, every neighbour their similarity batches read), records how many chunks
+// are still missing, leaves a store that verifies, and the store completed later equals one built at once.
+TEST_F(KvprepPrefill, AStoreBuiltDocumentByDocumentEqualsOneBuiltAtOnce) {
+  build(8);
+  retrieval(2);
+  const ChunkTable chunks = ChunkTable::read(store + "/" + kChunksFile);
+  const std::set<std::string> docs = {chunks.chunks()[1].doc_id, chunks.chunks()[6].doc_id};
+  const auto limited = [&](const std::string& mode) {
+    PrefillStageOptions o;
+    o.store_dir = store;
+    o.model_path = test::smollm2_gguf();
+    o.mode = mode;
+    o.top_n = 2;
+    o.batch_tokens = 40;
+    o.only_docs = docs;
+    o.with_similarity_neighbors = mode == "independent";
+    o.progress.out = nullptr;
+    return run_prefill_stage(o);
+  };
+  const auto missing = [&](const std::string& mode) {
+    const StageRecord* r = load_manifest(store).find_stage("prefill-" + mode);
+    EXPECT_NE(r, nullptr) << mode;
+    return r && r->counts.count("missing") ? r->counts.at("missing") : 0;
+  };
+  size_t of_docs = 0;
+  for (const ChunkRecord& c : chunks.chunks()) of_docs += docs.count(c.doc_id);
+  const uint64_t independent = limited("independent").computed;
+  EXPECT_GT(independent, of_docs);  // the neighbours similarity reads
+  EXPECT_LT(independent, chunks.size());
+  EXPECT_EQ(missing("independent"), chunks.size() - independent);
+  EXPECT_EQ(limited("similarity").computed, of_docs);
+  EXPECT_EQ(missing("similarity"), chunks.size() - of_docs);
+  EXPECT_TRUE(limited("similarity").unchanged);
+  EXPECT_TRUE(verify_store(store).empty()) << verify_store(store)[0].what;
+
+  EXPECT_EQ(prefill("independent").computed, chunks.size() - independent);
+  EXPECT_EQ(prefill("similarity", 2).computed, chunks.size() - of_docs);
+  EXPECT_EQ(missing("independent"), 0u);
+  EXPECT_EQ(missing("similarity"), 0u);
+
+  const std::string in_parts = store;
+  store = (dir / "at-once").string();
+  test::chunk_test_store((dir / "corpus.jsonl").string(), store, test::smollm2_gguf());
+  retrieval(2);
+  prefill("independent");
+  prefill("similarity", 2);
+  const Manifest parts_manifest = load_manifest(in_parts), once_manifest = load_manifest(store);
+  for (const char* mode : {"independent", "similarity"}) {
+    const KvModeReader a(in_parts, parts_manifest, mode, parts_manifest.model_fingerprint);
+    const KvModeReader b(store, once_manifest, mode, once_manifest.model_fingerprint);
+    for (const ChunkRecord& c : chunks.chunks()) {
+      const HostKv x = a.read(c.id), y = b.read(c.id);
+      EXPECT_TRUE(x.k == y.k && x.v == y.v) << mode << " KV of " << c.title << " differs";
+    }
+  }
 }
 
 }  // namespace

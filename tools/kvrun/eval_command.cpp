@@ -1,7 +1,9 @@
 #include <tbb/global_control.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 
 #include "common/cli.h"
@@ -12,6 +14,7 @@
 #include "eval/eval_sweep.h"
 #include "fusion/query_file.h"
 #include "pipeline/pipeline.h"
+#include "prep/prefill_stage.h"
 #include "query_commands.h"
 #include "query_options.h"
 
@@ -27,6 +30,7 @@ struct EvalArgs {
   bool build = false, fresh = false, report_only = false;
   double cache_mb = 2048;
   int threads = 0;
+  size_t build_block = 5;
 };
 
 // The command line as typed, for the report (arguments with spaces quoted).
@@ -45,39 +49,84 @@ std::string command_line() {
   return out;
 }
 
-// The store built from the data set's own passages (--build-store): a pipeline's settings, or the defaults. It
-// holds the KV modes the sweep reads and those they are computed from (similarity needs independent).
-void build_store(const EvalArgs& a, const EvalOptions& o) {
+// What --build-store runs: a pipeline file (a pipeline's settings, or the defaults of kvprep run with this store,
+// corpus and model), its overrides, and the KV modes the sweep reads with those they are computed from
+// (similarity needs independent).
+struct StoreBuild {
+  std::string pipeline;
+  std::vector<std::string> overrides;
+  KvModeRequest modes;
+};
+
+// Checks the pipeline and, for the data set's own passages, writes the corpus of `records`' passages.
+StoreBuild prepare_store_build(const EvalArgs& a, const EvalOptions& o, const std::vector<QueryRecord>& records) {
   const bool own_passages = a.corpus.empty();
   const std::string corpus =
       own_passages ? (fs::path(o.store_dir) / "corpus.jsonl").string() : resolve_dataset(a.corpus);
   KVF_CHECK(own_passages || fs::exists(corpus), corpus, ": no such corpus (bare names are looked up in KVFUSE_DATA=",
             data_dir(), ")");
-  std::string pipeline = a.pipeline;
-  if (pipeline.empty()) {  // the defaults of kvprep run, with this store, corpus and model
+  StoreBuild b;
+  b.pipeline = a.pipeline;
+  if (b.pipeline.empty()) {  // the defaults of kvprep run, with this store, corpus and model
     fs::create_directories(o.store_dir);
-    pipeline = (fs::path(o.store_dir) / "eval-pipeline.yaml").string();
-    std::ofstream out(pipeline);
+    b.pipeline = (fs::path(o.store_dir) / "eval-pipeline.yaml").string();
+    std::ofstream out(b.pipeline);
     out << "store: " << o.store_dir << "\ncorpus: " << corpus << "\nmodel: " << o.model
         << "\nembedder: " << o.embedder << "\n";
-    KVF_CHECK(out, pipeline, ": write failed");
+    KVF_CHECK(out, b.pipeline, ": write failed");
   }
-  const std::vector<std::string> overrides = {"store=" + o.store_dir, "corpus=" + corpus, "model=" + o.model,
-                                              "embedder=" + o.embedder, "threads=" + std::to_string(a.threads)};
-  const KvModeRequest modes{o.kv_modes, "eval --kv"};
-  check_pipeline(pipeline, overrides, modes);
+  b.overrides = {"store=" + o.store_dir, "corpus=" + corpus, "model=" + o.model, "embedder=" + o.embedder,
+                 "threads=" + std::to_string(a.threads)};
+  b.modes.modes = o.kv_modes;
+  b.modes.asked_by = "eval --kv";
+  check_pipeline(b.pipeline, b.overrides, b.modes);
   if (own_passages) {
-    std::vector<QueryRecord> records = read_query_file(o.dataset);
-    if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
     const size_t passages = write_dataset_corpus(records, corpus);
     std::fprintf(stderr, "eval: building %s from %zu passages of %zu questions (%s)\n", o.store_dir.c_str(),
                  passages, records.size(), corpus.c_str());
   } else {
     std::fprintf(stderr, "eval: building %s from the corpus %s\n", o.store_dir.c_str(), corpus.c_str());
   }
+  return b;
+}
+
+void run_store_build(const StoreBuild& b) {
   run_pipeline(
-      pipeline, overrides,
-      [](const PipelineStep& s) { std::fprintf(stderr, "  %-22s %s\n", s.name.c_str(), s.outcome.c_str()); }, modes);
+      b.pipeline, b.overrides,
+      [](const PipelineStep& s) { std::fprintf(stderr, "  %-22s %s\n", s.name.c_str(), s.outcome.c_str()); },
+      b.modes);
+}
+
+// --build-store: the whole store now or, over the questions' own passages in the fixed setting with prefill modes
+// only, the KV of each block of questions just before they are answered. A chunk's KV does not depend on which chunks are computed
+// with it, so the answers are the same; a sweep stopped early has spent nothing on questions it never reached.
+void build_store(const EvalArgs& a, EvalOptions& o) {
+  std::vector<QueryRecord> records;
+  if (a.corpus.empty()) {
+    records = read_query_file(o.dataset);
+    if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
+  }
+  const StoreBuild build = prepare_store_build(a, o, records);
+  const bool compressed = std::any_of(o.kv_modes.begin(), o.kv_modes.end(),
+                                     [](const std::string& m) { return !is_prefill_mode(m); });
+  if (!a.corpus.empty() || o.setting != "fixed" || a.build_block == 0 || compressed) {
+    run_store_build(build);
+    return;
+  }
+  std::map<std::string, std::vector<std::string>> docs_of;  // question id -> its passages' corpus ids
+  const std::vector<std::vector<std::string>> ids = dataset_corpus_ids(records);
+  for (size_t i = 0; i < records.size(); ++i) docs_of[records[i].query.id] = ids[i];
+  o.block = a.build_block;
+  o.before_block = [build, docs_of](const std::vector<QueryRecord>& these) {
+    StoreBuild block = build;
+    for (const QueryRecord& r : these) {
+      const std::vector<std::string>& docs = docs_of.at(r.query.id);
+      block.modes.only_docs.insert(docs.begin(), docs.end());
+    }
+    std::fprintf(stderr, "eval: the KV of the next %zu questions (%zu passages)\n", these.size(),
+                 block.modes.only_docs.size());
+    run_store_build(block);
+  };
 }
 
 void run_eval(EvalArgs& a, const CLI::App& cmd) {
@@ -124,6 +173,7 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
   }
   if (a.build || !a.build_store.empty()) build_store(a, o);
   o.command = command;
+  o.machine = context.machine;
   run_eval_sweep(o);
   if (!write_eval_report(o.out_dir, context))
     std::fprintf(stderr, "eval: gnuplot not found, plots skipped (scripts/setup.sh installs it)\n");
@@ -160,6 +210,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--build-store", args->build_store,
                   "build this store first from the data set's passages (with --pipeline and no DIR: its store)")
       ->expected(0, 1);
+  cmd->add_option("--build-block", args->build_block,
+                  "with --build-store over the questions' own passages (fixed setting): build the KV of N questions "
+                  "at a time, just before they are answered (0: the whole store first)")
+      ->capture_default_str();
   cmd->add_option("--corpus", args->corpus,
                   "with --build-store: build from this corpus (e.g. corpus_hotpotqa.jsonl, for --setting retrieval) "
                   "instead of the questions' passages");
