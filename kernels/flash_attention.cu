@@ -23,6 +23,7 @@
 
 #include <cuda_bf16.h>
 #include "cuda_ops.cuh"
+#include "key_splits.h"
 
 namespace kvf::cuda {
 namespace {
@@ -107,7 +108,7 @@ __global__ void key_tile_bounds_kernel(const FlashSequence* seqs, int64_t n_seqs
 // each tile since its fragments no longer fit in registers beside the accumulators); with one, Q stays in
 // registers.
 template <int D, int kMT>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, 2)  // two resident blocks at least (resident_blocks: how many)
     flash_attention_kernel(AttentionShape sh, const FlashSequence* seqs, const int2* blocks, const __nv_bfloat16* k,
                            const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos, int64_t call_tiles,
                            KeySplits split) {
@@ -364,16 +365,38 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
+// The form's dynamic shared memory, its limit raised once per form (beyond the 48 KB default).
+template <int D, int kMT>
+size_t configured_smem() {
+  constexpr size_t smem = (size_t)(16 * kMT * (kThreads / 32) + 2 * 2 * kKeys) * (D + kPad) * sizeof(__nv_bfloat16);
+  static const bool configured = [] {
+    cudaFuncSetAttribute(flash_attention_kernel<D, kMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    return true;
+  }();
+  (void)configured;
+  return smem;
+}
+
+// Blocks of a form one multiprocessor holds at once, as its shared memory and registers allow; the launch bound
+// (two) where the runtime cannot tell, e.g. without a device.
+template <int D, int kMT>
+int resident_blocks() {
+  static const int blocks = [] {
+    int n = 0;
+    const size_t smem = configured_smem<D, kMT>();
+    const bool known = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, flash_attention_kernel<D, kMT>, kThreads,
+                                                                      smem) == cudaSuccess && n > 0;
+    if (!known) cudaGetLastError();  // clear it: a later launch check must not report this query
+    return known ? n : 2;
+  }();
+  return blocks;
+}
+
 template <int D, int kMT>
 void launch(const AttentionShape& sh, const FlashSequence* seqs, const int2* blocks, int64_t n_blocks,
             const __nv_bfloat16* k, const __nv_bfloat16* v, const int32_t* k_pos, const int32_t* tile_pos,
             int64_t tiles, const KeySplits& split, int64_t splits, cudaStream_t stream) {
-  constexpr size_t smem = (size_t)(16 * kMT * (kThreads / 32) + 2 * 2 * kKeys) * (D + kPad) * sizeof(__nv_bfloat16);
-  static bool configured = false;  // raise the dynamic shared-memory limit once per kernel
-  if (!configured) {
-    cudaFuncSetAttribute(flash_attention_kernel<D, kMT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    configured = true;
-  }
+  const size_t smem = configured_smem<D, kMT>();
   const dim3 grid((unsigned)(n_blocks * sh.n_heads), 1, (unsigned)splits);
   flash_attention_kernel<D, kMT>
       <<<grid, kThreads, smem, stream>>>(sh, seqs, blocks, k, v, k_pos, tile_pos, tiles, split);
@@ -433,11 +456,18 @@ int64_t flash_attention_blocks(const AttentionShape& sh) {
 }
 
 int64_t flash_attention_splits(const AttentionShape& sh, int multiprocessors) {
-  // Few rows (a question over a long context): the keys are split until there are two blocks per multiprocessor,
-  // each split at least 8 tiles long.
-  const int64_t blocks = flash_attention_blocks(sh), want = 2 * (int64_t)multiprocessors;
-  if (blocks <= 0 || blocks >= want) return 1;
-  return std::max<int64_t>(1, std::min((want + blocks - 1) / blocks, key_tiles(sh.m) / 8));
+  // Few rows (a question over a long context) make too few blocks for the GPU unless the keys are split over
+  // blocks, each split at least 8 tiles long. The count is chosen for the waves of resident blocks: 37 rows over
+  // 26,981 keys on 132 multiprocessors (28 blocks, 422 tiles, 264 slots) take 9 splits, one wave of 47 tiles per
+  // block, where the earlier rule (enough for two blocks per multiprocessor) took 10: 280 blocks, two waves of 43.
+  // KVF_FLASH_SPLITS=N forces N, to measure counts side by side.
+  const int64_t tiles = key_tiles(sh.m);
+  if (const char* forced = std::getenv("KVF_FLASH_SPLITS"); forced != nullptr && std::atoll(forced) > 0)
+    return std::max<int64_t>(1, std::min<int64_t>(std::atoll(forced), tiles));
+  const bool wide = warp_m_tiles(row_tiles(sh.n, 2) * sh.n_heads) == 2;
+  const int per_multiprocessor = sh.head_dim == 64 ? (wide ? resident_blocks<64, 2>() : resident_blocks<64, 1>())
+                                                   : (wide ? resident_blocks<128, 2>() : resident_blocks<128, 1>());
+  return fastest_key_splits(flash_attention_blocks(sh), tiles, (int64_t)per_multiprocessor * multiprocessors);
 }
 
 int64_t flash_attention_work_bytes(const FlashSequence* seqs, int64_t n_seqs) {

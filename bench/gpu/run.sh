@@ -15,6 +15,7 @@
 #   ATTN_CONTEXT    keys of the attention benchmark (32768), Qwen2.5-7B's heads
 #   TTFT_CHUNKS     ~512-token chunks in the TTFT benchmark's context (57: about 27K tokens); TTFT_RUNS (3)
 #   COMPUTE         fast (default: bf16 where the backend has it) or f32, for prefill, precompute and TTFT
+#   PROBE_SPLITS    key split counts the probe step measures side by side (auto 10; see the step)
 #   FLASH_FORMS     forms of the tensor-core attention the tests, the attention op, prefill and cached TTFT run
 #                   with: auto (default: the kernel picks per call), or query rows per warp forced through
 #                   KVF_FLASH_WARP_ROWS, e.g. "auto 32 16" to measure them side by side
@@ -123,11 +124,17 @@ if want attention; then
 fi
 
 # The probe layer of fusion's selection pass at the TTFT benchmark's size: 37 question rows over 26,981 keys, timed
-# without and with the column sums of their softmax weights.
+# without and with the column sums of their softmax weights, once per key split count in PROBE_SPLITS (auto: the
+# kernel's choice; a number is forced through KVF_FLASH_SPLITS; 10 is what the rule before key_splits.h chose).
 if want probe; then
-  step probe "$bin/kvf_attention_bench" --backend "$backend" --context 26981 --heads 28 --kv-heads 4 --head-dim 128 \
-    --ratios 0.00137136 --probe-rows 37 --bf16 --runs 20 --json &&
-    tee -a "$out/attention.jsonl" <"$work/last.log" | tee -a "$summary"
+  for splits in ${PROBE_SPLITS:-auto 10}; do
+    if [ "$splits" = auto ]; then unset KVF_FLASH_SPLITS; else export KVF_FLASH_SPLITS=$splits; fi
+    step "probe [splits $splits]" "$bin/kvf_attention_bench" --backend "$backend" --context 26981 --heads 28 \
+      --kv-heads 4 --head-dim 128 --ratios 0.00137136 --probe-rows 37 --bf16 --runs 20 --json &&
+      python3 -c 'import json,sys; [print(json.dumps(dict(json.loads(l), splits=sys.argv[1]))) for l in sys.stdin]' \
+        "$splits" <"$work/last.log" | tee -a "$out/attention.jsonl" | tee -a "$summary"
+  done
+  unset KVF_FLASH_SPLITS
 fi
 
 small=$work/models/smollm2-135m.gguf big=$work/models/$big_shape.gguf

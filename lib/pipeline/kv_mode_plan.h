@@ -11,7 +11,8 @@ struct CompressEntry {
   std::string to, from;
 };
 
-// The modes a caller needs (e.g. kvrun eval's --kv); empty: every mode the pipeline file names.
+// What a caller needs built: the modes (e.g. kvrun eval's --kv; empty: every mode the pipeline file names), and
+// for which documents.
 struct KvModeRequest {
   std::vector<std::string> modes;
   std::string asked_by;  // names them in errors, e.g. "eval --kv"

@@ -13,7 +13,7 @@ const std::vector<CompressEntry> kCompress = {
     {"sim-a25", "similarity"}, {"sim-a25-q8", "sim-a25"}, {"ind-q8", "independent"}};
 
 KvModePlan plan(const Strings& prefill, const Strings& wanted) {
-  return plan_kv_modes("p.yaml", prefill, kCompress, {wanted, "eval --kv"});
+  return plan_kv_modes("p.yaml", prefill, kCompress, {wanted, "eval --kv", {}});
 }
 
 TEST(KvModePlan, WithoutRequestEveryModeTheFileNames) {
