@@ -255,31 +255,6 @@ std::set<std::string> prepare_out_dir(const EvalOptions& o) {
   return done;
 }
 
-}  // namespace
-
-std::vector<EvalQuestion> read_eval_results(const std::string& out_dir) {
-  const fs::path path = fs::path(out_dir) / kResultsFile;
-  std::vector<EvalQuestion> out;
-  if (!fs::exists(path)) return out;
-  std::ifstream in(path);
-  std::string line;
-  std::vector<std::string> lines;
-  while (std::getline(in, line)) lines.push_back(line);
-  const bool torn_tail = !lines.empty() && in.eof() && !lines.back().empty();
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].empty()) continue;
-    try {
-      out.push_back(question_from_json(json::parse(lines[i])));
-    } catch (const std::exception& e) {
-      if (i + 1 == lines.size() && torn_tail) break;  // the line a killed run was writing
-      fail(path.string(), ":", i + 1, ": ", e.what());
-    }
-  }
-  return out;
-}
-
-namespace {
-
 std::map<std::string, QueryEngine> open_engines(const EvalOptions& o) {
   std::map<std::string, QueryEngine> engines;
   for (const std::string& kv : o.kv_modes) {
@@ -369,6 +344,27 @@ EvalQuestion answer_question(const EvalOptions& o, std::map<std::string, QueryEn
 }
 
 }  // namespace
+
+std::vector<EvalQuestion> read_eval_results(const std::string& out_dir) {
+  const fs::path path = fs::path(out_dir) / kResultsFile;
+  std::vector<EvalQuestion> out;
+  if (!fs::exists(path)) return out;
+  std::ifstream in(path);
+  std::string line;
+  std::vector<std::string> lines;
+  while (std::getline(in, line)) lines.push_back(line);
+  const bool torn_tail = !lines.empty() && in.eof() && !lines.back().empty();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    try {
+      out.push_back(question_from_json(json::parse(lines[i])));
+    } catch (const std::exception& e) {
+      if (i + 1 == lines.size() && torn_tail) break;  // the line a killed run was writing
+      fail(path.string(), ":", i + 1, ": ", e.what());
+    }
+  }
+  return out;
+}
 
 void run_eval_sweep(const EvalOptions& o) {
   validate(o);

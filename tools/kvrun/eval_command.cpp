@@ -98,8 +98,9 @@ void run_store_build(const StoreBuild& b) {
 }
 
 // --build-store: the whole store now or, over the questions' own passages in the fixed setting with prefill modes
-// only, the KV of each block of questions just before they are answered. A chunk's KV does not depend on which chunks are computed
-// with it, so the answers are the same; a sweep stopped early has spent nothing on questions it never reached.
+// only, the KV of each block of questions just before they are answered. A chunk's KV does not depend on which
+// chunks are computed with it, so the answers are the same; a sweep stopped early has spent nothing on questions it
+// never reached.
 void build_store(const EvalArgs& a, EvalOptions& o) {
   std::vector<QueryRecord> records;
   if (a.corpus.empty()) {
@@ -208,7 +209,8 @@ void add_eval_command(CLI::App& app) {
                   "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
       ->capture_default_str();
   cmd->add_option("--build-store", args->build_store,
-                  "build this store first from the data set's passages (with --pipeline and no DIR: its store)")
+                  "build this store from the data set's passages (with --pipeline and no DIR: its store); its KV as "
+                  "the questions need it where it can (--build-block)")
       ->expected(0, 1);
   cmd->add_option("--build-block", args->build_block,
                   "with --build-store over the questions' own passages (fixed setting): build the KV of N questions "
