@@ -123,8 +123,6 @@ json question_json(const EvalQuestion& q) {
   json runs = json::array();
   for (const EvalRun& r : q.runs) runs.push_back(run_json(r));
   return {{"id", q.id},
-          {"question", q.question},
-          {"answers", q.answers},
           {"n_chunks", q.n_chunks},
           {"n_context_tokens", q.n_context_tokens},
           {"n_question_tokens", q.n_question_tokens},
@@ -138,8 +136,7 @@ json question_json(const EvalQuestion& q) {
 EvalQuestion question_from_json(const json& j) {
   EvalQuestion q;
   q.id = j.at("id");
-  q.question = j.at("question");
-  q.answers = j.at("answers").get<std::vector<std::string>>();
+  // "question" and "answers", in files from before they were left to the data set, are not read.
   q.n_chunks = j.at("n_chunks");
   q.n_context_tokens = j.at("n_context_tokens");
   q.n_question_tokens = j.at("n_question_tokens");
@@ -306,8 +303,6 @@ EvalQuestion answer_question(const EvalOptions& o, std::map<std::string, QueryEn
   // then dropped: only full's answer outlives its batch.
   EvalQuestion q;
   q.id = rec.query.id;
-  q.question = rec.query.question;
-  q.answers = rec.answers;
   q.n_chunks = (int64_t)rq.chunk_ids.size();
   q.n_gold_tokens = (int64_t)base.teacher_tokens.size();
   const std::vector<bool> gold = gold_chunks(rq, rec);

@@ -59,8 +59,7 @@ struct EvalRun {
 };
 
 struct EvalQuestion {
-  std::string id, question;
-  std::vector<std::string> answers;
+  std::string id;  // the data set's: its question and gold answers stay there
   int64_t n_chunks = 0, n_context_tokens = 0, n_question_tokens = 0, n_gold_tokens = 0;
   double gold_context_share = NAN;  // share of the context tokens in gold passages (data sets with gold_ctx_idx)
   double others_cpu = NAN;  // other processes' share of the CPUs while it was answered (cpu_usage.h); NAN: unknown

@@ -31,6 +31,7 @@ assert [q["id"] for q in questions] == ["rings", "bow", "ice"], [q["id"] for q i
 for q in questions:
     assert 0 <= q["others_cpu"] <= 1, q["others_cpu"]  # other processes' share of the CPUs meanwhile
     assert "threads" in q["machine"] and "cpu backend" in q["machine"], q["machine"]  # where it was answered
+    assert "question" not in q and "answers" not in q, q.keys()  # the data set's text stays in the data set
     runs = q["runs"]
     # full, then per KV mode: reuse and each selector at 0.3, 0.5 and 1.0
     assert len(runs) == 1 + 2 * (1 + 3 * 3), len(runs)
