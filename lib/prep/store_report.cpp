@@ -112,6 +112,18 @@ std::vector<std::string> unlisted_store_files(const std::string& dir) {
   return out;
 }
 
+std::vector<std::string> incomplete_stages(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const StageRecord& r : load_manifest(dir).stages) {
+    const auto missing = r.counts.find("missing"), chunks = r.counts.find("chunks");
+    if (missing == r.counts.end() || chunks == r.counts.end() || r.stage.rfind("prefill-", 0) != 0) continue;
+    out.push_back(dir + ": " + r.stage + ": " + std::to_string(missing->second) + " of " +
+                  std::to_string(chunks->second) + " chunks have no KV yet (a store built in part, e.g. by kvrun " +
+                  "eval); `kvprep prefill --mode " + r.stage.substr(8) + "` completes it");
+  }
+  return out;
+}
+
 nlohmann::json inspect_store(const std::string& dir) {
   const Manifest m = load_manifest(dir);
   const ChunkTable chunks = ChunkTable::read((fs::path(dir) / kChunksFile).string());

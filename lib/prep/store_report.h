@@ -23,6 +23,11 @@ std::vector<StoreProblem> verify_store(const std::string& store_dir);
 // by hand. Nothing reads them. Temporaries, the lock file and the manifest are not data.
 std::vector<std::string> unlisted_store_files(const std::string& store_dir);
 
+// The prefill stages a limited run left incomplete (PrefillStageOptions::only_docs, as kvrun eval builds a store):
+// one line each naming the stage, the chunks still without KV and the command that completes it. Such a store is
+// sound, not complete; empty when every stage covers every chunk.
+std::vector<std::string> incomplete_stages(const std::string& store_dir);
+
 // Chunks, tokens, stages, KV modes (chunks, rows, bytes, bytes per token), files and settings.
 nlohmann::json inspect_store(const std::string& store_dir);
 

@@ -310,11 +310,18 @@ TEST_F(KvprepPrefill, AStoreBuiltDocumentByDocumentEqualsOneBuiltAtOnce) {
   EXPECT_EQ(missing("similarity"), chunks.size() - of_docs);
   EXPECT_TRUE(limited("similarity").unchanged);
   EXPECT_TRUE(verify_store(store).empty()) << verify_store(store)[0].what;
+  const std::vector<std::string> notes = incomplete_stages(store);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[1].find("prefill-similarity: " + std::to_string(chunks.size() - of_docs) + " of " +
+                          std::to_string(chunks.size()) + " chunks have no KV yet"),
+            std::string::npos)
+      << notes[1];
 
   EXPECT_EQ(prefill("independent").computed, chunks.size() - independent);
   EXPECT_EQ(prefill("similarity", 2).computed, chunks.size() - of_docs);
   EXPECT_EQ(missing("independent"), 0u);
   EXPECT_EQ(missing("similarity"), 0u);
+  EXPECT_TRUE(incomplete_stages(store).empty());
 
   const std::string in_parts = store;
   store = (dir / "at-once").string();

@@ -40,6 +40,7 @@ void add_verify_command(CLI::App& app) {
                   a->store.c_str(), f.c_str());
     const std::vector<StoreProblem> problems = verify_store(a->store);
     if (problems.empty()) {
+      for (const std::string& note : incomplete_stages(a->store)) std::printf("note: %s\n", note.c_str());
       std::printf("ok: %s verifies\n", a->store.c_str());
       return;
     }
@@ -70,7 +71,11 @@ void add_inspect_command(CLI::App& app) {
     std::printf("chunks   %llu, %llu tokens; %.1f MB on disk\n", s["chunks"].get<unsigned long long>(),
                 s["tokens"].get<unsigned long long>(), s["bytes"].get<double>() / 1e6);
     for (const auto& [stage, rec] : s["stages"].items())
-      std::printf("stage    %-20s %s\n", stage.c_str(), rec["completed_at"].get<std::string>().c_str());
+      std::printf("stage    %-20s %s%s\n", stage.c_str(), rec["completed_at"].get<std::string>().c_str(),
+                  rec["counts"].contains("missing")
+                      ? (", " + std::to_string(rec["counts"]["missing"].get<uint64_t>()) + " chunks without KV yet")
+                            .c_str()
+                      : "");
     for (const auto& [mode, kv] : s["kv"].items())
       std::printf("kv       %-12s %llu chunks, %llu rows for %llu tokens, %d layers %s, %.1f MB, %.0f bytes/token\n",
                   mode.c_str(), kv["chunks"].get<unsigned long long>(), kv["rows"].get<unsigned long long>(),
