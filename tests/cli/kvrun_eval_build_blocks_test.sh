@@ -2,19 +2,15 @@
 # kvrun eval --build-store over the questions' own passages builds the KV of --build-block questions at a time,
 # just before they are answered: each block computes only the chunks it adds, and the sweep's answers, scores and
 # KV deviations equal those of a sweep over the store built whole first (--build-block 0).
-# Usage: kvrun_eval_build_blocks_test.sh KVRUN
+# Usage: kvrun_eval_build_blocks_test.sh KVRUN DATASET
 set -euo pipefail
 kvrun=$1
+dataset=$2  # three questions, four distinct passages (tests/fixtures/queries/three_questions.jsonl)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-cat >"$work/qa.jsonl" <<'JSON'
-{"id": "rings", "question": "Which planet is known for its rings?", "answers": ["Saturn"], "contexts": [{"title": "Volcano", "text": "A volcano is a rupture in the crust where lava, ash and gases escape."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}]}
-{"id": "bow", "question": "What is the violin played with?", "answers": ["a bow"], "contexts": [{"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}]}
-{"id": "ice", "question": "What is a glacier made of?", "answers": ["ice"], "contexts": [{"title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}, {"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}]}
-JSON
-args=(--dataset "$work/qa.jsonl" --model smollm2 --methods full,reuse,cacheblend,fusion --ratios 0,0.5 --max-tokens 4)
+args=(--dataset "$dataset" --model smollm2 --methods full,reuse,cacheblend,fusion --ratios 0,0.5 --max-tokens 4)
 "$kvrun" eval "${args[@]}" --build-store "$work/blocks" --build-block 1 --out "$work/eval-blocks" 2>"$work/log" ||
   { cat "$work/log"; fail "eval --build-block 1"; }
 [ "$(grep -c '^eval: the KV of the next 1 questions' "$work/log")" -eq 3 ] || fail "three blocks: $(cat "$work/log")"

@@ -2,18 +2,15 @@
 # kvrun eval --build-store builds what the requested KV modes read: --kv similarity alone also prefills the
 # independent KV (the neighbours' context of similarity mode), and the sweep then reads similarity KV only. A
 # mode nothing makes is refused before any work, naming --kv and the mode.
-# Usage: kvrun_eval_kv_modes_test.sh KVRUN
+# Usage: kvrun_eval_kv_modes_test.sh KVRUN DATASET
 set -euo pipefail
 kvrun=$1
+dataset=$2  # three questions, four distinct passages (tests/fixtures/queries/three_questions.jsonl)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-cat >"$work/qa.jsonl" <<'JSON'
-{"id": "rings", "question": "Which planet is known for its rings?", "answers": ["Saturn"], "contexts": [{"title": "Volcano", "text": "A volcano is a rupture in the crust where lava, ash and gases escape."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}]}
-{"id": "bow", "question": "What is the violin played with?", "answers": ["a bow"], "contexts": [{"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}]}
-JSON
-"$kvrun" eval --dataset "$work/qa.jsonl" --model smollm2 --build-store "$work/store" --kv similarity --methods full,reuse,fusion \
+"$kvrun" eval --dataset "$dataset" --model smollm2 --build-store "$work/store" --kv similarity --methods full,reuse,fusion \
   --ratios 0,0.5 --max-tokens 2 --out "$work/eval" 2>"$work/log" || { cat "$work/log"; fail "eval --kv similarity"; }
 python3 - "$work/store/manifest.json" "$work/eval/results.jsonl" <<'PY' || fail "modes built or read"
 import json, sys
@@ -25,7 +22,7 @@ for line in open(sys.argv[2]):
 PY
 
 # A KV mode that is neither a prefill mode nor made by the pipeline's compress list: one error line, no store.
-if "$kvrun" eval --dataset "$work/qa.jsonl" --build-store "$work/store2" --kv sim-a25 --out "$work/eval2" \
+if "$kvrun" eval --dataset "$dataset" --build-store "$work/store2" --kv sim-a25 --out "$work/eval2" \
   2>"$work/err"; then fail "--kv sim-a25 accepted"; fi
 [ "$(wc -l <"$work/err")" -eq 1 ] || fail "stderr: $(cat "$work/err")"
 grep -q "^error: eval --kv: KV mode 'sim-a25' is neither a prefill mode" "$work/err" || fail "message: $(cat "$work/err")"

@@ -3,19 +3,15 @@
 # sweep's invariants hold (recompute 1.0 is full attention exactly; reuse and full are the normalisation's 0 and
 # 1), the report, CSVs and plots are written, a rerun resumes instead of recomputing, and another sweep into
 # the same folder is refused.
-# Usage: kvrun_eval_test.sh KVRUN
+# Usage: kvrun_eval_test.sh KVRUN DATASET
 set -euo pipefail
 kvrun=$1
+dataset=$2  # three questions, four distinct passages (tests/fixtures/queries/three_questions.jsonl)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-cat >"$work/qa.jsonl" <<'JSON'
-{"id": "rings", "question": "Which planet is known for its rings?", "answers": ["Saturn"], "contexts": [{"title": "Volcano", "text": "A volcano is a rupture in the crust where lava, ash and gases escape."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}], "gold_ctx_idx": [1]}
-{"id": "bow", "question": "What is the violin played with?", "answers": ["a bow", "bow"], "contexts": [{"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}, {"title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings of ice and rock."}], "gold_ctx_idx": [0]}
-{"id": "ice", "question": "What is a glacier made of?", "answers": ["ice"], "contexts": [{"title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}, {"title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}]}
-JSON
-args=(--dataset "$work/qa.jsonl" --methods full,reuse,cacheblend,a3,fusion --ratios 0,0.3,0.5,1 --max-tokens 6
+args=(--dataset "$dataset" --methods full,reuse,cacheblend,a3,fusion --ratios 0,0.3,0.5,1 --max-tokens 6
       --out "$work/eval")
 "$kvrun" eval "${args[@]}" --build-store "$work/store" 2>"$work/log" || { cat "$work/log"; fail "eval"; }
 for f in results.jsonl metrics.csv kv_deviation.csv report.md norm_f1.png norm_ll.png ttft.png kv_deviation.png; do
@@ -92,7 +88,7 @@ cat >"$work/pool.jsonl" <<'JSON'
 {"id": 3, "title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}
 {"id": 4, "title": "Harp", "text": "The harp is a stringed instrument whose strings are plucked with the fingers."}
 JSON
-"$kvrun" eval --dataset "$work/qa.jsonl" --build-store "$work/pool-store" --corpus "$work/pool.jsonl" \
+"$kvrun" eval --dataset "$dataset" --build-store "$work/pool-store" --corpus "$work/pool.jsonl" \
   --setting retrieval --top-k 3 --methods full,reuse --ratios 0 --kv independent --max-tokens 2 \
   --out "$work/retrieval" 2>"$work/log4" || { cat "$work/log4"; fail "retrieval"; }
 [ ! -e "$work/pool-store/corpus.jsonl" ] || fail "--corpus: the questions' passages were written anyway"
@@ -104,19 +100,19 @@ assert all(len(q["runs"]) == 2 for q in questions)
 PY
 
 # --best-last places the best retrieved chunk nearest the question; it means nothing in the fixed setting.
-"$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/pool-store" --setting retrieval --top-k 3 --best-last \
+"$kvrun" eval --dataset "$dataset" --store "$work/pool-store" --setting retrieval --top-k 3 --best-last \
   --methods full,reuse --ratios 0 --kv independent --max-tokens 2 --out "$work/best-last" 2>"$work/log5" ||
   { cat "$work/log5"; fail "--best-last"; }
 grep -q '"best_last": true' "$work/best-last/sweep.json" || fail "--best-last not recorded in sweep.json"
 grep -q "setting retrieval, best chunk last" "$work/best-last/report.md" || fail "--best-last not in the report"
-if "$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --best-last --methods full,reuse --ratios 0 \
+if "$kvrun" eval --dataset "$dataset" --store "$work/store" --best-last --methods full,reuse --ratios 0 \
   --kv independent --out "$work/fixed-best-last" 2>"$work/log6"; then
   fail "--best-last accepted in the fixed setting"
 fi
 grep -q "needs --setting retrieval, got 'fixed'" "$work/log6" || fail "message: $(cat "$work/log6")"
 
 # --exact-first-chunk is recorded with the sweep and named in the report.
-"$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --exact-first-chunk --methods full,reuse,fusion \
+"$kvrun" eval --dataset "$dataset" --store "$work/store" --exact-first-chunk --methods full,reuse,fusion \
   --ratios 0.5 --kv independent --max-tokens 2 --out "$work/exact-first" 2>"$work/log7" ||
   { cat "$work/log7"; fail "--exact-first-chunk"; }
 grep -q '"exact_first_chunk": true' "$work/exact-first/sweep.json" || fail "--exact-first-chunk not in sweep.json"
@@ -126,7 +122,7 @@ grep -q "first chunk's independent KV in every mode" "$work/exact-first/report.m
 # It is the default where the KV modes are independent and similarity; --no-exact-first-chunk turns it off, and
 # a sweep made without it is not continued with it: the refusal names the setting and the flag.
 grep -q '"exact_first_chunk": true' "$work/eval/sweep.json" || fail "the first chunk's exact KV is not the default"
-stored_first=(--dataset "$work/qa.jsonl" --store "$work/store" --methods full,reuse --ratios 0 --kv independent
+stored_first=(--dataset "$dataset" --store "$work/store" --methods full,reuse --ratios 0 --kv independent
               --max-tokens 2 --out "$work/stored-first")
 "$kvrun" eval "${stored_first[@]}" --no-exact-first-chunk 2>"$work/log9" || { cat "$work/log9"; fail "--no-exact"; }
 if grep -q exact_first_chunk "$work/stored-first/sweep.json"; then fail "--no-exact-first-chunk recorded as on"; fi
@@ -137,7 +133,7 @@ grep -q -- "--no-exact-first-chunk" "$work/stored-first/command.txt" ||
   fail "a refused command replaced the sweep's command.txt"
 
 # A sweep that ran no reuse of the independent KV names the reuse its normalized scores start from.
-"$kvrun" eval --dataset "$work/qa.jsonl" --store "$work/store" --methods full,reuse --ratios 0 --kv similarity \
+"$kvrun" eval --dataset "$dataset" --store "$work/store" --methods full,reuse --ratios 0 --kv similarity \
   --max-tokens 2 --out "$work/similarity-only" 2>"$work/log8" || { cat "$work/log8"; fail "--kv similarity"; }
 grep -q "similarity KV (this sweep ran no Full Reuse) as 0" "$work/similarity-only/report.md" &&
   grep -q "^Full attention minus reuse of the similarity KV, F1: " "$work/similarity-only/report.md" ||
