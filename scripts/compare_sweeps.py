@@ -4,7 +4,8 @@ layers, neighbour count, ...): on the questions every sweep answered, each sweep
 and normalized gold-LL recovery (0 = Full Reuse of independent KV, 1 = full attention, FusionRAG eq. 11), the
 share of its recomputed tokens that lie in gold passages (where the data set marks them), and its
 difference from the first sweep, paired over questions, with 95% percentile bootstrap intervals. Reads each
-folder's results.jsonl (kept next to the report, not committed: it quotes the data set).
+folder's results.jsonl (committed next to the report since 2026-11-27: question ids, answers and scores, none of
+the data set's text; earlier sweeps' files quoted the data set and were not committed).
 
 A setting that leaves full attention and Full Reuse of the independent KV as they were (--exact-first-chunk, the
 fusion options) need not run them again: with --references-from-baseline, a sweep that ran only the compared

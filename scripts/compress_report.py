@@ -142,7 +142,7 @@ def main():
         "; ".join(f"`{r['kv']}` {r['smaller']:.1f}x, delta LL {r['ll_delta']:+.2f} [{r['ll_delta_ci'][0]:+.2f}, "
                   f"{r['ll_delta_ci'][1]:+.2f}], delta F1 {r['f1_delta']:+.2f}" for r in goal) or "no mode is 8x smaller"))
     out.append("\n![bytes per token against quality](tradeoff.png)\n")
-    out.append("Plot script: `tradeoff.gp`. Per-question results: `results.jsonl` (not committed: it quotes the data set).")
+    out.append("Plot script: `tradeoff.gp`. Per-question results: `results.jsonl` (question ids, answers and scores; no data-set text).")
     with open(os.path.join(a.sweep, "tradeoff.md"), "w") as f:
         f.write("\n".join(out) + "\n")
 

@@ -33,7 +33,8 @@ def read_sweep(folder):
 
 def paired_differences(folder, ratio, resamples=1000, seed=20261124):
     """Per KV mode: fusion minus cacheblend and minus a3 at `ratio`, F1 and gold LL, paired over questions, with
-    95% percentile bootstrap intervals. Needs OUT/results.jsonl (not committed: it quotes the data set)."""
+    95% percentile bootstrap intervals. Needs OUT/results.jsonl (committed beside the report
+    since 2026-11-27; sweeps from before kept it out)."""
     path = os.path.join(folder, "results.jsonl")
     if not os.path.exists(path):
         return []
