@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -218,6 +219,25 @@ std::string differing_keys(const json& have, const json& wanted) {
   return out;
 }
 
+// A run killed while writing leaves a last line without its newline. Appending after it would glue the next
+// result onto that text, so the line is finished if it is whole JSON and cut off if it is not.
+void repair_torn_tail(const fs::path& path) {
+  if (!fs::exists(path)) return;
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.empty() || text.back() == '\n') return;
+  const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  if (json::accept(text.substr(keep))) {
+    std::ofstream out(path, std::ios::app);
+    out << "\n";
+    KVF_CHECK(out, path.string(), ": write failed");
+    return;
+  }
+  fs::resize_file(path, keep);
+  std::fprintf(stderr, "eval: %s ended in a half-written line (%zu bytes, from a run that was stopped); cut it off, "
+               "its question is answered again\n", path.string().c_str(), text.size() - keep);
+}
+
 // Opens the results file for appending, after checking that what is there comes from this same sweep.
 std::set<std::string> prepare_out_dir(const EvalOptions& o) {
   fs::create_directories(o.out_dir);
@@ -247,6 +267,7 @@ std::set<std::string> prepare_out_dir(const EvalOptions& o) {
     out << o.command << "\n";
     KVF_CHECK(out, o.out_dir, "/command.txt: write failed");
   }
+  repair_torn_tail(fs::path(o.out_dir) / kResultsFile);
   std::set<std::string> done;
   for (const EvalQuestion& q : read_eval_results(o.out_dir)) done.insert(q.id);
   return done;

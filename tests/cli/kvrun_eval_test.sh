@@ -76,6 +76,26 @@ lines=$(wc -l <"$work/eval/results.jsonl")
 "$kvrun" eval "${args[@]}" --store "$work/store" 2>"$work/log2" || { cat "$work/log2"; fail "rerun"; }
 grep -q "3 of 3 questions already in" "$work/log2" || fail "rerun did not resume: $(cat "$work/log2")"
 [ "$(wc -l <"$work/eval/results.jsonl")" -eq "$lines" ] || fail "rerun appended results"
+
+# A run stopped while writing its third result leaves a half line: the rerun cuts it off and answers that
+# question again, and the file stays one whole result per line.
+head -n 2 "$work/eval/results.jsonl" >"$work/torn.jsonl"
+printf '%s' "$(sed -n 3p "$work/eval/results.jsonl" | cut -c 1-100)" >>"$work/torn.jsonl"  # no newline
+mv "$work/torn.jsonl" "$work/eval/results.jsonl"
+torn_log="$work/log-torn"
+"$kvrun" eval "${args[@]}" --store "$work/store" 2>"$torn_log" || { cat "$torn_log"; fail "rerun after a torn line"; }
+grep -q "half-written line" "$torn_log" || fail "torn line not reported: $(cat "$torn_log")"
+grep -q "2 of 3 questions already in" "$torn_log" || fail "torn line counted as answered: $(cat "$torn_log")"
+three_whole_lines() {
+  python3 -c 'import json, sys; assert len([json.loads(l) for l in open(sys.argv[1])]) == 3' "$work/eval/results.jsonl"
+}
+three_whole_lines || fail "results.jsonl after the torn-line rerun is not three whole lines"
+# Stopped between the last result and its newline: the result is whole, so it is kept and its line finished.
+truncate -s -1 "$work/eval/results.jsonl"
+"$kvrun" eval "${args[@]}" --store "$work/store" 2>"$torn_log" || { cat "$torn_log"; fail "rerun, no newline"; }
+grep -q "3 of 3 questions already in" "$torn_log" || fail "a whole last line was dropped: $(cat "$torn_log")"
+three_whole_lines || fail "results.jsonl after the no-newline rerun is not three whole lines"
+
 rm "$work/eval/report.md"
 "$kvrun" eval --store "$work/store" --out "$work/eval" --report-only 2>/dev/null || fail "--report-only"
 [ -s "$work/eval/report.md" ] || fail "--report-only wrote no report"
