@@ -93,11 +93,17 @@ void drop_cached_shards(const std::string& store, const std::string& mode) {
   }
 }
 
+using OpsBySetting = std::map<std::string, std::map<std::string, kvf::OpStats>>;
+
 // --profile: each setting's ops by stage of the answer (QueryEngine::op_stats), milliseconds per query, then each
-// stage's total.
-void print_op_split(const std::vector<Setting>& settings,
-                    const std::map<std::string, std::map<std::string, kvf::OpStats>>& ops, double queries) {
-  std::printf("\nBackend ops per query by stage (--profile: each op waited for), ms and calls:\n\n| stage/op |");
+// stage's total. --profile-host: the same for the time each call kept the host, and each stage's wall time beside
+// its calls' total (`walls`).
+void print_op_split(const std::vector<Setting>& settings, const OpsBySetting& ops, const OpsBySetting& walls,
+                    bool host_calls, double queries) {
+  std::printf("\nBackend ops per query by stage (%s), ms and calls:\n\n| stage/op |",
+              host_calls ? "--profile-host: each call's time on the host, nothing waited for; a stage's calls "
+                           "near its wall time mean it is bound by launching ops"
+                         : "--profile: each op waited for");
   for (const Setting& s : settings) std::printf(" %s |", s.label().c_str());
   std::printf("\n|---|");
   for (size_t i = 0; i < settings.size(); ++i) std::printf("---:|");
@@ -132,8 +138,20 @@ void print_op_split(const std::vector<Setting>& settings,
     }
     std::printf("\n");
   };
-  for (const std::string& stage : stages) total_row(stage + ", all ops", stage + "/");
-  total_row("all ops", "");
+  const auto wall_row = [&](const std::string& stage) {
+    std::printf("| %s, wall |", stage.c_str());
+    for (const Setting& s : settings) {
+      const auto it = walls.find(s.label());
+      const bool has = it != walls.end() && it->second.count(stage);
+      std::printf(" %.1f |", has ? 1e3 * it->second.at(stage).seconds / queries : 0.0);
+    }
+    std::printf("\n");
+  };
+  for (const std::string& stage : stages) {
+    total_row(stage + (host_calls ? ", all calls" : ", all ops"), stage + "/");
+    if (host_calls) wall_row(stage);
+  }
+  total_row(host_calls ? "all calls" : "all ops", "");
 }
 
 }  // namespace
@@ -141,7 +159,7 @@ void print_op_split(const std::vector<Setting>& settings,
 int main(int argc, char** argv) {
   CLI::App app{"kvf_ttft_bench: TTFT of kvrun's methods against full, side by side"};
   std::string store, queries, model = "smollm2", compute = "fast", kv_mode = "independent", backend = "cpu";
-  bool cold = false, profile = false;
+  bool cold = false, profile = false, profile_host = false;
   double cache_mb = 0;
   int questions = 5, chunks = 10, runs = 5, threads = 2;
   std::vector<double> ratios{0.0, 0.05, 0.15, 0.3, 1.0};
@@ -174,6 +192,11 @@ int main(int argc, char** argv) {
                "also time every backend op and print each method's split by stage: place, select, prefill (each op "
                "is waited for, so the TTFT columns of a profiled run are not the method's own: take them from a run "
                "without it)");
+  app.add_flag("--profile-host", profile_host,
+               "the same split timing each op's call on the host, nothing waited for, with each stage's wall time "
+               "(synchronised where stages change): where a stage's calls take about its wall time, launching ops "
+               "bounds it, not running them")
+      ->excludes("--profile");
   CLI11_PARSE(app, argc, argv);
   try {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
@@ -185,7 +208,8 @@ int main(int argc, char** argv) {
     eo.kv_mode = kv_mode;
     eo.backend = backend;
     eo.decode_low_bit_at_load = decode_at_load;
-    eo.profile_ops = profile;
+    eo.profile_ops = profile || profile_host;
+    eo.profile_host_calls = profile_host;
     kvf::QueryEngine engine(eo);
     std::vector<kvf::ResolvedQuery> picked;
     for (const kvf::QueryRecord& r : kvf::read_query_file(queries)) {
@@ -209,7 +233,7 @@ int main(int argc, char** argv) {
     kvf::AnswerOptions ao;
     ao.max_tokens = 1;  // the first token is all TTFT needs
     std::map<std::string, std::vector<kvf::QueryAnswer>> timed;
-    std::map<std::string, std::map<std::string, kvf::OpStats>> ops;  // --profile: per setting, summed over runs
+    OpsBySetting ops, walls;  // --profile(-host): per setting, summed over runs
     std::vector<double> n_context, n_question;
     kvf::CpuSample timed_from;  // taken after the warm-up
     for (int run = 0; run <= runs; ++run) {
@@ -223,11 +247,16 @@ int main(int argc, char** argv) {
           if (cold) drop_cached_shards(store, kv_mode);
           engine.reset_op_stats();
           kvf::QueryAnswer a = engine.answer(q, ao);
+          const std::map<std::string, kvf::OpStats> stage_walls = engine.stage_walls();  // ends the last stage
           if (run == 0) continue;  // warm-up
-          for (const auto& [op, st] : engine.op_stats()) {
-            ops[s.label()][op].seconds += st.seconds;
-            ops[s.label()][op].calls += st.calls;
-          }
+          const auto add = [&](std::map<std::string, kvf::OpStats>& into, const auto& from) {
+            for (const auto& [key, st] : from) {
+              into[key].seconds += st.seconds;
+              into[key].calls += st.calls;
+            }
+          };
+          add(walls[s.label()], stage_walls);
+          add(ops[s.label()], engine.op_stats());
           if (s.method == FusionMethod::Full) {
             n_context.push_back((double)a.n_context_tokens);
             n_question.push_back((double)a.n_question_tokens);
@@ -270,7 +299,7 @@ int main(int argc, char** argv) {
     if (std::isfinite(others))  // other work on the cores makes these times not the methods' own
       std::printf("\nOther processes used %.1f%% of the CPUs during the timed runs%s\n", 100 * others,
                   others > kvf::kOthersCpuNoticed ? ": these times were taken beside other work." : ".");
-    if (profile) print_op_split(settings, ops, (double)runs * questions);
+    if (profile || profile_host) print_op_split(settings, ops, walls, profile_host, (double)runs * questions);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -4,22 +4,52 @@
 
 namespace kvf {
 
-// Each op is waited for (synchronize) so an asynchronous backend's op is charged its own device time.
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+}  // namespace
+
+// OpsWaited: each op is waited for (synchronize) so an asynchronous backend's op is charged its own device time.
+// HostCalls: only the call itself is timed.
 template <typename F>
 auto ProfilingBackend::timed(const char* op, F&& call) {
-  inner_.synchronize();
-  const auto t0 = std::chrono::steady_clock::now();
+  const bool wait = timing_ == Timing::OpsWaited;
+  if (wait) inner_.synchronize();
   struct Record {  // records on every exit path, exceptions included
     Backend& inner;
+    bool wait;
     OpStats& s;
-    std::chrono::steady_clock::time_point t0;
+    Clock::time_point t0 = Clock::now();
     ~Record() {
-      inner.synchronize();
-      s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (wait) inner.synchronize();
+      s.seconds += seconds_since(t0);
       ++s.calls;
     }
-  } record{inner_, stats_[stage_.empty() ? std::string(op) : stage_ + "/" + op], t0};
+  } record{inner_, wait, stats_[stage_.empty() ? std::string(op) : stage_ + "/" + op]};
   return call();
+}
+
+void ProfilingBackend::reset() {
+  stats_.clear();
+  stage_walls_.clear();
+  stage_from_ = Clock::now();
+}
+
+void ProfilingBackend::set_stage(std::string stage) {
+  close_stage();
+  stage_ = std::move(stage);
+  if (timing_ != Timing::HostCalls) return;
+  stage_open_ = true;
+  stage_from_ = Clock::now();
+}
+
+void ProfilingBackend::close_stage() {
+  if (!stage_open_) return;
+  inner_.synchronize();
+  OpStats& wall = stage_walls_[stage_];
+  wall.seconds += seconds_since(stage_from_);
+  ++wall.calls;
+  stage_open_ = false;
 }
 
 Tensor ProfilingBackend::empty(DType dtype, const Shape& shape) {

@@ -1,7 +1,11 @@
-// A Backend decorator that times every op it forwards, to show where a forward pass spends its time.
-// Times are wall-clock around each call, the backend synchronised before and after (so the GPU's ops are waited
-// for: a profiled run is slower, but each op's share is its own).
+// A Backend decorator that times every op it forwards, to show where a forward pass spends its time. Two timings:
+//   OpsWaited  wall-clock around each call, the backend synchronised before and after (so the GPU's ops are
+//              waited for: a profiled run is slower, but each op's share is its own).
+//   HostCalls  the time each call keeps the host (an asynchronous backend's launch cost), nothing waited for, and
+//              each stage's wall time, synchronised only where stages change. A stage whose calls take about its
+//              wall time is bound by launching ops, not by the device running them.
 #pragma once
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,12 +21,18 @@ struct OpStats {
 
 class ProfilingBackend final : public Backend {
  public:
-  explicit ProfilingBackend(Backend& inner) : inner_(inner) {}
+  enum class Timing { OpsWaited, HostCalls };
+  explicit ProfilingBackend(Backend& inner, Timing timing = Timing::OpsWaited) : inner_(inner), timing_(timing) {}
+  Timing timing() const { return timing_; }
   const std::map<std::string, OpStats>& stats() const { return stats_; }
-  void reset() { stats_.clear(); }
+  // HostCalls: each stage's wall time (calls: how often it ran); the running stage counts once it is closed.
+  const std::map<std::string, OpStats>& stage_walls() const { return stage_walls_; }
+  void reset();
   // Ops from here on are recorded as "stage/op" (an empty stage: the op's name alone), so a caller can split
-  // its stages' time, e.g. a fused prefill's selection from its sparse pass.
-  void set_stage(std::string stage) { stage_ = std::move(stage); }
+  // its stages' time, e.g. a fused prefill's selection from its sparse pass. HostCalls: closes the running stage.
+  void set_stage(std::string stage);
+  // HostCalls: waits for the running stage's work and adds its wall time to stage_walls() (no stage runs after).
+  void close_stage();
 
   std::string name() const override { return inner_.name() + "+profile"; }
   Device device() const override { return inner_.device(); }
@@ -58,8 +68,11 @@ class ProfilingBackend final : public Backend {
   template <typename F>
   auto timed(const char* op, F&& call);
   Backend& inner_;
-  std::map<std::string, OpStats> stats_;
+  Timing timing_;
+  std::map<std::string, OpStats> stats_, stage_walls_;
   std::string stage_;
+  bool stage_open_ = false;  // HostCalls: stage_ started at stage_from_ and is not yet in stage_walls_
+  std::chrono::steady_clock::time_point stage_from_;
 };
 
 }  // namespace kvf

@@ -117,7 +117,10 @@ struct QueryEngine::State {
     }
     device_backend = make_backend(o.backend);
     backend = device_backend.get();
-    if (o.profile_ops) backend = (profiler = std::make_unique<ProfilingBackend>(*device_backend)).get();
+    KVF_CHECK(o.profile_ops || !o.profile_host_calls, "profile_host_calls needs profile_ops");
+    using Timing = ProfilingBackend::Timing;
+    const Timing timing = o.profile_host_calls ? Timing::HostCalls : Timing::OpsWaited;
+    if (o.profile_ops) backend = (profiler = std::make_unique<ProfilingBackend>(*device_backend, timing)).get();
     decoder = Decoder::load(model_path, *backend, o.compute);
     const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
     const uint64_t s_id = chunk_id(s_tokens, fingerprint);
@@ -180,6 +183,12 @@ ChunkKvCache::Stats QueryEngine::cache_stats() const {
 
 std::map<std::string, OpStats> QueryEngine::op_stats() const {
   return s_->profiler ? s_->profiler->stats() : std::map<std::string, OpStats>{};
+}
+
+std::map<std::string, OpStats> QueryEngine::stage_walls() {
+  if (!s_->profiler) return {};
+  s_->profiler->close_stage();
+  return s_->profiler->stage_walls();
 }
 
 void QueryEngine::reset_op_stats() {

@@ -32,6 +32,9 @@ struct QueryEngineOptions {
   ComputeMode compute = ComputeMode::Fast;  // how: compact weights and fast kernels, or the f32 reference
   // Time every backend op (ProfilingBackend: each op waited for, so answers get slower); see op_stats().
   bool profile_ops = false;
+  // With profile_ops: time only each op's call on the host, nothing waited for, and each stage's wall time
+  // (ProfilingBackend's HostCalls); see stage_walls().
+  bool profile_host_calls = false;
 };
 
 struct Query {
@@ -120,6 +123,9 @@ class QueryEngine {
   // With profile_ops: each backend op's time and calls since the last reset (empty without profile_ops), keyed
   // "stage/op" by the answer's stage: load, place, select, prefill (fused_prefill's), then after prefill.
   std::map<std::string, OpStats> op_stats() const;
+  // With profile_host_calls: each stage's wall time since the last reset, keyed by stage; the stage still running
+  // (after prefill) is waited for and counted first.
+  std::map<std::string, OpStats> stage_walls();
   void reset_op_stats();
   std::vector<int32_t> link_token_ids(int count) const;  // the model's link tokens, `count` per chunk
   // An answer's tokens as the assistant would write them right after the prompt (no end token).

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
+#include <string>
 
 #include "backend/profiling_backend.h"
 #include "support/test_values.h"
@@ -204,6 +206,37 @@ TEST_P(FusedPrefillTest, StagesNameTheProfiledOps) {
   EXPECT_GT(calls("select/matmul_nt"), 0);      // fusion's scoring pass
   EXPECT_GT(calls("prefill/matmul_nt"), 0);     // the sparse pass
   for (const auto& [op, st] : profiler.stats()) EXPECT_NE(op.find('/'), std::string::npos) << op;
+}
+
+// Timing only the calls, the profiler records the same ops, and each stage's wall time once the stage is over,
+// never less than its calls took (they ran inside it).
+TEST_P(FusedPrefillTest, HostCallTimingAddsEachStagesWallTime) {
+  ProfilingBackend waited(*backend), host(*backend, ProfilingBackend::Timing::HostCalls);
+  std::map<std::string, OpStats> ops[2];
+  int i = 0;
+  for (ProfilingBackend* profiler : {&waited, &host}) {
+    const std::unique_ptr<Decoder> profiled = Decoder::load(path, *profiler, std::get<1>(GetParam()));
+    profiler->reset();  // the weights' upload
+    FusionInputs in = inputs(3, 1);
+    in.on_stage = [&](const char* stage) { profiler->set_stage(stage); };
+    fused_prefill(*profiled, in, FusionMethod::Fusion, 0.4);
+    ops[i++] = profiler->stats();
+  }
+  EXPECT_TRUE(waited.stage_walls().empty());
+  EXPECT_FALSE(host.stage_walls().count("prefill"));  // still running
+  host.close_stage();
+  ASSERT_EQ(ops[0].size(), ops[1].size());
+  for (const auto& [op, st] : ops[0]) EXPECT_EQ(ops[1][op].calls, st.calls) << op;
+  for (const char* stage : {"place", "select", "prefill"}) {
+    ASSERT_TRUE(host.stage_walls().count(stage)) << stage;
+    const OpStats& wall = host.stage_walls().at(stage);
+    EXPECT_EQ(wall.calls, 1) << stage;
+    double calls = 0;
+    for (const auto& [op, st] : ops[1])
+      if (op.rfind(std::string(stage) + "/", 0) == 0) calls += st.seconds;
+    EXPECT_GT(calls, 0) << stage;
+    EXPECT_GE(wall.seconds, calls) << stage;
+  }
 }
 
 TEST_P(FusedPrefillTest, StoredKvIsNeverWritten) {
