@@ -64,6 +64,29 @@ void validate(const ForwardRequest& r, size_t index, const LlamaConfig& c) {
   }
 }
 
+// A plan's index vectors (one per view segment: a query places tens of chunks) copied to the backend in one upload
+// and handed out as slices of it.
+class Int32Uploads {
+ public:
+  // Queues `values`; once upload() ran, *into is their slice.
+  void add(std::vector<int32_t> values, Tensor* into) {
+    parts_.push_back({(int64_t)all_.size(), (int64_t)values.size(), into});
+    all_.insert(all_.end(), values.begin(), values.end());
+  }
+  void upload(Backend& b) {
+    const Tensor whole = upload_i32(b, all_);
+    for (const Part& part : parts_) *part.into = whole.rows(part.from, part.count);
+  }
+
+ private:
+  struct Part {
+    int64_t from, count;
+    Tensor* into;
+  };
+  std::vector<int32_t> all_;
+  std::vector<Part> parts_;
+};
+
 }  // namespace
 
 Tensor upload_i32(Backend& b, const std::vector<int32_t>& values) {
@@ -84,13 +107,13 @@ int validate_forward_batch(const std::vector<ForwardRequest>& batch, const Llama
 
 SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaConfig& c, Backend& b) {
   SequencePlan p;
+  Int32Uploads uploads;
   p.offset = offset;
   p.n = (int64_t)r.tokens.size();
-  p.pos = upload_i32(b, r.positions);
   if (c.condensed.active()) {
     std::vector<int32_t> before(r.positions);
     for (int32_t& x : before) --x;
-    p.pos_before = upload_i32(b, before);
+    uploads.add(std::move(before), &p.pos_before);
   }
   // A view row is superseded by a computed token or a later segment's row at its position: walk the segments
   // from the last, claiming positions as they are seen.
@@ -104,6 +127,7 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
   }
   std::vector<int32_t> key_pos;
   int64_t slot_base = 0;
+  p.kept.resize(r.view.size());
   for (size_t s = 0; s < r.view.size(); ++s) {
     const KvSegment& seg = *r.view[s];
     for (int32_t i : kept_rows[s]) {
@@ -111,21 +135,20 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
       p.key_slot.push_back(slot_base + i);
     }
     slot_base += seg.rows();
-    SequencePlan::Kept kept{upload_i32(b, kept_rows[s]), (int64_t)kept_rows[s].size(), {}};
+    SequencePlan::Kept& kept = p.kept[s];
+    kept.count = (int64_t)kept_rows[s].size();
     if (seg.encoded) {  // decoded from the encoding by row index: the chunk's own row numbers
       kept.encoded_rows = kept_rows[s];
       for (int32_t& i : kept.encoded_rows) i += (int32_t)seg.encoded_first;
     }
-    p.kept.push_back(std::move(kept));
-    p.n_view_kept += (int64_t)kept_rows[s].size();
+    uploads.add(std::move(kept_rows[s]), &kept.rows);
+    p.n_view_kept += kept.count;
   }
-  p.view_pos = upload_i32(b, key_pos);
   for (int64_t i = 0; i < p.n; ++i) {
     key_pos.push_back(r.positions[i]);
     p.key_slot.push_back(slot_base + i);
   }
   p.n_slots = slot_base + p.n;
-  p.key_pos = upload_i32(b, key_pos);
   const int64_t m = (int64_t)key_pos.size();
   p.keys_k = b.empty(DType::F32, {m, c.n_kv_heads, c.head_dim});
   p.keys_v = b.empty(DType::F32, {m, c.n_kv_heads, c.head_dim});
@@ -141,12 +164,16 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
       slot_sorted[i] = p.key_slot[order[i]];
     }
     p.key_slot = std::move(slot_sorted);  // colsum entries come back in position order
-    p.key_order = upload_i32(b, order);
-    p.ordered_pos = upload_i32(b, pos_sorted);
+    uploads.add(std::move(order), &p.key_order);
+    uploads.add(std::move(pos_sorted), &p.ordered_pos);
     p.ordered_k = b.empty(DType::F32, {m, c.n_kv_heads, c.head_dim});
     p.ordered_v = b.empty(DType::F32, {m, c.n_kv_heads, c.head_dim});
   }
-  if (!r.probe_layers.empty()) p.probe_rows = upload_i32(b, r.probe_rows);
+  if (!r.probe_layers.empty()) uploads.add(r.probe_rows, &p.probe_rows);
+  uploads.add(std::move(key_pos), &p.key_pos);  // the kept view rows' positions, then the computed tokens'
+  uploads.upload(b);
+  p.view_pos = p.key_pos.rows(0, p.n_view_kept);
+  p.pos = p.key_pos.rows(p.n_view_kept, p.n);
   return p;
 }
 
