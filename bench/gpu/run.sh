@@ -227,6 +227,14 @@ PY
     cat "$work/last.log" >>"$summary"
   done
   use_form "${flash_forms%% *}"
+  # Again with thin products' GEMM algorithms chosen by timing cuBLASLt's candidates (KVF_GEMM_TUNE=1, off by
+  # default): the selection pass's 37-row products read every weight once and should run at memory bandwidth.
+  # The choices, each beside the heuristic's, are in run.log.
+  step "ttft cached, gemm tuned" env KVF_GEMM_TUNE=1 "$bin/kvf_ttft_bench" --store "$store" --model "$big" \
+    --queries "$work/questions.jsonl" --questions 1 --chunks "$ttft_chunks" --runs "$ttft_runs" \
+    --threads "$(nproc)" --compute "$compute" --backend "$backend" --methods full reuse fusion --ratios 0.15 \
+    --cache-mb 16384 && { echo "KVF_GEMM_TUNE=1:"; grep -v "^cuda: gemm" "$work/last.log"; } >>"$out/ttft.md"
+  grep -v "^cuda: gemm" "$work/last.log" >>"$summary"
   # Where each method's time goes, op by op: each op waited for (its device time), then each call's host time
   # beside each stage's wall time (whether launching ops bounds the stage: fusion's fixed part). One timed run each.
   for how in --profile --profile-host; do

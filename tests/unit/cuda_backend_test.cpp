@@ -69,6 +69,22 @@ class CudaVsCpu : public ::testing::Test {
     for (int64_t d : shape) n *= d;
     return upload(std::vector<float>((size_t)n, 0.0f), shape);
   }
+  // x [n, k] and w [m, k] rounded to bf16 (f32 tensors on both backends, and w as bf16 on the GPU), y [n, m] zeros.
+  struct Bf16Product {
+    Pair x, w, y;
+    Tensor w_bf16;
+  };
+  Bf16Product bf16_product(int64_t n, int64_t m, int64_t k) {
+    std::mt19937 rng((uint32_t)(n + m + k));
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> x((size_t)(n * k)), w((size_t)(m * k));
+    std::vector<uint16_t> w_bf16(w.size());
+    for (float& v : x) v = bf16_to_f32(f32_to_bf16(d(rng)));
+    for (size_t i = 0; i < w.size(); ++i) w_bf16[i] = f32_to_bf16(d(rng)), w[i] = bf16_to_f32(w_bf16[i]);
+    Bf16Product p{upload(x, {n, k}), upload(w, {m, k}), zeros({n, m}), gpu->empty(DType::BF16, {m, k})};
+    gpu->copy_from_host(p.w_bf16, w_bf16.data(), w_bf16.size() * 2);
+    return p;
+  }
   // Largest |cpu - gpu| over the pair, relative to the largest |cpu|.
   double relative_diff(const Pair& p) { return relative_difference(host(*cpu, p.cpu), host(*gpu, p.gpu)); }
 
@@ -88,6 +104,25 @@ class CudaVsCpu : public ::testing::Test {
 
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   std::unique_ptr<Backend> gpu;
+};
+
+// Sets an environment variable for a scope, then puts back what was there (the tensor-core attention reads
+// KVF_FLASH_WARP_ROWS per call: the tests run each of its forms; a backend reads KVF_GEMM_TUNE per product shape).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    if (old != nullptr) old_ = old, had_ = true;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
 };
 
 TEST_F(CudaVsCpu, Matmul) {
@@ -271,24 +306,36 @@ TEST_F(CudaVsCpu, GathersAndEmbedding) {
 // values (the products are exact in f32; only the order of the sums differs).
 TEST_F(CudaVsCpu, MatmulBf16WeightsAndEmbedding) {
   for (auto [n, m, k] : {std::tuple{1, 7, 8}, {3, 576, 576}, {64, 1536, 576}, {129, 4864, 896}, {700, 256, 3584}}) {
-    std::mt19937 rng(n + m + k);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> x((size_t)n * k), w((size_t)m * k);
-    std::vector<uint16_t> w_bf16(w.size());
-    for (float& v : x) v = bf16_to_f32(f32_to_bf16(d(rng)));
-    for (size_t i = 0; i < w.size(); ++i) w_bf16[i] = f32_to_bf16(d(rng)), w[i] = bf16_to_f32(w_bf16[i]);
-    Pair xs = upload(x, {n, k}), ws = upload(w, {m, k}), y = zeros({n, m});
-    Tensor wb = gpu->empty(DType::BF16, {m, k});
-    gpu->copy_from_host(wb, w_bf16.data(), w_bf16.size() * 2);
-    cpu->matmul_nt(xs.cpu, ws.cpu, y.cpu);
-    gpu->matmul_nt(xs.gpu, wb, y.gpu);
-    EXPECT_LT(relative_diff(y), 1e-5) << n << "x" << m << "x" << k;
+    Bf16Product p = bf16_product(n, m, k);
+    cpu->matmul_nt(p.x.cpu, p.w.cpu, p.y.cpu);
+    gpu->matmul_nt(p.x.gpu, p.w_bf16, p.y.gpu);
+    EXPECT_LT(relative_diff(p.y), 1e-5) << n << "x" << m << "x" << k;
     if (m >= 7) {
       const Pair ids = ints({0, m - 1, 3});
       Pair out = zeros({3, k});
-      cpu->embedding(ws.cpu, ids.cpu, out.cpu);
-      gpu->embedding(wb, ids.gpu, out.gpu);
+      cpu->embedding(p.w.cpu, ids.cpu, out.cpu);
+      gpu->embedding(p.w_bf16, ids.gpu, out.gpu);
       EXPECT_EQ(relative_diff(out), 0.0) << "bf16 embedding";
+    }
+  }
+}
+
+// KVF_GEMM_TUNE=1: a thin product times cuBLASLt's candidate algorithms on its first call and keeps the fastest.
+// The timing call and later calls all give the CPU's product of the same bf16 values, the later ones bit for bit
+// the same. Shapes of the 7B model's selection pass (37 question rows) and of decoding (1 row), and products of
+// 128 rows (the most that are tuned) and 129.
+TEST_F(CudaVsCpu, TunedThinMatmulBf16) {
+  const ScopedEnv tune("KVF_GEMM_TUNE", "1");
+  for (auto [n, m, k] : {std::tuple{1, 3584, 3584}, {37, 3584, 18944}, {37, 18944, 3584}, {128, 512, 896},
+                         {129, 256, 512}}) {
+    Bf16Product p = bf16_product(n, m, k);
+    cpu->matmul_nt(p.x.cpu, p.w.cpu, p.y.cpu);
+    gpu->matmul_nt(p.x.gpu, p.w_bf16, p.y.gpu);  // times the candidates, then computes with the fastest
+    EXPECT_LT(relative_diff(p.y), 1e-5) << n << "x" << m << "x" << k;
+    const std::vector<float> first = host(*gpu, p.y.gpu);
+    for (int again = 0; again < 2; ++again) {
+      gpu->matmul_nt(p.x.gpu, p.w_bf16, p.y.gpu);
+      EXPECT_EQ(host(*gpu, p.y.gpu), first) << n << "x" << m << "x" << k << ", call " << again + 2;
     }
   }
 }
@@ -334,25 +381,6 @@ TEST_F(CudaVsCpu, RopeIntoRepeatsThePositionsPerLayer) {
     EXPECT_EQ(host(*gpu, layer.gpu), host(*gpu, dst.gpu.rows(2 * n, n)));
   }
 }
-
-// Sets an environment variable for a scope, then puts back what was there (the tensor-core attention reads
-// KVF_FLASH_WARP_ROWS per call: the tests run each of its forms).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old != nullptr) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 struct AttentionCase {
   int n, m, heads, kv_heads, head_dim;

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -409,11 +411,25 @@ class CudaBackend final : public Backend {
   }
   static constexpr int64_t kWorkspaceBytes = 32 << 20;  // cuBLASLt's
 
-  // A cuBLASLt matmul for one (n, k, m) and output alignment: descriptors and the heuristic's algorithm.
+  // KVF_GEMM_TUNE=1: a product of at most kTuneRows rows (a selection pass's question rows, decoding) times each
+  // of cuBLASLt's first kTuneCandidates algorithms on its first call and keeps the fastest. The heuristic's first
+  // choice can leave most multiprocessors idle on such thin products, which read every weight once and should run
+  // at memory bandwidth. Off by default: a choice made by timing can differ between processes, and with it the
+  // order the sums run in.
+  static constexpr int64_t kTuneRows = 128;
+  static constexpr int kTuneCandidates = 8;
+  static bool gemm_tuning() {
+    const char* on = std::getenv("KVF_GEMM_TUNE");
+    return on != nullptr && std::strcmp(on, "1") == 0;
+  }
+
+  // A cuBLASLt matmul for one (n, k, m) and output alignment: descriptors and the heuristic's algorithm (with
+  // tuning, the others to time on the first call).
   struct LtPlan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    std::vector<cublasLtMatmulAlgo_t> untimed;  // KVF_GEMM_TUNE: candidates, emptied once timed
     void destroy() {
       cublasLtMatrixLayoutDestroy(a);
       cublasLtMatrixLayoutDestroy(b);
@@ -467,16 +483,54 @@ class CudaBackend final : public Backend {
     auto it = lt_plans_.find(key);
     if (it == lt_plans_.end())
       it = lt_plans_.emplace(key, make_plan(n, k, m, std::get<3>(key), y_bf16, bias != nullptr)).first;
-    const LtPlan& p = it->second;
+    LtPlan& p = it->second;
     if (bias != nullptr) {  // the pointer is the call's; the plan's descriptor carries it to cublasLtMatmul
       const void* values = bias->data<float>();
       check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &values, sizeof values),
                    "bias pointer");
     }
+    if (!p.untimed.empty()) pick_fastest(p, xb, w, y, n, k, m);
+    check_cublas(run_lt(p, p.algo, xb, w, y), "cublasLtMatmul");
+  }
+  cublasStatus_t run_lt(const LtPlan& p, const cublasLtMatmulAlgo_t& algo, const Tensor& xb, const Tensor& w,
+                        Tensor& y) {
     const float one = 1.0f, zero = 0.0f;
-    check_cublas(cublasLtMatmul(lt_, p.op, &one, w.data<char>(), p.a, xb.data<char>(), p.b, &zero, y.data<char>(), p.c,
-                                y.data<char>(), p.c, &p.algo, workspace_.data<char>(), kWorkspaceBytes, s()),
-                 "cublasLtMatmul");
+    return cublasLtMatmul(lt_, p.op, &one, w.data<char>(), p.a, xb.data<char>(), p.b, &zero, y.data<char>(), p.c,
+                          y.data<char>(), p.c, &algo, workspace_.data<char>(), kWorkspaceBytes, s());
+  }
+  // KVF_GEMM_TUNE: each candidate once to warm up, then its best of three (CUDA events on the stream); the fastest
+  // becomes the plan's algorithm, said on stderr beside the heuristic's first choice.
+  void pick_fastest(LtPlan& p, const Tensor& xb, const Tensor& w, Tensor& y, int64_t n, int64_t k, int64_t m) {
+    cudaEvent_t from, to;
+    check_cuda(cudaEventCreate(&from), "tuning event");
+    check_cuda(cudaEventCreate(&to), "tuning event");
+    std::vector<float> best_ms;
+    for (const cublasLtMatmulAlgo_t& algo : p.untimed) {
+      float best = -1;
+      for (int rep = 0; rep < 4; ++rep) {
+        check_cuda(cudaEventRecord(from, s()), "tuning event");
+        const cublasStatus_t status = run_lt(p, algo, xb, w, y);
+        check_cuda(cudaEventRecord(to, s()), "tuning event");
+        check_cuda(cudaEventSynchronize(to), "tuning event");
+        if (status != CUBLAS_STATUS_SUCCESS) break;  // a candidate this call cannot run is not chosen
+        float ms = 0;
+        check_cuda(cudaEventElapsedTime(&ms, from, to), "tuning event");
+        if (rep > 0) best = best < 0 ? ms : std::min(best, ms);
+      }
+      best_ms.push_back(best);
+    }
+    cudaEventDestroy(from);
+    cudaEventDestroy(to);
+    size_t pick = 0;
+    for (size_t i = 0; i < best_ms.size(); ++i)
+      if (best_ms[i] >= 0 && (best_ms[pick] < 0 || best_ms[i] < best_ms[pick])) pick = i;
+    KVF_CHECK(best_ms[pick] >= 0, "cublasLt: none of ", best_ms.size(), " algorithms ran for ", n, "x", k, " by ",
+              m, "x", k);
+    p.algo = p.untimed[pick];
+    std::fprintf(stderr, "cuda: gemm %lldx%lld by %lldx%lld: algorithm %zu of %zu, %.4f ms (the heuristic's first: "
+                 "%.4f ms)\n", (long long)n, (long long)k, (long long)m, (long long)k, pick + 1, best_ms.size(),
+                 best_ms[pick], best_ms[0]);
+    p.untimed.clear();
   }
   // Column-major: D^T[m, n] = op(A)[m, k] · B[k, n], A = W as stored (k x m, transposed), B = x^T (k x n).
   // With a bias: one f32 value per row of D^T (a column of y), added in the epilogue.
@@ -507,13 +561,17 @@ class CudaBackend final : public Backend {
                                          sizeof y_alignment);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &y_alignment,
                                          sizeof y_alignment);
-    cublasLtMatmulHeuristicResult_t result{};
+    const int wanted = n <= kTuneRows && gemm_tuning() ? kTuneCandidates : 1;
+    std::vector<cublasLtMatmulHeuristicResult_t> results((size_t)wanted);
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.a, p.b, p.c, p.c, pref, wanted, results.data(), &found);
     cublasLtMatmulPreferenceDestroy(pref);
     KVF_CHECK(status == CUBLAS_STATUS_SUCCESS && found > 0, "cublasLt: no bf16 algorithm for ", n, "x", k, " by ", m,
               "x", k, " (status ", (int)status, ")");
-    p.algo = result.algo;
+    p.algo = results[0].algo;
+    if (found > 1)
+      for (int i = 0; i < found; ++i) p.untimed.push_back(results[(size_t)i].algo);
     return p;
   }
 
