@@ -23,7 +23,6 @@ class ProfilingBackend final : public Backend {
  public:
   enum class Timing { OpsWaited, HostCalls };
   explicit ProfilingBackend(Backend& inner, Timing timing = Timing::OpsWaited) : inner_(inner), timing_(timing) {}
-  Timing timing() const { return timing_; }
   const std::map<std::string, OpStats>& stats() const { return stats_; }
   // HostCalls: each stage's wall time (calls: how often it ran); the running stage counts once it is closed.
   const std::map<std::string, OpStats>& stage_walls() const { return stage_walls_; }

@@ -69,7 +69,7 @@ void validate(const ForwardRequest& r, size_t index, const LlamaConfig& c) {
 class Int32Uploads {
  public:
   // Queues `values`; once upload() ran, *into is their slice.
-  void add(std::vector<int32_t> values, Tensor* into) {
+  void add(const std::vector<int32_t>& values, Tensor* into) {
     parts_.push_back({(int64_t)all_.size(), (int64_t)values.size(), into});
     all_.insert(all_.end(), values.begin(), values.end());
   }
@@ -113,7 +113,7 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
   if (c.condensed.active()) {
     std::vector<int32_t> before(r.positions);
     for (int32_t& x : before) --x;
-    uploads.add(std::move(before), &p.pos_before);
+    uploads.add(before, &p.pos_before);
   }
   // A view row is superseded by a computed token or a later segment's row at its position: walk the segments
   // from the last, claiming positions as they are seen.
@@ -141,7 +141,7 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
       kept.encoded_rows = kept_rows[s];
       for (int32_t& i : kept.encoded_rows) i += (int32_t)seg.encoded_first;
     }
-    uploads.add(std::move(kept_rows[s]), &kept.rows);
+    uploads.add(kept_rows[s], &kept.rows);
     p.n_view_kept += kept.count;
   }
   for (int64_t i = 0; i < p.n; ++i) {
@@ -164,13 +164,13 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
       slot_sorted[i] = p.key_slot[order[i]];
     }
     p.key_slot = std::move(slot_sorted);  // colsum entries come back in position order
-    uploads.add(std::move(order), &p.key_order);
-    uploads.add(std::move(pos_sorted), &p.ordered_pos);
+    uploads.add(order, &p.key_order);
+    uploads.add(pos_sorted, &p.ordered_pos);
     p.ordered_k = b.empty(DType::F32, {m, c.n_kv_heads, c.head_dim});
     p.ordered_v = b.empty(DType::F32, {m, c.n_kv_heads, c.head_dim});
   }
   if (!r.probe_layers.empty()) uploads.add(r.probe_rows, &p.probe_rows);
-  uploads.add(std::move(key_pos), &p.key_pos);  // the kept view rows' positions, then the computed tokens'
+  uploads.add(key_pos, &p.key_pos);  // the kept view rows' positions, then the computed tokens'
   uploads.upload(b);
   p.view_pos = p.key_pos.rows(0, p.n_view_kept);
   p.pos = p.key_pos.rows(p.n_view_kept, p.n);
