@@ -247,9 +247,12 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
   stage("place");
   // The chunks at their prompt positions, keys rotated once for every pass and decoding step that reads them.
   const auto t_place = Clock::now();
-  if (method != FusionMethod::Full)
+  if (method != FusionMethod::Full) {
+    std::vector<KvSegment> at_prompt_positions;
     for (size_t c = 0; c < in.chunks.size(); ++c)
-      res.placed.push_back(d.with_roped_keys(placed_at(*in.chunks[c], l.chunks[c].start)));
+      at_prompt_positions.push_back(placed_at(*in.chunks[c], l.chunks[c].start));
+    res.placed = d.with_roped_keys(at_prompt_positions);
+  }
   const double place_ms = ms_since(t_place);
   stage("select");
   const auto t_select = Clock::now();

@@ -450,36 +450,57 @@ std::unique_ptr<Decoder> Decoder::with_kv_sources(std::vector<int32_t> sources) 
 }
 
 KvSegment Decoder::with_roped_keys(const KvSegment& seg) const {
-  KVF_CHECK(seg.layers() == config_.n_layers, "with_roped_keys: segment has ", seg.layers(), " layers, the model ",
-            config_.n_layers);
-  KvSegment out = seg;
-  if (seg.encoded) return out;  // decoded into the staged keys and rotated there, layer by layer
-  out.k_roped.assign(seg.k.size(), Tensor());
-  if (seg.rows() == 0) return out;
-  const Tensor pos = upload_i32(backend_, seg.positions);
+  return std::move(with_roped_keys(std::vector<KvSegment>{seg})[0]);
+}
+
+std::vector<KvSegment> Decoder::with_roped_keys(const std::vector<KvSegment>& segs) const {
   std::vector<size_t> rotated;  // the layers that hold their own keys (the others read their source layer's)
-  for (size_t l = 0; l < seg.k.size(); ++l)
+  for (size_t l = 0; l < (size_t)config_.n_layers; ++l)
     if (kv_sources_.empty() || kv_sources_[l] == (int32_t)l) rotated.push_back(l);
-  // One allocation for every layer's rotated keys, and one rotation where the layers' keys lie one after the other
-  // (as a stored chunk's do): a query places tens of chunks of tens of layers each.
-  const Tensor& first = seg.k[rotated.front()];
-  const int64_t rows = seg.rows(), layer_bytes = (int64_t)first.nbytes();
-  Tensor all = backend_.empty(DType::F32, {(int64_t)rotated.size() * rows, first.dim(1), first.dim(2)});
-  bool consecutive = true;
-  for (size_t i = 0; i < rotated.size(); ++i) {
-    const Tensor& k = seg.k[rotated[i]];
-    consecutive = consecutive && k.storage == first.storage && k.shape == first.shape &&
-                  k.offset == first.offset + i * (size_t)layer_bytes;
+  // One upload of every segment's positions and one allocation for every segment's rotated keys of every layer:
+  // a query places tens of chunks of tens of layers each.
+  std::vector<int32_t> positions;
+  int64_t key_rows = 0;
+  std::vector<KvSegment> out;
+  for (const KvSegment& seg : segs) {
+    KVF_CHECK(seg.layers() == config_.n_layers, "with_roped_keys: segment has ", seg.layers(), " layers, the model ",
+              config_.n_layers);
+    out.push_back(seg);
+    if (seg.encoded) continue;  // decoded into the staged keys and rotated there, layer by layer
+    out.back().k_roped.assign(seg.k.size(), Tensor());
+    positions.insert(positions.end(), seg.positions.begin(), seg.positions.end());
+    key_rows += (int64_t)rotated.size() * seg.rows();
   }
-  if (consecutive) {
-    Tensor keys = first;
-    keys.shape[0] = all.dim(0);
-    backend_.rope_into(keys, all, pos, rope_);
-  }
-  for (size_t i = 0; i < rotated.size(); ++i) {
-    Tensor& k = out.k_roped[rotated[i]];
-    k = all.rows((int64_t)i * rows, rows);
-    if (!consecutive) backend_.rope_into(seg.k[rotated[i]], k, pos, rope_);
+  if (key_rows == 0) return out;
+  const Tensor all_pos = upload_i32(backend_, positions);
+  const Tensor all = backend_.empty(DType::F32, {key_rows, config_.n_kv_heads, config_.head_dim});
+  int64_t pos_at = 0, key_at = 0;
+  for (KvSegment& seg : out) {
+    const int64_t rows = seg.rows();
+    if (seg.encoded || rows == 0) continue;
+    const Tensor pos = all_pos.rows(pos_at, rows);
+    pos_at += rows;
+    // One rotation where the layers' keys lie one after the other (as a stored chunk's do).
+    const Tensor& first = seg.k[rotated.front()];
+    const size_t layer_bytes = first.nbytes();
+    bool consecutive = true;
+    for (size_t i = 0; i < rotated.size(); ++i) {
+      const Tensor& k = seg.k[rotated[i]];
+      consecutive = consecutive && k.storage == first.storage && k.shape == first.shape &&
+                    k.offset == first.offset + i * layer_bytes;
+    }
+    Tensor mine = all.rows(key_at, (int64_t)rotated.size() * rows);
+    key_at += mine.dim(0);
+    if (consecutive) {
+      Tensor keys = first;
+      keys.shape[0] = mine.dim(0);
+      backend_.rope_into(keys, mine, pos, rope_);
+    }
+    for (size_t i = 0; i < rotated.size(); ++i) {
+      Tensor& k = seg.k_roped[rotated[i]];
+      k = mine.rows((int64_t)i * rows, rows);
+      if (!consecutive) backend_.rope_into(seg.k[rotated[i]], k, pos, rope_);
+    }
   }
   return out;
 }

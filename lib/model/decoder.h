@@ -67,6 +67,8 @@ class Decoder {
   // calls read (a query's placed chunks while it prefills and decodes). Forward results are the same bit for bit.
   // An encoded segment is returned as it is: its rows are decoded, then rotated, where each layer gathers them.
   KvSegment with_roped_keys(const KvSegment& seg) const;
+  // The same for several segments at once (a query's placed chunks): one upload and one allocation for all.
+  std::vector<KvSegment> with_roped_keys(const std::vector<KvSegment>& segs) const;
 
   // A ragged batch of independent sequences, each with its own view.
   std::vector<ForwardResult> forward(const std::vector<ForwardRequest>& batch) const;

@@ -216,8 +216,10 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
     // launch per chunk instead of a gather and a rotation per neighbour, layer and sequence. The CPU gathers the
     // rows cheaply and keeps its memory for the batch.
     if (backend->device() != Device::Host)
-      for (std::vector<KvSegment>& segments : placed)
-        for (KvSegment& seg : segments) seg = decoder->with_roped_keys(seg);  // in place: the views point here
+      for (std::vector<KvSegment>& segments : placed) {
+        std::vector<KvSegment> roped = decoder->with_roped_keys(segments);
+        for (size_t i = 0; i < segments.size(); ++i) segments[i] = std::move(roped[i]);  // in place: views point here
+      }
     const std::vector<ForwardResult> out = decoder->forward(batch);
     backend->synchronize();
     res.forward_seconds += seconds_since(t);

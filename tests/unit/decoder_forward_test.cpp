@@ -223,6 +223,26 @@ TEST_P(DecoderForward, PassesWithoutLogitsReturnTheKvAndProbesOfAFullPass) {
   }
 }
 
+// Several segments rotated in one call (a query's placed chunks) hold exactly the keys each rotated alone would,
+// every layer, in one allocation.
+TEST_P(DecoderForward, SegmentsRotatedTogetherEqualEachRotatedAlone) {
+  const ForwardResult ka = prefill(random_tokens(12, vocab, 20), iota_positions(12)),
+                      kb = prefill(random_tokens(9, vocab, 21), iota_positions(9));
+  const std::vector<KvSegment> segs{placed_at(ka.kv, 0), placed_at(kb.kv, 12), placed_at(ka.kv, 21)};
+  const std::vector<KvSegment> together = decoder->with_roped_keys(segs);
+  ASSERT_EQ(together.size(), segs.size());
+  for (size_t s = 0; s < segs.size(); ++s) {
+    const KvSegment alone = decoder->with_roped_keys(segs[s]);
+    EXPECT_EQ(together[s].positions, segs[s].positions);
+    ASSERT_EQ(together[s].k_roped.size(), alone.k_roped.size());
+    for (size_t l = 0; l < alone.k_roped.size(); ++l) {
+      EXPECT_EQ(host(*backend, together[s].k_roped[l]), host(*backend, alone.k_roped[l])) << s << ", layer " << l;
+      EXPECT_EQ(together[s].k_roped[l].storage, together[0].k_roped[0].storage) << s << ", layer " << l;
+      EXPECT_EQ(host(*backend, together[s].k[l]), host(*backend, segs[s].k[l])) << "the stored keys are kept";
+    }
+  }
+}
+
 // Keys rotated once per segment (Decoder::with_roped_keys) read exactly as keys rotated in every layer: mixed with
 // unrotated segments, with superseded rows, and with probes.
 TEST_P(DecoderForward, SegmentsWithRotatedKeysGiveTheSameResultsBitForBit) {
