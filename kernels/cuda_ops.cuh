@@ -55,9 +55,13 @@ struct StagedBlock {
 };
 // Every block of a view into one bf16 K/V [m, d] and its positions [m], in one launch (a view holds a block per
 // chunk, so a launch per block and layer would leave the GPU waiting on the host). blocks: `n_blocks` device
-// descriptors ordered by `first`, covering [0, m). A row outside a block's source is reported and left unwritten.
+// descriptors ordered by `first`; rows of [0, m) no block covers are left as they are. A row outside a block's
+// source is reported and left unwritten.
 void stage_blocks_bf16(const StagedBlock* blocks, int64_t n_blocks, int64_t m, int64_t d, void* k_dst, void* v_dst,
                        int32_t* pos_dst, IndexError* err, cudaStream_t stream);
+// The same into an f32 K/V, the positions only where pos_dst is given (Backend::gather_many).
+void stage_blocks_f32(const StagedBlock* blocks, int64_t n_blocks, int64_t m, int64_t d, float* k_dst, float* v_dst,
+                      int32_t* pos_dst, IndexError* err, cudaStream_t stream);
 
 // x [n, heads, head_dim] rotated in place to positions pos [n]: the first rotary_dim dims of each head, pairs
 // (2i, 2i+1) when adjacent, else (i, i + rotary_dim/2); angles p * inv_freq[i] in double; inverse: -angle.

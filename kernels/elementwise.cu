@@ -154,9 +154,14 @@ __global__ void to_bf16_kernel(const float* src, int64_t d, __nv_bfloat16* dst) 
     to[i] = __float2bfloat16_rn(from[i]);
 }
 
-// One staged row per block: find its key block (binary search over the blocks' first rows), then K and V.
-__global__ void stage_blocks_kernel(const StagedBlock* blocks, int n_blocks, int64_t d, __nv_bfloat16* k_dst,
-                                    __nv_bfloat16* v_dst, int32_t* pos_dst, IndexError* err) {
+__device__ inline void store_as(float x, __nv_bfloat16* dst) { *dst = __float2bfloat16_rn(x); }
+__device__ inline void store_as(float x, float* dst) { *dst = x; }
+
+// One staged row per block: find its key block (binary search over the blocks' first rows), then K and V. A row
+// in no block (before the first, or in a gap after one) is left alone.
+template <typename Out>
+__global__ void stage_blocks_kernel(const StagedBlock* blocks, int n_blocks, int64_t d, Out* k_dst, Out* v_dst,
+                                    int32_t* pos_dst, IndexError* err) {
   const int64_t r = blockIdx.x;
   int lo = 0, hi = n_blocks - 1;
   while (lo < hi) {
@@ -166,17 +171,18 @@ __global__ void stage_blocks_kernel(const StagedBlock* blocks, int n_blocks, int
   }
   const StagedBlock& b = blocks[lo];
   const int64_t i = r - b.first;
+  if (i < 0 || i >= b.count) return;
   const int64_t src = b.rows ? (int64_t)b.rows[i] : i;
   if (src < 0 || src >= b.src_rows) {
     if (threadIdx.x == 0) report_index_error(err, kBadGatherRow, src, i, b.src_rows);
     return;
   }
-  if (threadIdx.x == 0) pos_dst[r] = b.pos[i];
+  if (threadIdx.x == 0 && pos_dst != nullptr) pos_dst[r] = b.pos[i];
   const float* k = b.k + src * d;
   const float* v = b.v + src * d;
   for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-    k_dst[r * d + c] = __float2bfloat16_rn(k[c]);
-    v_dst[r * d + c] = __float2bfloat16_rn(v[c]);
+    store_as(k[c], k_dst + r * d + c);
+    store_as(v[c], v_dst + r * d + c);
   }
 }
 
@@ -254,6 +260,12 @@ void stage_blocks_bf16(const StagedBlock* blocks, int64_t n_blocks, int64_t m, i
   if (m == 0 || n_blocks == 0) return;
   stage_blocks_kernel<<<(unsigned)m, 128, 0, stream>>>(blocks, (int)n_blocks, d, static_cast<__nv_bfloat16*>(k_dst),
                                                        static_cast<__nv_bfloat16*>(v_dst), pos_dst, err);
+}
+
+void stage_blocks_f32(const StagedBlock* blocks, int64_t n_blocks, int64_t m, int64_t d, float* k_dst, float* v_dst,
+                      int32_t* pos_dst, IndexError* err, cudaStream_t stream) {
+  if (m == 0 || n_blocks == 0) return;
+  stage_blocks_kernel<<<(unsigned)m, 128, 0, stream>>>(blocks, (int)n_blocks, d, k_dst, v_dst, pos_dst, err);
 }
 
 }  // namespace kvf::cuda

@@ -49,6 +49,14 @@ struct KeyBlock {
   Tensor pos;   // i32 [count]: the position of each row read
 };
 
+// Rows of one K/V source copied to rows [first, first + count) of a destination pair (Backend::gather_many).
+struct RowGather {
+  Tensor k, v;  // f32 [source rows, n_kv_heads, head_dim]
+  Tensor rows;  // i32 [count]: the source rows, in order (undefined: its first `count` rows)
+  Tensor pos;   // i32 [count]: their positions, for a destination of positions (else unused)
+  int64_t first = 0, count = 0;
+};
+
 // The CPU backend's attention_blocks reads the keys in place in f32 for up to this many query rows (decoding
 // steps, short questions); more rows, with bf16_inputs, go to its bf16 kernel, also in place.
 inline constexpr int64_t kBlockAttentionFewRows = 16;
@@ -136,6 +144,10 @@ class Backend {
   virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
   // dst[i] = src[rows[i]] along dimension 0
   virtual void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) = 0;
+  // Each gather's K and V rows into k_dst and v_dst (f32), and its positions into *pos_dst when given (i32); no
+  // two gathers write the same rows, rows no gather names are left as they are. This default makes a gather_rows
+  // (or copy) call per source; a backend may do all of them in one pass (a view stages tens of chunks per layer).
+  virtual void gather_many(const std::vector<RowGather>& gathers, Tensor& k_dst, Tensor& v_dst, Tensor* pos_dst);
   // x [n, heads, head_dim] rotated in place to positions pos [n]; inverse rotates back (removes RoPE).
   virtual void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse = false) = 0;
   // dst = src rotated to positions pos (Decoder::with_roped_keys' rotated copy of a stored chunk's keys, every

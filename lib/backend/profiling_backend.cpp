@@ -94,6 +94,10 @@ void ProfilingBackend::embedding(const Tensor& table, const Tensor& ids, Tensor&
 void ProfilingBackend::gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) {
   timed("gather_rows", [&] { inner_.gather_rows(src, rows, dst); });
 }
+void ProfilingBackend::gather_many(const std::vector<RowGather>& gathers, Tensor& k_dst, Tensor& v_dst,
+                                   Tensor* pos_dst) {
+  timed("gather_many", [&] { inner_.gather_many(gathers, k_dst, v_dst, pos_dst); });
+}
 void ProfilingBackend::rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) {
   timed("rope", [&] { inner_.rope_inplace(x, pos, spec, inverse); });
 }

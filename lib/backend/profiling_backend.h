@@ -57,6 +57,7 @@ class ProfilingBackend final : public Backend {
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override;
   void gather_rows(const Tensor& src, const Tensor& rows, Tensor& dst) override;
+  void gather_many(const std::vector<RowGather>& gathers, Tensor& k_dst, Tensor& v_dst, Tensor* pos_dst) override;
   void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) override;
   void rope_into(const Tensor& src, Tensor& dst, const Tensor& pos, const RopeSpec& spec) override;
   void attention(AttentionArgs& args) override;

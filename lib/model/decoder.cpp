@@ -248,15 +248,22 @@ class ForwardPass {
   // Keys: the kept view rows, then the computed tokens, staged in p.keys_k/keys_v; RoPE applied at each row's
   // position as it is read, except for segments whose keys were rotated once already (each run of unrotated rows
   // in one call). With `blocks`, rotated segments are not copied but listed to be read in place, and the staged
-  // rows are listed too, all in view order.
+  // rows are listed too, all in view order. The segments' rows are gathered in one call (tens of chunks per layer),
+  // made before a run of unrotated rows is rotated and at the end.
   void stage_keys(const ForwardRequest& r, SequencePlan& p, int src, const Tensor& ks, const Tensor& vs,
                   std::vector<KeyBlock>* blocks) {
     int64_t at = 0, unroped_from = 0;
+    std::vector<RowGather> gathers;
+    const auto gather_pending = [&] {
+      if (!gathers.empty()) b_.gather_many(gathers, p.keys_k, p.keys_v, nullptr);
+      gathers.clear();
+    };
     const auto staged_block = [&](int64_t from, int64_t count, const Tensor& pos) {
       if (blocks && count > 0) blocks->push_back({p.keys_k.rows(from, count), p.keys_v.rows(from, count), {}, pos});
     };
     const auto rope_pending = [&] {
       if (at == unroped_from) return;
+      gather_pending();
       Tensor keys = p.keys_k.rows(unroped_from, at - unroped_from);
       const Tensor pos = p.view_pos.rows(unroped_from, at - unroped_from);
       b_.rope_inplace(keys, pos, rope_);
@@ -275,14 +282,13 @@ class ForwardPass {
         Tensor kd = p.keys_k.rows(at, kept.count), vd = p.keys_v.rows(at, kept.count);
         decode_into(*seg.encoded, src, kept.encoded_rows, kd, vd);
       } else {
-        Tensor kd = p.keys_k.rows(at, kept.count), vd = p.keys_v.rows(at, kept.count);
-        b_.gather_rows(roped ? seg.k_roped[src] : seg.k[src], kept.rows, kd);
-        b_.gather_rows(seg.v[src], kept.rows, vd);
+        gathers.push_back({roped ? seg.k_roped[src] : seg.k[src], seg.v[src], kept.rows, {}, at, kept.count});
       }
       at += kept.count;
       if (roped) unroped_from = at;
     }
     rope_pending();
+    gather_pending();
     Tensor own_k = p.keys_k.rows(p.n_view_kept, p.n), own_v = p.keys_v.rows(p.n_view_kept, p.n);
     b_.copy(ks, own_k);
     b_.copy(vs, own_v);

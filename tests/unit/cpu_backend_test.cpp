@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/flash_attention.h"
@@ -55,6 +57,39 @@ TEST_F(CpuOps, LargeHostTensorsStartOnHugePageBoundaries) {
   }
   Tensor small = b->empty(DType::F32, {100});
   EXPECT_EQ((uintptr_t)small.data<float>() % 64, 0u);
+}
+
+// gather_many (the portable default): each gather's rows, listed or its first ones, land at their destination
+// rows with their positions; rows no gather names keep what they held.
+TEST_F(CpuOps, GatherManyFillsEachGathersRowsAndNothingElse) {
+  std::mt19937 rng(5);
+  const Tensor ka = make({6, 2, 4}, rng), va = make({6, 2, 4}, rng);
+  const Tensor kb = make({3, 2, 4}, rng), vb = make({3, 2, 4}, rng);
+  Tensor k = b->empty(DType::F32, {9, 2, 4}), v = b->empty(DType::F32, {9, 2, 4});
+  Tensor pos = make_i32({-1, -1, -1, -1, -1, -1, -1, -1, -1});
+  std::fill_n(k.data<float>(), k.numel(), 7.0f);
+  std::fill_n(v.data<float>(), v.numel(), 7.0f);
+  // Destination rows 0-1: kb's first two; row 2 untouched; rows 3-5: ka's rows 5, 0, 2; rows 6-8 untouched.
+  const std::vector<RowGather> gathers{{ka, va, make_i32({5, 0, 2}), make_i32({50, 51, 52}), 3, 3},
+                                       {kb, vb, Tensor(), make_i32({10, 11}), 0, 2}};
+  b->gather_many(gathers, k, v, &pos);
+  const auto row = [](const Tensor& t, int64_t r) {
+    return std::vector<float>(t.data<float>() + r * 8, t.data<float>() + (r + 1) * 8);
+  };
+  for (auto [dst, src, from_a] : {std::tuple{0, 0, false}, {1, 1, false}, {3, 5, true}, {4, 0, true}, {5, 2, true}}) {
+    EXPECT_EQ(row(k, dst), row(from_a ? ka : kb, src)) << "row " << dst;
+    EXPECT_EQ(row(v, dst), row(from_a ? va : vb, src)) << "row " << dst;
+  }
+  for (int64_t untouched : {2, 6, 7, 8}) {
+    EXPECT_EQ(row(k, untouched), std::vector<float>(8, 7.0f)) << "row " << untouched;
+    EXPECT_EQ(row(v, untouched), std::vector<float>(8, 7.0f)) << "row " << untouched;
+  }
+  EXPECT_EQ(std::vector<int32_t>(pos.data<int32_t>(), pos.data<int32_t>() + 9),
+            (std::vector<int32_t>{10, 11, -1, 50, 51, 52, -1, -1, -1}));
+  std::fill_n(k.data<float>(), k.numel(), 7.0f);
+  b->gather_many(gathers, k, v, nullptr);  // without a destination of positions, the same rows
+  EXPECT_EQ(row(k, 3), row(ka, 5));
+  EXPECT_EQ(row(k, 1), row(kb, 1));
 }
 
 TEST_F(CpuOps, MatmulMatchesNaive) {

@@ -302,6 +302,44 @@ TEST_F(CudaVsCpu, GathersAndEmbedding) {
   EXPECT_NE(test::error_of([&] { host(*gpu, two_rows.gpu); }).find("row -1 at index 1"), std::string::npos);
 }
 
+// gather_many in one launch: tens of sources (a probe layer's view of placed chunks) by row lists and whole,
+// given out of order, with gaps between them; against the CPU's gathers, gaps and positions included, bit for bit.
+// A listed row outside its source is reported at the next read-back.
+TEST_F(CudaVsCpu, GatherManyInOneLaunch) {
+  const int64_t width = 4 * 64;  // 4 KV heads of 64
+  std::vector<Pair> ks, vs, rows, pos;
+  std::vector<RowGather> on_cpu, on_gpu;
+  int64_t at = 3;  // rows 0-2 are no gather's
+  for (int s = 0; s < 40; ++s) {
+    const int64_t src_rows = 5 + s % 7, count = s % 3 == 0 ? src_rows : 1 + s % 4;
+    ks.push_back(random({src_rows, 4, 64}, 100 + s));
+    vs.push_back(random({src_rows, 4, 64}, 200 + s));
+    std::vector<int32_t> listed, positions;
+    for (int64_t i = 0; i < count; ++i) listed.push_back((int32_t)((i * 3 + s) % src_rows));
+    for (int64_t i = 0; i < count; ++i) positions.push_back((int32_t)(1000 * s + i));
+    rows.push_back(ints(listed));
+    pos.push_back(ints(positions));
+    const bool whole = s % 5 == 0;  // its first `count` rows, no list
+    on_cpu.push_back({ks[s].cpu, vs[s].cpu, whole ? Tensor() : rows[s].cpu, pos[s].cpu, at, count});
+    on_gpu.push_back({ks[s].gpu, vs[s].gpu, whole ? Tensor() : rows[s].gpu, pos[s].gpu, at, count});
+    at += count + s % 2;  // a one-row gap after every other source
+  }
+  std::reverse(on_gpu.begin(), on_gpu.end());  // the order given does not matter
+  Pair k = upload(std::vector<float>((size_t)(at * width), 7.0f), {at, 4, 64}), v = zeros({at, 4, 64});
+  Pair k_pos = ints(std::vector<int32_t>((size_t)at, -1));
+  cpu->gather_many(on_cpu, k.cpu, v.cpu, &k_pos.cpu);
+  gpu->gather_many(on_gpu, k.gpu, v.gpu, &k_pos.gpu);
+  EXPECT_EQ(host(*gpu, k.gpu), host(*cpu, k.cpu));
+  EXPECT_EQ(host(*gpu, v.gpu), host(*cpu, v.cpu));
+  std::vector<int32_t> pos_gpu((size_t)at), pos_cpu((size_t)at);
+  gpu->copy_to_host(k_pos.gpu, pos_gpu.data(), pos_gpu.size() * 4);
+  cpu->copy_to_host(k_pos.cpu, pos_cpu.data(), pos_cpu.size() * 4);
+  EXPECT_EQ(pos_gpu, pos_cpu);
+  const Pair bad = ints({0, 5});
+  gpu->gather_many({{ks[0].gpu, vs[0].gpu, bad.gpu, pos[0].gpu, 0, 2}}, k.gpu, v.gpu, nullptr);
+  EXPECT_NE(test::error_of([&] { host(*gpu, k.gpu); }).find("row 5 at index 1"), std::string::npos);
+}
+
 // The fast mode's GEMM: bf16 weights through cuBLASLt against the CPU's f32 product of the same bf16-rounded
 // values (the products are exact in f32; only the order of the sums differs).
 TEST_F(CudaVsCpu, MatmulBf16WeightsAndEmbedding) {

@@ -290,6 +290,51 @@ class CudaBackend final : public Backend {
                       cuda::kBadGatherRow, error_word(), s());
     launched("gather_rows");
   }
+  // Every gather in one launch: their descriptors uploaded, then the f32 staging kernel (a probe layer's view of
+  // tens of chunks, and the portable attention_blocks of decoding steps, stage every layer).
+  void gather_many(const std::vector<RowGather>& gathers, Tensor& k_dst, Tensor& v_dst, Tensor* pos_dst) override {
+    check_f32(k_dst, "gather_many k_dst");
+    check_f32(v_dst, "gather_many v_dst");
+    KVF_CHECK(k_dst.shape == v_dst.shape, "gather_many: K ", shape_str(k_dst.shape), " and V ",
+              shape_str(v_dst.shape));
+    if (pos_dst != nullptr) {
+      check_on_device(*pos_dst, DType::I32, "gather_many positions");
+      KVF_CHECK(pos_dst->numel() == k_dst.dim(0), "gather_many: ", pos_dst->numel(), " positions for ",
+                k_dst.dim(0), " rows");
+    }
+    const int64_t row = k_dst.row_elems();
+    std::vector<cuda::StagedBlock> staged;
+    for (const RowGather& g : gathers) {
+      if (g.count == 0) continue;
+      check_f32(g.k, "gather_many source k");
+      check_f32(g.v, "gather_many source v");
+      KVF_CHECK(g.k.shape == g.v.shape && g.k.row_elems() == row, "gather_many: source ", shape_str(g.k.shape),
+                " into rows of ", row);
+      KVF_CHECK(g.first >= 0 && g.count > 0 && g.first + g.count <= k_dst.dim(0), "gather_many: rows [", g.first,
+                ", ", g.first + g.count, ") outside the destination's ", k_dst.dim(0));
+      if (g.rows.defined()) check_on_device(g.rows, DType::I32, "gather_many rows");
+      KVF_CHECK(g.rows.defined() ? g.rows.numel() == g.count : g.count <= g.k.dim(0), "gather_many: ", g.count,
+                " rows from a source of ", g.k.dim(0), g.rows.defined() ? " by a list of " : "",
+                g.rows.defined() ? std::to_string(g.rows.numel()) : "");
+      if (pos_dst != nullptr) {
+        check_on_device(g.pos, DType::I32, "gather_many source positions");
+        KVF_CHECK(g.pos.numel() == g.count, "gather_many: ", g.pos.numel(), " positions for ", g.count, " rows");
+      }
+      staged.push_back({g.k.data<float>(), g.v.data<float>(), g.rows.defined() ? g.rows.data<int32_t>() : nullptr,
+                        pos_dst != nullptr ? g.pos.data<int32_t>() : nullptr, g.first, g.count, g.k.dim(0)});
+    }
+    if (staged.empty()) return;
+    std::sort(staged.begin(), staged.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 1; i < staged.size(); ++i)
+      KVF_CHECK(staged[i].first >= staged[i - 1].first + staged[i - 1].count, "gather_many: rows from ",
+                staged[i].first, " are written by two gathers");
+    const int64_t end = staged.back().first + staged.back().count;
+    const Tensor descriptors = upload_descriptors(staged);
+    cuda::stage_blocks_f32(reinterpret_cast<const cuda::StagedBlock*>(descriptors.data<char>()),
+                           (int64_t)staged.size(), end, row, k_dst.data<float>(), v_dst.data<float>(),
+                           pos_dst != nullptr ? pos_dst->data<int32_t>() : nullptr, error_word(), s());
+    launched("gather_many");
+  }
   void rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) override {
     KVF_CHECK(x.shape.size() == 3 && pos.numel() == x.dim(0), "rope: x ", shape_str(x.shape), " with ", pos.numel(),
               " positions");
@@ -392,12 +437,17 @@ class CudaBackend final : public Backend {
                             b.pos.data<int32_t>(), at, count, b.k.dim(0)});
         at += count;
       }
-    Tensor descriptors = empty(DType::I8, {(int64_t)(staged.size() * sizeof(cuda::StagedBlock))});
-    copy_from_host(descriptors, staged.data(), staged.size() * sizeof(cuda::StagedBlock));
+    const Tensor descriptors = upload_descriptors(staged);
     cuda::stage_blocks_bf16(reinterpret_cast<const cuda::StagedBlock*>(descriptors.data<char>()),
                             (int64_t)staged.size(), keys, row, k.data<char>(), v.data<char>(), k_pos.data<int32_t>(),
                             error_word(), s());
     launched("staging attention blocks");
+  }
+  // Staging descriptors in device memory, freed in stream order once the kernel that reads them has run.
+  Tensor upload_descriptors(const std::vector<cuda::StagedBlock>& staged) {
+    Tensor descriptors = empty(DType::I8, {(int64_t)(staged.size() * sizeof(cuda::StagedBlock))});
+    copy_from_host(descriptors, staged.data(), staged.size() * sizeof(cuda::StagedBlock));
+    return descriptors;
   }
   // x = src rotated (src may be x), row r at pos[r % pos.numel()].
   void rope_from(const Tensor& src, Tensor& x, const Tensor& pos, const RopeSpec& spec, bool inverse) {
