@@ -222,10 +222,13 @@ std::string differing_keys(const json& have, const json& wanted) {
 // A run killed while writing leaves a last line without its newline. Appending after it would glue the next
 // result onto that text, so the line is finished if it is whole JSON and cut off if it is not.
 void repair_torn_tail(const fs::path& path) {
-  if (!fs::exists(path)) return;
+  if (!fs::exists(path) || fs::file_size(path) == 0) return;
   std::ifstream in(path, std::ios::binary);
+  in.seekg(-1, std::ios::end);
+  if (in.get() == '\n') return;  // the usual case: the whole file is not read
+  in.clear();
+  in.seekg(0);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.empty() || text.back() == '\n') return;
   const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
   if (json::accept(text.substr(keep))) {
     std::ofstream out(path, std::ios::app);
