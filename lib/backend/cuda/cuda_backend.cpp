@@ -303,31 +303,8 @@ class CudaBackend final : public Backend {
                 k_dst.dim(0), " rows");
     }
     const int64_t row = k_dst.row_elems();
-    std::vector<cuda::StagedBlock> staged;
-    for (const RowGather& g : gathers) {
-      if (g.count == 0) continue;
-      check_f32(g.k, "gather_many source k");
-      check_f32(g.v, "gather_many source v");
-      KVF_CHECK(g.k.shape == g.v.shape && g.k.row_elems() == row, "gather_many: source ", shape_str(g.k.shape),
-                " into rows of ", row);
-      KVF_CHECK(g.first >= 0 && g.count > 0 && g.first + g.count <= k_dst.dim(0), "gather_many: rows [", g.first,
-                ", ", g.first + g.count, ") outside the destination's ", k_dst.dim(0));
-      if (g.rows.defined()) check_on_device(g.rows, DType::I32, "gather_many rows");
-      KVF_CHECK(g.rows.defined() ? g.rows.numel() == g.count : g.count <= g.k.dim(0), "gather_many: ", g.count,
-                " rows from a source of ", g.k.dim(0), g.rows.defined() ? " by a list of " : "",
-                g.rows.defined() ? std::to_string(g.rows.numel()) : "");
-      if (pos_dst != nullptr) {
-        check_on_device(g.pos, DType::I32, "gather_many source positions");
-        KVF_CHECK(g.pos.numel() == g.count, "gather_many: ", g.pos.numel(), " positions for ", g.count, " rows");
-      }
-      staged.push_back({g.k.data<float>(), g.v.data<float>(), g.rows.defined() ? g.rows.data<int32_t>() : nullptr,
-                        pos_dst != nullptr ? g.pos.data<int32_t>() : nullptr, g.first, g.count, g.k.dim(0)});
-    }
+    const std::vector<cuda::StagedBlock> staged = staged_blocks(gathers, k_dst.dim(0), row, pos_dst != nullptr);
     if (staged.empty()) return;
-    std::sort(staged.begin(), staged.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (size_t i = 1; i < staged.size(); ++i)
-      KVF_CHECK(staged[i].first >= staged[i - 1].first + staged[i - 1].count, "gather_many: rows from ",
-                staged[i].first, " are written by two gathers");
     const int64_t end = staged.back().first + staged.back().count;
     const Tensor descriptors = upload_descriptors(staged);
     cuda::stage_blocks_f32(reinterpret_cast<const cuda::StagedBlock*>(descriptors.data<char>()),
@@ -425,23 +402,50 @@ class CudaBackend final : public Backend {
   // (a view holds a block per chunk: a launch per block and layer would leave the GPU waiting on the host).
   void stage_blocks(const std::vector<const BlockAttentionArgs*>& seqs, int64_t keys, int64_t row, Tensor& k,
                     Tensor& v, Tensor& k_pos) {
-    std::vector<cuda::StagedBlock> staged;
+    std::vector<RowGather> gathers;
     int64_t at = 0;
     for (const BlockAttentionArgs* a : seqs)
       for (const KeyBlock& b : a->blocks) {
-        check_f32(b.k, "attention block k");
-        check_f32(b.v, "attention block v");
         const int64_t count = b.pos.numel();
-        if (count > 0)
-          staged.push_back({b.k.data<float>(), b.v.data<float>(), b.rows.defined() ? b.rows.data<int32_t>() : nullptr,
-                            b.pos.data<int32_t>(), at, count, b.k.dim(0)});
+        gathers.push_back({b.k, b.v, b.rows, b.pos, at, count});
         at += count;
       }
+    const std::vector<cuda::StagedBlock> staged = staged_blocks(gathers, keys, row, true);
     const Tensor descriptors = upload_descriptors(staged);
     cuda::stage_blocks_bf16(reinterpret_cast<const cuda::StagedBlock*>(descriptors.data<char>()),
                             (int64_t)staged.size(), keys, row, k.data<char>(), v.data<char>(), k_pos.data<int32_t>(),
                             error_word(), s());
     launched("staging attention blocks");
+  }
+  // The staging kernel's descriptors of these gathers into `dst_rows` rows of `row` values, checked and ordered by
+  // destination row (empty gathers left out); their positions only `with_pos`.
+  static std::vector<cuda::StagedBlock> staged_blocks(const std::vector<RowGather>& gathers, int64_t dst_rows,
+                                                      int64_t row, bool with_pos) {
+    std::vector<cuda::StagedBlock> staged;
+    for (const RowGather& g : gathers) {
+      if (g.count == 0) continue;
+      check_f32(g.k, "staged source k");
+      check_f32(g.v, "staged source v");
+      KVF_CHECK(g.k.shape == g.v.shape && g.k.row_elems() == row, "staging: source ", shape_str(g.k.shape),
+                " into rows of ", row);
+      KVF_CHECK(g.first >= 0 && g.count > 0 && g.first + g.count <= dst_rows, "staging: rows [", g.first, ", ",
+                g.first + g.count, ") outside the destination's ", dst_rows);
+      if (g.rows.defined()) check_on_device(g.rows, DType::I32, "staged rows");
+      KVF_CHECK(g.rows.defined() ? g.rows.numel() == g.count : g.count <= g.k.dim(0), "staging: ", g.count,
+                " rows from a source of ", g.k.dim(0), g.rows.defined() ? " by a list of " : "",
+                g.rows.defined() ? std::to_string(g.rows.numel()) : "");
+      if (with_pos) {
+        check_on_device(g.pos, DType::I32, "staged positions");
+        KVF_CHECK(g.pos.numel() == g.count, "staging: ", g.pos.numel(), " positions for ", g.count, " rows");
+      }
+      staged.push_back({g.k.data<float>(), g.v.data<float>(), g.rows.defined() ? g.rows.data<int32_t>() : nullptr,
+                        with_pos ? g.pos.data<int32_t>() : nullptr, g.first, g.count, g.k.dim(0)});
+    }
+    std::sort(staged.begin(), staged.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 1; i < staged.size(); ++i)
+      KVF_CHECK(staged[i].first >= staged[i - 1].first + staged[i - 1].count, "staging: rows from ",
+                staged[i].first, " are written by two gathers");
+    return staged;
   }
   // Staging descriptors in device memory, freed in stream order once the kernel that reads them has run.
   Tensor upload_descriptors(const std::vector<cuda::StagedBlock>& staged) {
