@@ -4,6 +4,7 @@
 #include <tbb/info.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -42,6 +43,28 @@ CLI::Validator accepted_by(Parse parse) {
         }
       },
       "");
+}
+
+// A number that is finite and in [low, high]. CLI11's own Range and NonNegativeNumber let NaN through (every
+// comparison with NaN is false), so options that size memory or set thresholds use this.
+inline CLI::Validator finite_in(double low, double high) {
+  return CLI::Validator(
+      [low, high](std::string& value) -> std::string {
+        double x = 0;
+        size_t used = 0;
+        try {
+          x = std::stod(value, &used);
+        } catch (const std::exception&) {
+          return "'" + value + "' is not a number";
+        }
+        if (used != value.size()) return "'" + value + "' is not a number";
+        if (!std::isfinite(x)) return "'" + value + "' is not a finite number";
+        if (x < low || x > high)
+          return "Value " + value + " not in range [" + CLI::detail::to_string(low) + " - " +
+                 CLI::detail::to_string(high) + "]";
+        return "";
+      },
+      "FINITE");
 }
 
 // --threads 0 means every core.
