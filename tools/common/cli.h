@@ -59,9 +59,11 @@ inline CLI::Validator finite_in(double low, double high) {
         }
         if (used != value.size()) return "'" + value + "' is not a number";
         if (!std::isfinite(x)) return "'" + value + "' is not a finite number";
-        if (x < low || x > high)
-          return "Value " + value + " not in range [" + CLI::detail::to_string(low) + " - " +
-                 CLI::detail::to_string(high) + "]";
+        if (x < low || x > high) {
+          char range[96];
+          std::snprintf(range, sizeof range, " not in range [%g - %g]", low, high);
+          return "Value " + value + range;
+        }
         return "";
       },
       "FINITE");
