@@ -12,10 +12,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/child_process.h"
 #include "core/cpu_usage.h"
 #include "core/error.h"
 #include "eval/bootstrap.h"
 #include "eval/eval_sweep.h"
+#include "eval/gnuplot_text.h"
 
 namespace kvf {
 namespace {
@@ -207,12 +209,13 @@ std::string quality_figure(const std::vector<PointRuns>& points, const std::vect
       if (!defined) continue;
       o << "$d" << block << " << EOD\n" << data << "EOD\n";
       plot << (block ? ", \\\n  " : "plot ") << "$d" << block << " using 1:2:3:4 with yerrorlines lc " << c
-           << " dt " << (kv == "similarity" ? 1 : 2) << " pt " << (kv == "similarity" ? 7 : 6) << " title '"
-           << method_name(method) << " (" << kv << ")'";
+           << " dt " << (kv == "similarity" ? 1 : 2) << " pt " << (kv == "similarity" ? 7 : 6) << " title "
+           << gnuplot_quoted(method_name(method) + " (" + kv + ")");
       ++block;
     }
-  o << "set terminal pngcairo size 900,560 font ',11'\nset output '" << png << "'\n"
-    << "set title '" << title << "' noenhanced\nset xlabel 'recompute ratio'\nset ylabel '" << ylabel << "'\n"
+  o << "set terminal pngcairo size 900,560 font ',11'\nset output " << gnuplot_quoted(png) << "\n"
+    << "set title " << gnuplot_quoted(title) << " noenhanced\nset xlabel 'recompute ratio'\nset ylabel "
+    << gnuplot_quoted(ylabel) << "\n"
     << "set key outside right\nset grid\nset xrange [-0.01:*]\n"
     << "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 3 lc rgb 'gray'\n"
     << "set label 'full attention' at graph 0.02, first 1 offset 0,0.6 tc rgb 'gray'\n";
@@ -232,7 +235,7 @@ std::string ttft_figure(const std::vector<PointRuns>& points, const std::vector<
         << aggs[i].prefill << "\n";
   o << "EOD\n"
     << "set terminal pngcairo size 1000,520 font ',11'\nset output 'ttft.png'\n"
-    << "set title '" << title << "' noenhanced\nset ylabel 'median time to first token, ms'\n"
+    << "set title " << gnuplot_quoted(title) << " noenhanced\nset ylabel 'median time to first token, ms'\n"
     << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
     << "set boxwidth 0.7\nset xtics rotate by -40\nset key top right\nset grid ytics\n"
     << "plot $t using 2:xtic(1) title 'load KV', '' using 3 title 'select', '' using 4 title 'prefill'\n";
@@ -251,21 +254,23 @@ std::string deviation_figure(const std::vector<PointRuns>& points, const std::ve
     for (size_t l = 0; l < aggs[i].dev_k.size(); ++l) o << l << " " << aggs[i].dev_k[l] + aggs[i].dev_v[l] << "\n";
     o << "EOD\n";
     plot << (block ? ", \\\n  " : "plot ") << "$v" << block << " using 1:2 with linespoints dt "
-         << (p.kv == "similarity" ? 1 : 2) << " title '" << p.label() << " (" << p.kv << ")'";
+         << (p.kv == "similarity" ? 1 : 2) << " title " << gnuplot_quoted(p.label() + " (" + p.kv + ")");
     ++block;
   }
   o << "set terminal pngcairo size 900,560 font ',11'\nset output 'kv_deviation.png'\n"
-    << "set title '" << title << "' noenhanced\nset xlabel 'layer'\nset ylabel 'mean KV deviation from full (eq. 7)'\n"
+    << "set title " << gnuplot_quoted(title) << " noenhanced\nset xlabel 'layer'\n"
+    << "set ylabel 'mean KV deviation from full (eq. 7)'\n"
     << "set logscale y\nset format y '10^{%L}'\nset key outside right\nset grid\n";
   return o.str() + plot.str() + "\n";
 }
 
+// gnuplot runs from an argument vector in `dir` (never through a shell), each script naming its PNG by a path
+// relative to it.
 bool draw(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& scripts) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return false;
+  if (!program_on_path("gnuplot")) return false;
   for (const auto& [name, script] : scripts) {
     write_file(dir / name, script);
-    const std::string cmd = "cd '" + dir.string() + "' && gnuplot '" + name + "'";
-    KVF_CHECK(std::system(cmd.c_str()) == 0, (dir / name).string(), ": gnuplot failed");
+    KVF_CHECK(run_program({"gnuplot", name}, dir.string()) == 0, (dir / name).string(), ": gnuplot failed");
   }
   return true;
 }

@@ -4,28 +4,38 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/hex.h"
+#include "io/file_roles.h"
 
 namespace kvf {
 namespace {
 
-// The whole file, decompressed when it is gzip (zlib reads plain files unchanged).
+// The whole file, decompressed when it is gzip (zlib reads plain files unchanged). A gzip stream must reach its
+// end and its CRC and length trailer: a copy cut short is an error, never a shorter question file.
 std::string read_maybe_gzip(const std::string& path) {
+  require_regular_input(path, "question file");
   gzFile f = gzopen(path.c_str(), "rb");
   KVF_CHECK(f, path, ": cannot open");
   std::string out;
   char buf[1 << 16];
   int n;
   while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, (size_t)n);
-  int err = 0;
-  const std::string message = n < 0 ? gzerror(f, &err) : "";
+  int err = Z_OK;
+  const std::string message = gzerror(f, &err);
   gzclose(f);
-  KVF_CHECK(n == 0, path, ": read failed: ", message);
+  KVF_CHECK(n == 0 && err == Z_OK, path, ": ",
+            err == Z_BUF_ERROR ? "the gzip stream ends early (a truncated copy?): " : "read failed: ", message,
+            " after ", out.size(), " decompressed bytes");
   return out;
+}
+
+bool blank(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
 }
 
 std::string text_field(const nlohmann::json& j, const char* key, bool required) {
@@ -62,8 +72,11 @@ QueryRecord parse_record(const std::string& line_text, size_t line) {
       r.answers.push_back(a.get<std::string>());
     }
   }
+  KVF_CHECK(!(j.contains("chunk_ids") && j.contains("contexts")),
+            "give \"chunk_ids\" or \"contexts\", not both: which chunks the question reads would be ambiguous");
   if (j.contains("chunk_ids")) {
     KVF_CHECK(j["chunk_ids"].is_array(), "\"chunk_ids\" must be an array of 16-hex-digit strings");
+    KVF_CHECK(!j["chunk_ids"].empty(), "\"chunk_ids\" is empty; leave it out to retrieve the question's chunks");
     for (size_t i = 0; i < j["chunk_ids"].size(); ++i) {
       const auto& id = j["chunk_ids"][i];
       KVF_CHECK(id.is_string(), "\"chunk_ids\"[", i, "] must be a string, got ", id.dump().substr(0, 60));
@@ -72,10 +85,13 @@ QueryRecord parse_record(const std::string& line_text, size_t line) {
   }
   if (j.contains("contexts")) {
     KVF_CHECK(j["contexts"].is_array(), "\"contexts\" must be an array of {\"title\", \"text\"} objects");
+    KVF_CHECK(!j["contexts"].empty(), "\"contexts\" is empty; leave it out to retrieve the question's chunks");
     for (size_t i = 0; i < j["contexts"].size(); ++i) {
       const auto& c = j["contexts"][i];
       KVF_CHECK(c.is_object(), "\"contexts\"[", i, "] must be an object with \"text\"");
       Passage p{text_field(c, "title", false), text_field(c, "text", true)};
+      KVF_CHECK(!blank(p.text), "\"contexts\"[", i, "].text is ", p.text.empty() ? "empty" : "only whitespace",
+                ": a passage needs text");
       q.contexts.push_back(std::move(p));
     }
   }
@@ -99,12 +115,17 @@ std::vector<QueryRecord> read_query_file(const std::string& path) {
   const std::string all = read_maybe_gzip(path);
   std::vector<QueryRecord> records;
   std::vector<std::string> problems;
+  std::map<std::string, size_t> line_of_id;  // results are keyed by id: two questions must not share one
   std::istringstream in(all);
   std::string line_text;
   for (size_t line = 1; std::getline(in, line_text); ++line) {
     if (line_text.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      records.push_back(parse_record(line_text, line));
+      QueryRecord record = parse_record(line_text, line);
+      const auto [it, added] = line_of_id.insert({record.query.id, line});
+      KVF_CHECK(added, "id '", record.query.id, "' is also the id of line ", it->second,
+                "; every question needs its own id");
+      records.push_back(std::move(record));
     } catch (const Error& e) {
       problems.push_back(path + ":" + std::to_string(line) + ": " + e.what());
     }
@@ -121,8 +142,7 @@ std::vector<QueryRecord> read_query_file(const std::string& path) {
 }
 
 void require_question_text(const std::string& question, const std::string& where) {
-  const bool blank = std::all_of(question.begin(), question.end(), [](unsigned char c) { return std::isspace(c); });
-  KVF_CHECK(!blank, where, " is ", question.empty() ? "empty" : "only whitespace", ": there is nothing to ask");
+  KVF_CHECK(!blank(question), where, " is ", question.empty() ? "empty" : "only whitespace", ": there is nothing to ask");
 }
 
 }  // namespace kvf
