@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/file_roles.h"
 
 namespace kvf {
 namespace {
@@ -27,6 +28,11 @@ std::vector<std::vector<std::string>> number_passages(const std::vector<QueryRec
   return per_record;
 }
 
+// The file's text, "" when it does not exist.
+std::string read_existing(const std::string& path) {
+  return file_kind(path) == "missing" ? "" : read_input_file(path, "corpus");
+}
+
 }  // namespace
 
 std::vector<std::vector<std::string>> dataset_corpus_ids(const std::vector<QueryRecord>& records) {
@@ -43,21 +49,18 @@ size_t write_dataset_corpus(const std::vector<QueryRecord>& records, const std::
   });
   KVF_CHECK(passages > 0, path, ": the data set's questions carry no contexts to build a store from");
   const std::string body = text.str();
-  if (std::filesystem::exists(path)) {
-    std::ifstream in(path, std::ios::binary);
-    const std::string have((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (have == body) return passages;
+  const std::string have = read_existing(path);
+  if (have.empty() || (body.size() > have.size() && body.compare(0, have.size(), have) == 0)) {
+    if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty())
+      std::filesystem::create_directories(dir);
+    write_output_file(path, body);  // new, or more of this data set's questions than last time
+  } else {
+    // Passages are numbered in first-seen order, so fewer questions of the same data set give a prefix: the file
+    // there already holds them. Anything else is not this command's file, and is kept.
+    KVF_CHECK(have.compare(0, body.size(), body) == 0, path, " exists and does not hold this data set's passages "
+              "(kvrun eval --build-store writes it from the questions' contexts, and replaces only its own); move "
+              "it away or build into another folder");
   }
-  if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty())
-    std::filesystem::create_directories(dir);
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out << body;
-    out.close();
-    KVF_CHECK(out, partial, ": write failed");
-  }
-  std::filesystem::rename(partial, path);
   return passages;
 }
 

@@ -9,7 +9,9 @@
 namespace kvf {
 
 // Writes JSONL {"id", "title", "text"} to `path` (through path.partial, renamed when complete); leaves an
-// existing identical file untouched so that a rebuilt store sees an unchanged corpus. Returns the passage count.
+// existing identical file untouched so that a rebuilt store sees an unchanged corpus, and one that holds more of
+// the same questions' passages as it is. An existing file that is neither (not written from this data set) is
+// never replaced: kvf::Error. Returns the passage count.
 size_t write_dataset_corpus(const std::vector<QueryRecord>& records, const std::string& path);
 
 // The corpus document ids ("1", "2", ...) of each question's passages in that corpus, one list per record.

@@ -18,6 +18,7 @@
 #include "eval/bootstrap.h"
 #include "eval/eval_sweep.h"
 #include "eval/gnuplot_text.h"
+#include "io/file_roles.h"
 
 namespace kvf {
 namespace {
@@ -140,12 +141,7 @@ std::string with_interval(const Interval& i, int digits = 3) {
   return fmt(i.value, digits) + " [" + fmt(i.low, digits) + ", " + fmt(i.high, digits) + "]";
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.close();
-  KVF_CHECK(out, path.string(), ": write failed");
-}
+void write_file(const fs::path& path, const std::string& text) { write_output_file(path.string(), text); }
 
 std::string metrics_csv(const std::vector<PointRuns>& points, const std::vector<Aggregate>& aggs) {
   std::ostringstream o;
@@ -264,12 +260,16 @@ std::string deviation_figure(const std::vector<PointRuns>& points, const std::ve
   return o.str() + plot.str() + "\n";
 }
 
+// "norm_f1.gp" -> "norm_f1.png".
+std::string png_of(const std::string& script) { return fs::path(script).replace_extension(".png").string(); }
+
 // gnuplot runs from an argument vector in `dir` (never through a shell), each script naming its PNG by a path
 // relative to it.
 bool draw(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& scripts) {
   if (!program_on_path("gnuplot")) return false;
   for (const auto& [name, script] : scripts) {
     write_file(dir / name, script);
+    output_target((dir / png_of(name)).string(), {}, "eval --out");  // gnuplot writes it: a regular file or none
     KVF_CHECK(run_program({"gnuplot", name}, dir.string()) == 0, (dir / name).string(), ": gnuplot failed");
   }
   return true;

@@ -13,6 +13,7 @@
 #include "core/progress.h"
 #include "eval/answer_metrics.h"
 #include "fusion/query_file.h"
+#include "io/file_roles.h"
 #include "text/rag_prompt.h"
 
 namespace kvf {
@@ -23,6 +24,8 @@ using nlohmann::json;
 
 constexpr const char* kResultsFile = "results.jsonl";
 constexpr const char* kSweepFile = "sweep.json";
+constexpr const char* kCommandFile = "command.txt";
+constexpr const char* kLockFile = ".kvrun-eval.lock";
 
 // What makes two sweeps comparable: a results file is only continued by the same sweep.
 json sweep_json(const EvalOptions& o) {
@@ -55,7 +58,9 @@ json sweep_json(const EvalOptions& o) {
   return sweep;
 }
 
-void validate(const EvalOptions& o) {
+}  // namespace
+
+void validate_eval_options(const EvalOptions& o) {
   KVF_CHECK(!o.dataset.empty(), "eval: --dataset is required");
   KVF_CHECK(fs::exists(o.dataset), o.dataset, ": no such data set");
   KVF_CHECK(!o.out_dir.empty(), "eval: --out is required");
@@ -66,8 +71,13 @@ void validate(const EvalOptions& o) {
   KVF_CHECK(!o.kv_modes.empty(), "eval: --kv lists no KV mode");
   KVF_CHECK(!o.ratios.empty(), "eval: --ratios lists no ratio");
   for (double r : o.ratios) KVF_CHECK(r >= 0 && r <= 1, "eval: recompute ratio ", r, " is outside [0, 1]");
-  KVF_CHECK(o.max_tokens > 0, "eval: --max-tokens must be positive, got ", o.max_tokens);
+  KVF_CHECK(o.max_tokens > 0 && o.max_tokens <= kMaxAnswerTokens, "eval: --max-tokens must be in [1, ",
+            kMaxAnswerTokens, "], got ", o.max_tokens);
+  for (const std::string& name : eval_output_files())
+    output_target((fs::path(o.out_dir) / name).string(), {o.dataset}, "eval --out");
 }
+
+namespace {
 
 // An optional number of a results line: null (NAN written) or absent (results of an older sweep) read as NAN.
 double number_or_nan(const json& j, const char* key) {
@@ -241,38 +251,39 @@ void repair_torn_tail(const fs::path& path) {
                "its question is answered again\n", path.string().c_str(), text.size() - keep);
 }
 
-// Opens the results file for appending, after checking that what is there comes from this same sweep.
+json read_sweep(const fs::path& path) {
+  require_regular_input(path.string(), "sweep description");
+  std::ifstream in(path);
+  json have;
+  try {
+    in >> have;
+  } catch (const json::exception& e) {
+    fail(path.string(), ": unreadable (", e.what(), ")");
+  }
+  return have;
+}
+
+// Checks that what OUT holds comes from this same sweep (OUT without results takes any sweep: a run refused before
+// its first answer leaves nothing a corrected rerun must match), then returns the ids already answered.
 std::set<std::string> prepare_out_dir(const EvalOptions& o) {
-  fs::create_directories(o.out_dir);
   const fs::path sweep = fs::path(o.out_dir) / kSweepFile;
   const json wanted = sweep_json(o);
-  if (fs::exists(sweep)) {
-    std::ifstream in(sweep);
-    json have;
-    try {
-      in >> have;
-    } catch (const json::exception& e) {
-      fail(sweep.string(), ": unreadable (", e.what(), ")");
-    }
+  const std::vector<EvalQuestion> have_results = read_eval_results(o.out_dir);
+  if (!have_results.empty() && fs::exists(sweep)) {
+    const json have = read_sweep(sweep);
     KVF_CHECK(have == wanted, o.out_dir, " holds results of another sweep (", sweep.string(), " differs in ",
               differing_keys(have, wanted), "); choose another --out or pass --fresh to discard them",
               !have.contains("exact_first_chunk") && wanted.contains("exact_first_chunk")
                   ? " (a sweep from before --exact-first-chunk became the default continues with "
                     "--no-exact-first-chunk)"
                   : "");
-  } else {
-    std::ofstream out(sweep);
-    out << wanted.dump(2) << "\n";
-    KVF_CHECK(out, sweep.string(), ": write failed");
   }
-  if (!o.command.empty()) {  // only now: a refused command must not replace the one that made the results
-    std::ofstream out(fs::path(o.out_dir) / "command.txt");
-    out << o.command << "\n";
-    KVF_CHECK(out, o.out_dir, "/command.txt: write failed");
-  }
+  write_output_file(sweep.string(), wanted.dump(2) + "\n");
+  // Only now: a refused command must not replace the one that made the results.
+  if (!o.command.empty()) write_output_file((fs::path(o.out_dir) / kCommandFile).string(), o.command + "\n");
   repair_torn_tail(fs::path(o.out_dir) / kResultsFile);
   std::set<std::string> done;
-  for (const EvalQuestion& q : read_eval_results(o.out_dir)) done.insert(q.id);
+  for (const EvalQuestion& q : have_results) done.insert(q.id);
   return done;
 }
 
@@ -385,8 +396,26 @@ std::vector<EvalQuestion> read_eval_results(const std::string& out_dir) {
   return out;
 }
 
+const std::vector<std::string>& eval_output_files() {
+  static const std::vector<std::string> names = {
+      kResultsFile, kSweepFile, kCommandFile, kLockFile, "report.md", "metrics.csv", "kv_deviation.csv",
+      "norm_f1.gp", "norm_f1.png", "norm_ll.gp", "norm_ll.png", "ttft.gp", "ttft.png", "kv_deviation.gp",
+      "kv_deviation.png"};
+  return names;
+}
+
+FolderLock lock_eval_out_dir(const std::string& out_dir) {
+  const std::string kind = file_kind(out_dir);
+  KVF_CHECK(kind == "missing" || kind == "a directory", "eval --out ", out_dir, " is ", kind,
+            "; it names the folder for the results");
+  fs::create_directories(out_dir);
+  return FolderLock::acquire((fs::path(out_dir) / kLockFile).string(), false,
+                             "eval --out " + out_dir + " is in use by another kvrun eval",
+                             "wait for it to finish or choose another --out");
+}
+
 void run_eval_sweep(const EvalOptions& o) {
-  validate(o);
+  validate_eval_options(o);
   std::vector<QueryRecord> records = read_query_file(o.dataset);
   if (o.limit > 0 && records.size() > o.limit) records.resize(o.limit);
   for (const QueryRecord& r : records) {
@@ -403,7 +432,8 @@ void run_eval_sweep(const EvalOptions& o) {
     std::fprintf(stderr, "eval: %zu of %zu questions already in %s/%s; answering the other %zu\n",
                  records.size() - todo.size(), records.size(), o.out_dir.c_str(), kResultsFile, todo.size());
 
-  std::ofstream results(fs::path(o.out_dir) / kResultsFile, std::ios::app);
+  const std::string results_path = output_target((fs::path(o.out_dir) / kResultsFile).string(), {}, "eval --out");
+  std::ofstream results(results_path, std::ios::app);
   KVF_CHECK(results, o.out_dir, ": cannot append to ", kResultsFile);
   Progress progress("eval", "questions", todo.size());
   std::map<std::string, QueryEngine> engines;

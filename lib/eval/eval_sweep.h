@@ -12,6 +12,7 @@
 #include "eval/fidelity.h"
 #include "fusion/query_engine.h"
 #include "fusion/query_file.h"
+#include "io/folder_lock.h"
 
 namespace kvf {
 
@@ -66,6 +67,20 @@ struct EvalQuestion {
   std::string machine;      // EvalOptions::machine when it was answered (a sweep may resume elsewhere); "": unknown
   std::vector<EvalRun> runs;
 };
+
+// The longest answer eval generates (its answers stop at a blank line; this bounds memory).
+inline constexpr int kMaxAnswerTokens = 8192;
+
+// Validates the options (methods, ratios, modes, setting, --max-tokens) and that none of the files the sweep
+// writes in OUT is the data set or anything but a regular file. Throws kvf::Error naming the option and value.
+void validate_eval_options(const EvalOptions& options);
+
+// The names of the files eval writes in OUT.
+const std::vector<std::string>& eval_output_files();
+
+// Creates OUT (it must be a folder or missing) and takes its lock for the command's whole run: two evals never
+// write one OUT. Throws kvf::Error naming the holder when another process has it.
+FolderLock lock_eval_out_dir(const std::string& out_dir);
 
 // Validates the options (methods, ratios, modes, setting), reads the data set, answers every question not
 // already in OUT/results.jsonl and appends it there. Throws kvf::Error naming the file, line or option.

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/error.h"
 
@@ -59,6 +61,14 @@ void require_regular_input(const std::string& path, const std::string& what) {
   KVF_CHECK(kind == "a regular file", path, ": the ", what, " is ", kind, ", not a regular file");
 }
 
+std::string read_input_file(const std::string& path, const std::string& what) {
+  require_regular_input(path, what);
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  KVF_CHECK(!in.bad(), path, ": cannot read the ", what);
+  return text;
+}
+
 std::string output_target(const std::string& out, const std::vector<std::string>& inputs, const std::string& what) {
   KVF_CHECK(!out.empty(), what, " is empty");
   const std::string target = follow_links(out);
@@ -81,6 +91,18 @@ void replace_output(const std::string& temp, const std::string& target) {
             " while it was being written; the results stay in ", temp);
   KVF_CHECK(std::rename(temp.c_str(), target.c_str()) == 0, "cannot rename ", temp, " to ", target, ": ",
             std::strerror(errno));
+}
+
+void write_output_file(const std::string& path, const std::string& text) {
+  const std::string target = output_target(path, {}, "output");
+  const std::string partial = target + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    KVF_CHECK(out, partial, ": write failed");
+  }
+  replace_output(partial, target);
 }
 
 }  // namespace kvf

@@ -15,6 +15,9 @@ std::string file_kind(const std::string& path);
 // Throws kvf::Error naming `path` and `what` ("the question file") unless it is a regular file (after symlinks).
 void require_regular_input(const std::string& path, const std::string& what);
 
+// The whole of the regular file `path` (require_regular_input's check first).
+std::string read_input_file(const std::string& path, const std::string& what);
+
 // The file an output named `out` replaces: `out` itself, or the target of the symlink `out`. Refused (kvf::Error
 // naming `what`, e.g. "--out") when that target exists and is not a regular file, when its folder does not exist,
 // or when it is the same file as one of `inputs`.
@@ -23,5 +26,9 @@ std::string output_target(const std::string& out, const std::vector<std::string>
 // Renames the finished `temp` over `target` (from output_target), checking again that `target` is a regular file
 // or absent: nothing but a regular file is ever replaced.
 void replace_output(const std::string& temp, const std::string& target);
+
+// Writes `text` as the output `path` (output_target's rules): to "<target>.partial", checked, then renamed over
+// the target, so the file is always whole.
+void write_output_file(const std::string& path, const std::string& text);
 
 }  // namespace kvf

@@ -1,7 +1,6 @@
 #include <tbb/global_control.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -9,6 +8,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "fusion/query_file.h"
+#include "io/file_roles.h"
 #include "query_commands.h"
 #include "query_options.h"
 
@@ -24,6 +24,8 @@ struct BatchArgs {
 
 void run_batch(const BatchArgs& a) {
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a.query.threads));
+  // Checked before anything is loaded: an --out that cannot be written must not cost a whole batch.
+  const std::string target = output_target(a.out, {a.queries}, "--out");
   const AnswerOptions options = a.query.answer_options();
   std::vector<QueryRecord> records = read_query_file(a.queries);
   if (a.retrieve)
@@ -31,7 +33,8 @@ void run_batch(const BatchArgs& a) {
   QueryEngine engine(a.query.engine_options());
 
   // Answers go to OUT.partial, renamed to OUT when every question is answered: an OUT file is always complete.
-  const std::string partial = a.out + ".partial";
+  // (OUT a symlink: both sit beside its target, which is replaced.)
+  const std::string partial = target + ".partial";
   std::ofstream out(partial, std::ios::trunc);
   KVF_CHECK(out, a.out, ": cannot write (", partial, ")");
   std::vector<ResolvedQuery> resolved(records.size());
@@ -70,7 +73,7 @@ void run_batch(const BatchArgs& a) {
                (unsigned long long)cache.chunks_held, (double)cache.bytes_held / (1024.0 * 1024.0));
   out.close();
   KVF_CHECK(out, partial, ": write failed");
-  std::filesystem::rename(partial, a.out);
+  replace_output(partial, target);
 }
 
 }  // namespace
@@ -82,7 +85,8 @@ void add_batch_command(CLI::App& app) {
       "Question file: JSONL (or .jsonl.gz), one object per line: {\"id\", \"question\", \"answers\"?,\n"
       "\"chunk_ids\"? [16-hex-digit ids], \"contexts\"? [{\"title\", \"text\"}]}. Given chunk ids or contexts (the\n"
       "passages the store was built from) are the question's chunks in that order; otherwise --top-k are retrieved.\n"
-      "Results are written to OUT.partial and renamed to OUT once every question is answered.\n"
+      "Results are written to OUT.partial and renamed to OUT once every question is answered; OUT must be a regular\n"
+      "file or a new one (a symlink: its target is replaced), never the question file.\n"
       "Examples:\n"
       "  kvrun batch --store stores/demo --queries questions.jsonl --out answers.jsonl --method fusion\n"
       "  kvrun batch --store stores/hotpot --queries ../shared/data/hotpotqa_dev500_ircot.jsonl --out a.jsonl \\\n"

@@ -13,6 +13,7 @@
 #include "eval/eval_report.h"
 #include "eval/eval_sweep.h"
 #include "fusion/query_file.h"
+#include "io/file_roles.h"
 #include "pipeline/pipeline.h"
 #include "prep/prefill_stage.h"
 #include "query_commands.h"
@@ -70,10 +71,11 @@ StoreBuild prepare_store_build(const EvalArgs& a, const EvalOptions& o, const st
   if (b.pipeline.empty()) {  // the defaults of kvprep run, with this store, corpus and model
     fs::create_directories(o.store_dir);
     b.pipeline = (fs::path(o.store_dir) / "eval-pipeline.yaml").string();
-    std::ofstream out(b.pipeline);
-    out << "store: " << o.store_dir << "\ncorpus: " << corpus << "\nmodel: " << o.model
-        << "\nembedder: " << o.embedder << "\n";
-    KVF_CHECK(out, b.pipeline, ": write failed");
+    const std::string text = "store: " + o.store_dir + "\ncorpus: " + corpus + "\nmodel: " + o.model +
+                             "\nembedder: " + o.embedder + "\n";
+    if (file_kind(b.pipeline) == "missing") write_output_file(b.pipeline, text);
+    KVF_CHECK(read_input_file(b.pipeline, "pipeline file") == text, b.pipeline, " exists and is not the pipeline this command writes (",
+              "store, corpus, model, embedder); move it away or build into another folder");
   }
   b.overrides = {"store=" + o.store_dir, "corpus=" + corpus, "model=" + o.model, "embedder=" + o.embedder,
                  "threads=" + std::to_string(a.threads)};
@@ -162,12 +164,16 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
   const ReportContext context{fs::path(o.dataset).filename().string(), command,
                               describe_machine(thread_count(a.threads)) + ", " + o.backend + " backend"};
   if (a.report_only) {
+    KVF_CHECK(fs::is_directory(o.out_dir), "eval --out ", o.out_dir, ": no such folder; run the sweep first");
+    const FolderLock lock = lock_eval_out_dir(o.out_dir);
     write_eval_report(o.out_dir, context);
     return;
   }
   KVF_CHECK(!o.dataset.empty(), "eval: --dataset is required (or eval.dataset in the pipeline)");
   KVF_CHECK(fs::exists(o.dataset), o.dataset, ": no such data set (bare names are looked up in KVFUSE_DATA=",
             data_dir(), ")");
+  validate_eval_options(o);  // every option before anything is built or written
+  const FolderLock lock = lock_eval_out_dir(o.out_dir);
   if (a.fresh) {
     fs::remove(fs::path(o.out_dir) / "results.jsonl");
     fs::remove(fs::path(o.out_dir) / "sweep.json");
@@ -236,14 +242,18 @@ void add_eval_command(CLI::App& app) {
                "retrieval setting: place the best retrieved chunk last, nearest the question (default: first)");
   cmd->add_option("--limit", args->eval.limit, "the first N questions (0: all)")->capture_default_str();
   cmd->add_option("--max-tokens", args->eval.max_tokens, "answer length limit (answers also stop at a blank line)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxAnswerTokens));
   add_fusion_scoring_options(*cmd, args->eval.fusion_scoring);
   add_exact_first_chunk_option(*cmd, args->eval.exact_first_chunk);
   cmd->add_option("--link-tokens", args->eval.link_tokens, "KVLink link tokens after each chunk")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
   cmd->add_option("--out", args->eval.out_dir, "folder for results.jsonl, metrics.csv, report.md and plots");
-  cmd->add_option("--cache-mb", args->cache_mb, "chunk KV kept in memory per KV mode, MiB")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)");
+  cmd->add_option("--cache-mb", args->cache_mb, "chunk KV kept in memory per KV mode, MiB")
+      ->capture_default_str()
+      ->check(finite_in(0, 1 << 30));
+  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 4096));
   cmd->add_option("--backend", args->eval.backend, "where the model runs: cpu | cuda")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));

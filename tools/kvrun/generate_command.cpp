@@ -114,7 +114,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--max-tokens", args->max_tokens, "most tokens to generate")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 4096));
   cmd->add_option("--backend", args->backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));

@@ -36,7 +36,7 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--recompute", o.answer.recompute,
                  "share of context tokens cacheblend/a3/fusion recompute, 0..1")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(finite_in(0, 1));
   cmd.add_option("--top-k", o.answer.top_k, "chunks to retrieve when none are given")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
@@ -49,8 +49,8 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--stop", o.answer.stop, "stop when the answer contains this text (repeatable)");
   cmd.add_option("--cache-mb", o.cache_mb, "chunk KV kept in memory between questions, MiB")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd.add_option("--threads", o.threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+      ->check(finite_in(0, 1 << 30));
+  cmd.add_option("--threads", o.threads, "worker threads (default: all cores)")->check(CLI::Range(0, 4096));
   cmd.add_flag("--decode-low-bit-at-load", o.engine.decode_low_bit_at_load,
                "int4/int3/int2 KV: decode each chunk to f32 once when it is read, instead of holding it as stored and "
                "decoding the rows each forward pass gathers (more memory, less work per question)");
