@@ -171,7 +171,9 @@ class Parser {
   void read_header() {
     need(4 + 4 + 8 + 8, "GGUF header");
     const uint32_t magic = read<uint32_t>("magic");
-    if (magic != kGgufMagic) error("not a GGUF file (magic 0x", std::hex, magic, ", expected 0x", kGgufMagic, ")");
+    // The bytes found are not shown: they may be anything (a link can point at any file), and a message never
+    // quotes a file's bytes.
+    if (magic != kGgufMagic) error("not a GGUF file (it does not begin with \"GGUF\")");
     f_.version_ = read<uint32_t>("version");
     // A big-endian file shows its small version number byte-swapped.
     if (f_.version_ > 0xffff && (f_.version_ & 0xffff) == 0)

@@ -1,16 +1,20 @@
 #include "io/hf_config.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace kvf {
 namespace {
 
 using nlohmann::json;
+
+constexpr uint64_t kMaxConfigBytes = 16u << 20;  // a config.json is a few KB
+constexpr int64_t kMaxVocab = 1 << 22;           // the largest real vocabularies are about 256k
 
 class Fields {
  public:
@@ -22,26 +26,39 @@ class Fields {
   }
   int64_t count(const char* key, int64_t dflt) const {
     if (!j_.contains(key) || j_[key].is_null()) return dflt;
-    const json& v = j_[key];
-    KVF_CHECK(v.is_number_integer() && v.get<int64_t>() > 0 && v.get<int64_t>() < (1LL << 31), path_, ": ", key, " = ",
-              v.dump(), " is not a positive integer");
+    return positive_integer(j_, "", key);
+  }
+  // A count below 2^31 (what GGUF's 32-bit fields and kvfuse's int32 token ids hold).
+  int64_t positive_integer(const json& obj, const std::string& where, const char* key) const {
+    const json& v = obj[key];
+    KVF_CHECK(v.is_number_integer() && v.get<int64_t>() > 0 && v.get<int64_t>() < (1LL << 31), path_, ": ", where,
+              key, " = ", json_shown(v), " is not a positive integer below 2^31");
     return v.get<int64_t>();
   }
+  // Stored as a GGUF f32, so it must stay finite as a float too.
   double positive(const json& obj, const std::string& where, const char* key, double dflt) const {
     if (!obj.contains(key) || obj[key].is_null()) return dflt;
     const json& v = obj[key];
-    KVF_CHECK(v.is_number() && v.get<double>() > 0 && std::isfinite(v.get<double>()), path_, ": ", where, key, " = ",
-              v.dump(), " is not a finite positive number");
+    KVF_CHECK(v.is_number() && v.get<double>() > 0 && v.get<double>() <= FLT_MAX, path_, ": ", where, key, " = ",
+              json_shown(v), " is not a finite positive number");
     return v.get<double>();
   }
   double positive(const char* key, double dflt) const { return positive(j_, "", key, dflt); }
-  int64_t token_id(const char* key) const {
+  // An id or a list of ids (Llama 3's eos_token_id), each checked against the vocabulary; the first, or -1 when
+  // absent. Only the first is used, but an id past the vocabulary is a broken file wherever it stands.
+  int64_t token_id(const char* key, int64_t vocab) const {
     if (!j_.contains(key) || j_[key].is_null()) return -1;
-    json v = j_[key];
-    if (v.is_array() && !v.empty()) v = v[0];
-    KVF_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0, path_, ": ", key, " = ", j_[key].dump(),
-              " is not a token id");
-    return v.get<int64_t>();
+    const json& v = j_[key];
+    const json ids = v.is_array() ? v : json::array({v});
+    KVF_CHECK(!ids.empty(), path_, ": ", key, " = [] names no token");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const std::string at = v.is_array() ? "[" + std::to_string(i) + "]" : "";
+      KVF_CHECK(ids[i].is_number_integer() && ids[i].get<int64_t>() >= 0, path_, ": ", key, at, " = ",
+                json_shown(ids[i]), " is not a token id");
+      KVF_CHECK(ids[i].get<int64_t>() < vocab, path_, ": ", key, at, " = ", ids[i].get<int64_t>(),
+                " is outside vocab_size ", vocab);
+    }
+    return ids[0].get<int64_t>();
   }
 
  private:
@@ -51,9 +68,10 @@ class Fields {
 
 void read_rope_scaling(const json& rs, HfDecoderConfig& c, const Fields& f) {
   if (rs.is_null()) return;
-  KVF_CHECK(rs.is_object(), c.path, ": rope_scaling = ", rs.dump(), " is not an object");
+  KVF_CHECK(rs.is_object(), c.path, ": rope_scaling = ", json_shown(rs), " is not an object");
   const char* type_key = rs.contains("rope_type") ? "rope_type" : "type";
-  KVF_CHECK(rs.contains(type_key) && rs[type_key].is_string(), c.path, ": rope_scaling has no \"type\" string");
+  KVF_CHECK(rs.contains(type_key) && rs[type_key].is_string(), c.path, ": rope_scaling.", type_key, " = ",
+            rs.contains(type_key) ? json_shown(rs[type_key]) : "(missing)", " is not a string");
   const std::string type = rs[type_key].get<std::string>();
   if (type == "default") return;
   KVF_CHECK(type == "linear" || type == "llama3", c.path, ": rope_scaling.", type_key, " \"", type,
@@ -64,7 +82,8 @@ void read_rope_scaling(const json& rs, HfDecoderConfig& c, const Fields& f) {
   if (type == "llama3") {
     c.low_freq_factor = f.positive(rs, "rope_scaling.", "low_freq_factor", 1.0);
     c.high_freq_factor = f.positive(rs, "rope_scaling.", "high_freq_factor", 4.0);
-    c.original_context = (int64_t)f.positive(rs, "rope_scaling.", "original_max_position_embeddings", 8192);
+    if (rs.contains("original_max_position_embeddings") && !rs["original_max_position_embeddings"].is_null())
+      c.original_context = f.positive_integer(rs, "rope_scaling.", "original_max_position_embeddings");
     KVF_CHECK(c.high_freq_factor > c.low_freq_factor, c.path, ": rope_scaling.high_freq_factor ", c.high_freq_factor,
               " must exceed low_freq_factor ", c.low_freq_factor);
   }
@@ -72,7 +91,7 @@ void read_rope_scaling(const json& rs, HfDecoderConfig& c, const Fields& f) {
 
 bool read_bool(const json& j, const std::string& path, const char* key, bool dflt) {
   if (!j.contains(key) || j[key].is_null()) return dflt;
-  KVF_CHECK(j[key].is_boolean(), path, ": ", key, " = ", j[key].dump(), " is not true or false");
+  KVF_CHECK(j[key].is_boolean(), path, ": ", key, " = ", json_shown(j[key]), " is not true or false");
   return j[key].get<bool>();
 }
 
@@ -81,7 +100,8 @@ bool read_bool(const json& j, const std::string& path, const char* key, bool dfl
 void read_lckv(const json& j, HfDecoderConfig& c, const Fields& f) {
   std::string types;
   if (j.contains("layer_types") && !j["layer_types"].is_null()) {
-    KVF_CHECK(j["layer_types"].is_string(), c.path, ": layer_types = ", j["layer_types"].dump(), " is not a string");
+    KVF_CHECK(j["layer_types"].is_string(), c.path, ": layer_types = ", json_shown(j["layer_types"]),
+              " is not a string");
     types = j["layer_types"].get<std::string>();
   }
   for (size_t at = 0; !types.empty() && at <= types.size();) {
@@ -112,18 +132,12 @@ void read_lckv(const json& j, HfDecoderConfig& c, const Fields& f) {
 }  // namespace
 
 HfDecoderConfig read_hf_config(const std::string& path) {
-  std::ifstream in(path);
-  KVF_CHECK(in, path, ": cannot open");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
+  const json j = read_json_file(path, kMaxConfigBytes);
   KVF_CHECK(j.is_object(), path, ": not a JSON object");
   HfDecoderConfig c;
   c.path = path;
-  KVF_CHECK(j.contains("model_type") && j["model_type"].is_string(), path, ": missing \"model_type\"");
+  KVF_CHECK(j.contains("model_type") && !j["model_type"].is_null(), path, ": missing \"model_type\"");
+  KVF_CHECK(j["model_type"].is_string(), path, ": model_type = ", json_shown(j["model_type"]), " is not a string");
   c.model_type = j["model_type"].get<std::string>();
   if (c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "lckv-llama") {
     c.arch = "llama";
@@ -139,6 +153,9 @@ HfDecoderConfig read_hf_config(const std::string& path) {
   c.n_kv_heads = f.count("num_key_value_heads", c.n_heads);
   c.ffn = f.count("intermediate_size");
   c.vocab = f.count("vocab_size");
+  // Every id gets a token text in memory before any weight is read: a vocabulary no model has is refused here.
+  KVF_CHECK(c.vocab <= kMaxVocab, path, ": vocab_size = ", c.vocab, " is above the largest vocabulary kvfuse reads (",
+            kMaxVocab, ")");
   c.context_length = f.count("max_position_embeddings", 2048);
   // Mistral's sliding window is not applied: within the window, attention is the same as without it.
   if (c.model_type == "mistral")
@@ -154,8 +171,8 @@ HfDecoderConfig read_hf_config(const std::string& path) {
   if (j.contains("rope_scaling")) read_rope_scaling(j["rope_scaling"], c, f);
   c.tie_embeddings = read_bool(j, path, "tie_word_embeddings", false);
   if (c.model_type == "lckv-llama") read_lckv(j, c, f);
-  c.bos_id = f.token_id("bos_token_id");
-  c.eos_id = f.token_id("eos_token_id");
+  c.bos_id = f.token_id("bos_token_id", c.vocab);
+  c.eos_id = f.token_id("eos_token_id", c.vocab);
   return c;
 }
 

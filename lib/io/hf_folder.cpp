@@ -1,13 +1,14 @@
 #include "io/hf_folder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "io/hf_config.h"
 #include "io/hf_tokenizer.h"
+#include "core/json_file.h"
 #include "io/safetensors.h"
 
 namespace kvf {
@@ -16,35 +17,55 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+// A shard the index names must be a file of the folder. Its name is checked as text, not by where it resolves
+// to: in a Hugging Face cache every file of snapshots/<rev>/ is a link to ../../blobs/<hash>, and those stay
+// allowed. So: a relative path of non-empty parts, none of them "." or "..", and no NUL byte.
+void check_shard_name(const std::string& index, const std::string& tensor, const std::string& file) {
+  const auto refuse = [&](const char* why) {
+    fail(index, ": weight_map[\"", tensor, "\"] = \"", file, "\" ", why,
+         " (a shard is named by a path inside the model folder)");
+  };
+  if (file.empty()) refuse("is empty");
+  if (file.find('\0') != std::string::npos) refuse("holds a NUL byte");
+  if (file[0] == '/') refuse("is an absolute path");
+  for (size_t begin = 0; begin <= file.size();) {
+    const size_t end = std::min(file.find('/', begin), file.size());
+    const std::string part = file.substr(begin, end - begin);
+    if (part.empty() || part == ".") refuse("has an empty or '.' part");
+    if (part == "..") refuse("leads out of the folder through '..'");
+    begin = end + 1;
+  }
+}
+
+constexpr uint64_t kMaxIndexBytes = 64u << 20;  // a 1000-shard model's index is a few hundred KB
+
 // Every tensor name of the folder and the safetensors file that holds it.
 class Shards {
  public:
   explicit Shards(const std::string& dir) {
     const std::string index = dir + "/model.safetensors.index.json", single = dir + "/model.safetensors";
-    if (fs::exists(index)) {
-      std::ifstream in(index);
-      json j;
-      try {
-        j = json::parse(in);
-      } catch (const json::exception& e) {
-        fail(index, ": not valid JSON (", e.what(), ")");
-      }
-      KVF_CHECK(j.contains("weight_map") && j["weight_map"].is_object(), index, ": no \"weight_map\" object");
+    std::error_code ec;  // a name the system refuses (too long, a link loop) is a missing file, not an exception
+    if (fs::exists(index, ec)) {
+      const json j = read_json_file(index, kMaxIndexBytes);
+      KVF_CHECK(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(), index,
+                ": no \"weight_map\" object");
       std::map<std::string, std::shared_ptr<const safetensors::File>> files;
       for (const auto& [name, file] : j["weight_map"].items()) {
-        KVF_CHECK(file.is_string(), index, ": weight_map[\"", name, "\"] = ", file.dump(), " is not a file name");
+        KVF_CHECK(file.is_string(), index, ": weight_map[\"", name, "\"] = ", json_shown(file),
+                  " is not a file name");
+        check_shard_name(index, name, file.get<std::string>());
         const std::string shard = dir + "/" + file.get<std::string>();
         auto& f = files[shard];
         if (!f) {
-          KVF_CHECK(fs::exists(shard), index, ": shard \"", file.get<std::string>(), "\" (holding '", name,
-                    "') does not exist");
+          KVF_CHECK(fs::exists(shard, ec), index, ": shard \"", file.get<std::string>(), "\" (holding '", name,
+                    "') ", ec ? "cannot be opened: " + ec.message() : std::string("does not exist"));
           f = safetensors::File::open(shard);
         }
         KVF_CHECK(f->find(name), index, ": tensor '", name, "' is not in its shard ", shard);
         where_[name] = f;
       }
     } else {
-      KVF_CHECK(fs::exists(single), dir, ": neither model.safetensors nor model.safetensors.index.json");
+      KVF_CHECK(fs::exists(single, ec), dir, ": neither model.safetensors nor model.safetensors.index.json");
       const auto f = safetensors::File::open(single);
       for (const safetensors::TensorInfo& t : f->tensors()) where_[t.name] = f;
     }
@@ -141,7 +162,7 @@ auto naming_json_errors(const std::string& files, Read&& read) {
   try {
     return read();
   } catch (const json::exception& e) {
-    fail(files, ": unexpected JSON (", e.what(), ")");
+    fail(files, ": unexpected JSON (", json_error_text(e), ")");
   }
 }
 
@@ -199,8 +220,9 @@ std::shared_ptr<const gguf::File> open_hf_folder(const std::string& dir) {
 }
 
 std::shared_ptr<const gguf::File> open_decoder_file(const std::string& path) {
-  if (!fs::is_directory(path)) return gguf::File::open(path);
-  KVF_CHECK(fs::exists(path + "/config.json"), path, ": a folder without config.json (a decoder is a GGUF file or ",
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return gguf::File::open(path);
+  KVF_CHECK(fs::exists(path + "/config.json", ec), path, ": a folder without config.json (a decoder is a GGUF file or ",
             "a Hugging Face folder)");
   return open_hf_folder(path);
 }

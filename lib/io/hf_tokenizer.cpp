@@ -1,11 +1,12 @@
 #include "io/hf_tokenizer.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <unordered_map>
 
 #include "core/error.h"
+#include "core/json_file.h"
+#include "core/regular_file.h"
 
 namespace kvf {
 namespace {
@@ -21,61 +22,177 @@ const char* const kLlama3Split =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3})"
     R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  KVF_CHECK(in, path, ": cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
-}
+constexpr uint64_t kMaxTokenizerBytes = 512u << 20;  // the largest tokenizer.json files are tens of MB
 
-bool is_type(const json& j, const char* type) { return j.is_object() && j.value("type", "") == type; }
+// Lookups that never throw, whatever type a value has: a value of another type is the file's mistake, and the
+// callers below name the file, the field and the value for it.
+const json* member(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  const auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+bool equals(const json& obj, const char* key, const json& expected, const json& absent) {
+  const json* v = member(obj, key);
+  return (v ? *v : absent) == expected;
+}
+bool is_type(const json& j, const char* type) { return equals(j, "type", type, nullptr); }
+
+// An optional true/false field of file `path`: `where` + key names it in errors. null counts as absent.
+bool bool_field(const std::string& path, const json& obj, const std::string& where, const char* key, bool absent) {
+  const json* v = member(obj, key);
+  if (!v || v->is_null()) return absent;
+  KVF_CHECK(v->is_boolean(), path, ": ", where, key, " = ", json_shown(*v), " is not true or false");
+  return v->get<bool>();
+}
 
 // tokenizer.json's pre_tokenizer as a tokenizer.ggml.pre name.
 std::string pre_tokenizer_name(const std::string& path, const json& pre, bool clean_spaces) {
   std::vector<json> steps;
   if (is_type(pre, "Sequence")) {
-    for (const json& s : pre.value("pretokenizers", json::array())) steps.push_back(s);
+    const json* list = member(pre, "pretokenizers");
+    if (list && list->is_array())
+      for (const json& s : *list) steps.push_back(s);
   } else if (!pre.is_null()) {
     steps.push_back(pre);
   }
   const auto byte_level = [](const json& s, bool use_regex) {
-    return is_type(s, "ByteLevel") && s.value("use_regex", true) == use_regex && !s.value("add_prefix_space", false);
+    return is_type(s, "ByteLevel") && equals(s, "use_regex", use_regex, true) &&
+           equals(s, "add_prefix_space", false, false);
   };
   if (steps.size() == 1 && byte_level(steps[0], true)) return "gpt2";
-  if (steps.size() == 2 && is_type(steps[0], "Digits") && steps[0].value("individual_digits", false) &&
+  if (steps.size() == 2 && is_type(steps[0], "Digits") && equals(steps[0], "individual_digits", true, false) &&
       byte_level(steps[1], true))
     return clean_spaces ? "starcoder" : "smollm";
   if (steps.size() == 2 && is_type(steps[0], "Split") && byte_level(steps[1], false) &&
-      steps[0].value("behavior", "") == "Isolated" && !steps[0].value("invert", false)) {
-    const std::string regex = steps[0].value("pattern", json::object()).value("Regex", "");
-    if (regex == kQwen2Split) return "qwen2";
-    if (regex == kLlama3Split) return "llama-bpe";
+      equals(steps[0], "behavior", "Isolated", nullptr) && equals(steps[0], "invert", false, false)) {
+    const json* pattern = member(steps[0], "pattern");
+    const json* regex = pattern ? member(*pattern, "Regex") : nullptr;
+    if (regex && *regex == kQwen2Split) return "qwen2";
+    if (regex && *regex == kLlama3Split) return "llama-bpe";
   }
-  fail(path, ": pre_tokenizer ", pre.dump().substr(0, 300),
+  fail(path, ": pre_tokenizer ", json_shown(pre, 300),
        " is not supported (byte-level BPE as GPT-2, StarCoder/SmolLM, Qwen2 or Llama 3 split the text)");
 }
 
-// A special token as tokenizer_config.json names it: a string, {"content": ...} or null.
-std::string special_text(const json& cfg, const char* key) {
-  if (!cfg.contains(key) || cfg[key].is_null()) return "";
-  const json& v = cfg[key];
-  return v.is_string() ? v.get<std::string>() : v.value("content", "");
+// A special token as tokenizer_config.json names it: a string, {"content": "..."} or null ("" when absent).
+std::string special_text(const std::string& cfg_path, const json& cfg, const char* key) {
+  const json* v = member(cfg, key);
+  if (!v || v->is_null()) return "";
+  if (v->is_string()) return v->get<std::string>();
+  const json* content = member(*v, "content");
+  KVF_CHECK(content && content->is_string(), cfg_path, ": ", key, " = ", json_shown(*v),
+            " is neither a string nor an object with a \"content\" string");
+  return content->get<std::string>();
 }
 
-std::string chat_template(const std::string& dir, const json& cfg) {
-  if (cfg.contains("chat_template")) {
-    const json& t = cfg["chat_template"];
-    if (t.is_string()) return t.get<std::string>();
-    for (const json& named : t)  // a list of {name, template}: the default one
-      if (named.value("name", "") == "default") return named.value("template", "");
+// tokenizer_config.json's chat_template (a string, or a list of {"name", "template"} of which "default" is used),
+// else the folder's chat_template.jinja, else "".
+std::string chat_template(const std::string& dir, const std::string& cfg_path, const json& cfg) {
+  if (const json* t = member(cfg, "chat_template"); t && !t->is_null()) {
+    if (t->is_string()) return t->get<std::string>();
+    KVF_CHECK(t->is_array(), cfg_path, ": chat_template = ", json_shown(*t),
+              " is neither a string nor a list of {\"name\", \"template\"}");
+    for (size_t i = 0; i < t->size(); ++i) {
+      const json& named = (*t)[i];
+      const json* name = member(named, "name");
+      const json* text = member(named, "template");
+      KVF_CHECK(name && name->is_string() && text && text->is_string(), cfg_path, ": chat_template[", i, "] = ",
+                json_shown(named), " is not {\"name\": string, \"template\": string}");
+      if (*name == "default") return text->get<std::string>();
+    }
   }
-  std::ifstream in(dir + "/chat_template.jinja");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  const std::string file = dir + "/chat_template.jinja";
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(file, ec))) return "";
+  return read_regular_file(file, kMaxTokenizerBytes);
+}
+
+// The token texts by id, as tokenizer.json's model.vocab and added_tokens give them, with the checks the
+// Hugging Face tokenizers library makes: every id inside the vocabulary, no id or text given twice.
+class TokenTable {
+ public:
+  TokenTable(const std::string& path, const std::string& config_path, int64_t n)
+      : path_(path), config_path_(config_path), tokens_((size_t)n), types_((size_t)n, 1), filled_((size_t)n) {}
+
+  void place(const std::string& text, const json& id, int64_t type, const std::string& where) {
+    const int64_t n = (int64_t)tokens_.size();
+    KVF_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < n, path_, ": ", where,
+              " token \"", text, "\" has id ", json_shown(id), ", outside vocab_size ", n, " (", config_path_, ")");
+    const int64_t i = id.get<int64_t>();
+    const auto [at, fresh] = ids_.emplace(text, i);
+    KVF_CHECK(fresh || at->second == i, path_, ": ", where, " token \"", text, "\" has id ", i,
+              ", but it already has id ", at->second);
+    KVF_CHECK(!filled(i) || tokens_[(size_t)i] == text, path_, ": ", where, " gives id ", i, " to \"", text,
+              "\", but it already belongs to \"", tokens_[(size_t)i], "\"");
+    tokens_[(size_t)i] = text;
+    types_[(size_t)i] = type;
+    filled_[(size_t)i] = true;
+  }
+
+  // Ids no file names become unused "[PADn]" tokens (llama.cpp's converter does the same).
+  void pad() {
+    for (size_t i = 0; i < tokens_.size(); ++i) {
+      if (filled_[i]) continue;
+      tokens_[i] = "[PAD" + std::to_string(i) + "]";
+      types_[i] = 5;  // TokenType::Unused
+      KVF_CHECK(ids_.emplace(tokens_[i], (int64_t)i).second, path_, ": token \"", tokens_[i], "\" (id ",
+                ids_[tokens_[i]], ") has the name kvfuse gives the unused id ", i);
+    }
+  }
+
+  bool has(const std::string& text) const { return ids_.count(text) != 0; }
+  // The id of `text`, -1 when no token has it.
+  int64_t id(const std::string& text) const {
+    const auto it = ids_.find(text);
+    return it == ids_.end() ? -1 : it->second;
+  }
+  std::vector<std::string>& tokens() { return tokens_; }
+  std::vector<int64_t>& types() { return types_; }
+
+ private:
+  bool filled(int64_t i) const { return filled_[(size_t)i]; }
+  const std::string& path_;
+  const std::string& config_path_;
+  std::vector<std::string> tokens_;
+  std::vector<int64_t> types_;
+  std::vector<bool> filled_;
+  std::unordered_map<std::string, int64_t> ids_;
+};
+
+// model.merges as "left right" strings (tokenizer.json has "a b" or ["a", "b"]); each part and their
+// concatenation must be tokens, as the Hugging Face tokenizers library requires.
+std::vector<std::string> read_merges(const std::string& path, const json& model, const TokenTable& table) {
+  std::vector<std::string> merges;
+  const json* list = member(model, "merges");
+  if (!list || list->is_null()) return merges;
+  KVF_CHECK(list->is_array(), path, ": model.merges = ", json_shown(*list), " is not an array");
+  merges.reserve(list->size());
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& m = (*list)[i];
+    std::string left, right;
+    if (m.is_string()) {
+      const std::string text = m.get<std::string>();
+      const size_t space = text.find(' ', 1);
+      KVF_CHECK(space != std::string::npos && space + 1 < text.size() && text.find(' ', space + 1) == std::string::npos,
+                path, ": model.merges[", i, "] = ", json_shown(m), " is not \"left right\"");
+      left = text.substr(0, space);
+      right = text.substr(space + 1);
+    } else {
+      KVF_CHECK(m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(), path, ": model.merges[", i,
+                "] = ", json_shown(m), " is neither \"a b\" nor [\"a\", \"b\"]");
+      left = m[0].get<std::string>();
+      right = m[1].get<std::string>();
+      // GGUF keeps a merge as one "left right" string, split at its first space after the first byte.
+      KVF_CHECK(!left.empty() && !right.empty() && left.find(' ', 1) == std::string::npos &&
+                    right.find(' ') == std::string::npos,
+                path, ": model.merges[", i, "] = ", json_shown(m), " has an empty part or a part with a space");
+    }
+    for (const std::string& part : {left, right, left + right})
+      KVF_CHECK(table.has(part), path, ": model.merges[", i, "] = ", json_shown(m), ": \"", part,
+                "\" is not in the vocabulary");
+    merges.push_back(left + " " + right);
+  }
+  return merges;
 }
 
 }  // namespace
@@ -83,67 +200,59 @@ std::string chat_template(const std::string& dir, const json& cfg) {
 void add_hf_tokenizer_metadata(const std::string& dir, const HfDecoderConfig& config,
                                std::map<std::string, gguf::Value>& kv) {
   const std::string path = dir + "/tokenizer.json", cfg_path = dir + "/tokenizer_config.json";
-  const json tok = read_json(path);
-  const json cfg = std::filesystem::exists(cfg_path) ? read_json(cfg_path) : json::object();
-  const json& model = tok.contains("model") ? tok["model"] : json();
-  KVF_CHECK(is_type(model, "BPE"), path, ": model.type ", model.is_object() ? model.value("type", json()).dump() : "",
+  const json tok = read_json_file(path, kMaxTokenizerBytes);
+  KVF_CHECK(tok.is_object(), path, ": not a JSON object");
+  std::error_code ec;
+  const json cfg = std::filesystem::exists(std::filesystem::symlink_status(cfg_path, ec))
+                       ? read_json_file(cfg_path, kMaxTokenizerBytes)
+                       : json::object();
+  KVF_CHECK(cfg.is_object(), cfg_path, ": not a JSON object");
+  const json* model_ptr = member(tok, "model");
+  const json model = model_ptr ? *model_ptr : json();
+  KVF_CHECK(is_type(model, "BPE"), path, ": model.type ", json_shown(member(model, "type") ? model["type"] : json()),
             " is not supported (byte-level BPE only)");
-  KVF_CHECK(is_type(tok.value("decoder", json()), "ByteLevel"), path, ": decoder ",
-            tok.value("decoder", json()).dump().substr(0, 200), " is not ByteLevel");
-  const json norm = tok.value("normalizer", json());
-  KVF_CHECK(norm.is_null() || is_type(norm, "NFC"), path, ": normalizer ", norm.dump(),
+  const json* decoder = member(tok, "decoder");
+  KVF_CHECK(decoder && is_type(*decoder, "ByteLevel"), path, ": decoder ", json_shown(decoder ? *decoder : json(), 200),
+            " is not ByteLevel");
+  const json* norm_ptr = member(tok, "normalizer");
+  const json norm = norm_ptr ? *norm_ptr : json();
+  KVF_CHECK(norm.is_null() || is_type(norm, "NFC"), path, ": normalizer ", json_shown(norm),
             " is not supported (none, NFC)");
   if (is_type(norm, "NFC")) kv[kNormalizerKey] = gguf::string_value("NFC");
 
   const int64_t n = config.vocab;
-  std::vector<std::string> tokens((size_t)n);
-  std::vector<int64_t> types((size_t)n, 1);  // TokenType::Normal
-  const auto place = [&](const std::string& text, const json& id, int64_t type, const char* where) {
-    KVF_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < n, path, ": ", where, " token \"",
-              text, "\" has id ", id.dump(), ", outside vocab_size ", n, " (", config.path, ")");
-    tokens[id.get<size_t>()] = text;
-    types[id.get<size_t>()] = type;
-  };
-  KVF_CHECK(model.contains("vocab") && model["vocab"].is_object(), path, ": model.vocab is not an object");
-  for (const auto& [text, id] : model["vocab"].items()) place(text, id, 1, "model.vocab");
-  for (const json& added : tok.value("added_tokens", json::array())) {
-    KVF_CHECK(added.contains("content") && added["content"].is_string(), path, ": added_tokens entry ", added.dump(),
-              " has no content");
-    place(added["content"].get<std::string>(), added.value("id", json()), added.value("special", false) ? 3 : 4,
-          "added_tokens");
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    if (tokens[(size_t)i].empty()) {
-      tokens[(size_t)i] = "[PAD" + std::to_string(i) + "]";
-      types[(size_t)i] = 5;  // TokenType::Unused
+  TokenTable table(path, config.path, n);
+  const json* vocab = member(model, "vocab");
+  KVF_CHECK(vocab && vocab->is_object(), path, ": model.vocab is not an object");
+  KVF_CHECK(!vocab->empty(), path, ": model.vocab is empty");
+  for (const auto& [text, id] : vocab->items()) table.place(text, id, 1, "model.vocab");
+  if (const json* added = member(tok, "added_tokens"); added && !added->is_null()) {
+    KVF_CHECK(added->is_array(), path, ": added_tokens = ", json_shown(*added), " is not an array");
+    for (size_t i = 0; i < added->size(); ++i) {
+      const json& a = (*added)[i];
+      const json* content = member(a, "content");
+      KVF_CHECK(content && content->is_string(), path, ": added_tokens[", i, "] = ", json_shown(a),
+                " has no \"content\" string");
+      const json* id = member(a, "id");
+      const bool special = bool_field(path, a, "added_tokens[" + std::to_string(i) + "].", "special", false);
+      table.place(content->get<std::string>(), id ? *id : json(), special ? 3 : 4,
+                  "added_tokens[" + std::to_string(i) + "]");
     }
   }
-  std::vector<std::string> merges;
-  for (const json& m : model.value("merges", json::array())) {
-    if (m.is_string()) {
-      merges.push_back(m.get<std::string>());
-    } else {
-      KVF_CHECK(m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(), path, ": merge ", m.dump(),
-                " is neither \"a b\" nor [\"a\", \"b\"]");
-      merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
-    }
-  }
-  const bool clean_spaces = cfg.value("clean_up_tokenization_spaces", true);
+  table.pad();
+  std::vector<std::string> merges = read_merges(path, model, table);
+  const bool clean_spaces = bool_field(cfg_path, cfg, "", "clean_up_tokenization_spaces", true);
   kv["tokenizer.ggml.model"] = gguf::string_value("gpt2");
-  kv["tokenizer.ggml.pre"] =
-      gguf::string_value(pre_tokenizer_name(path, tok.value("pre_tokenizer", json()), clean_spaces));
-  kv["tokenizer.ggml.tokens"] = gguf::string_array_value(std::move(tokens));
-  kv["tokenizer.ggml.token_type"] = gguf::int_array_value(std::move(types));
-  kv["tokenizer.ggml.merges"] = gguf::string_array_value(std::move(merges));
+  const json* pre = member(tok, "pre_tokenizer");
+  kv["tokenizer.ggml.pre"] = gguf::string_value(pre_tokenizer_name(path, pre ? *pre : json(), clean_spaces));
 
   // Special ids: tokenizer_config.json names them by text, config.json by id.
-  const auto& names = kv["tokenizer.ggml.tokens"].strings;
-  const auto id_of = [&](const std::string& key, int64_t fallback) -> int64_t {
-    const std::string text = special_text(cfg, key.c_str());
+  const auto id_of = [&](const char* key, int64_t fallback) -> int64_t {
+    const std::string text = special_text(cfg_path, cfg, key);
     if (text.empty()) return fallback;
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == text) return (int64_t)i;
-    fail(cfg_path, ": ", key, " \"", text, "\" is not in the vocabulary of ", path);
+    const int64_t id = table.id(text);
+    KVF_CHECK(id >= 0, cfg_path, ": ", key, " \"", text, "\" is not in the vocabulary of ", path);
+    return id;
   };
   const std::pair<const char*, int64_t> specials[] = {
       {"bos_token", config.bos_id}, {"eos_token", config.eos_id}, {"unk_token", -1}, {"pad_token", -1}};
@@ -154,12 +263,15 @@ void add_hf_tokenizer_metadata(const std::string& dir, const HfDecoderConfig& co
     if (id >= 0) kv[std::string("tokenizer.ggml.") + keys[k]] = gguf::int_value(id);
   }
   for (const char* key : {"add_bos_token", "add_eos_token"}) {
-    if (!cfg.contains(key)) continue;
-    KVF_CHECK(cfg[key].is_boolean(), cfg_path, ": ", key, " = ", cfg[key].dump(), " is not true or false");
-    kv[std::string("tokenizer.ggml.") + key] = gguf::bool_value(cfg[key].get<bool>());
+    const json* v = member(cfg, key);
+    if (!v || v->is_null()) continue;
+    kv[std::string("tokenizer.ggml.") + key] = gguf::bool_value(bool_field(cfg_path, cfg, "", key, false));
   }
-  const std::string tmpl = chat_template(dir, cfg);
+  const std::string tmpl = chat_template(dir, cfg_path, cfg);
   if (!tmpl.empty()) kv["tokenizer.chat_template"] = gguf::string_value(tmpl);
+  kv["tokenizer.ggml.tokens"] = gguf::string_array_value(std::move(table.tokens()));
+  kv["tokenizer.ggml.token_type"] = gguf::int_array_value(std::move(table.types()));
+  kv["tokenizer.ggml.merges"] = gguf::string_array_value(std::move(merges));
 }
 
 }  // namespace kvf

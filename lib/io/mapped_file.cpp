@@ -1,36 +1,23 @@
 #include "io/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace kvf {
 
 MappedFile::MappedFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, ": not a regular file");
-  }
-  if (st.st_size > 0) {
-    void* m = ::mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    const int err = errno;
-    ::close(fd);
-    if (m == MAP_FAILED) fail(path, ": cannot map ", st.st_size, " bytes: ", std::strerror(err));
-    data_ = static_cast<const uint8_t*>(m);
-    size_ = (size_t)st.st_size;
-  } else {
-    ::close(fd);
-  }
+  const RegularFile file(path);  // never a FIFO or device: mapping one would block or fail
+  if (file.size() == 0) return;
+  void* m = ::mmap(nullptr, (size_t)file.size(), PROT_READ, MAP_PRIVATE, file.fd(), 0);
+  if (m == MAP_FAILED) fail(path, ": cannot map ", file.size(), " bytes: ", std::strerror(errno));
+  data_ = static_cast<const uint8_t*>(m);
+  size_ = (size_t)file.size();
 }
 
 MappedFile::~MappedFile() {

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/json_file.h"
 
 namespace kvf::safetensors {
 namespace {
@@ -102,8 +103,12 @@ File::~File() = default;
 void File::parse_header() {
   KVF_CHECK(mapping_.size() >= 8, path_, ": ", mapping_.size(), " bytes is too short for a safetensors file");
   const uint64_t n = read_u64_le(mapping_.data());
-  KVF_CHECK(n <= kMaxHeaderBytes && n <= mapping_.size() - 8, path_, ": header length ", n, " does not fit the file of ",
-            mapping_.size(), " bytes");
+  // A length the file cannot hold is not shown: those 8 bytes may be anything (a link can point at any file), and
+  // a message never quotes a file's bytes.
+  KVF_CHECK(n <= mapping_.size() - 8, path_, ": header length field does not fit the file's size (",
+            mapping_.size(), " bytes): not a safetensors file");
+  KVF_CHECK(n <= kMaxHeaderBytes, path_, ": header length ", n, " is above the safetensors limit of ",
+            kMaxHeaderBytes, " bytes");
   data_offset_ = 8 + n;
   const uint64_t data_bytes = mapping_.size() - data_offset_;
   nlohmann::ordered_json header;
@@ -119,7 +124,7 @@ void File::parse_header() {
   try {
     header = nlohmann::ordered_json::parse(mapping_.data() + 8, mapping_.data() + data_offset_, note_key);
   } catch (const nlohmann::json::exception& e) {
-    fail(path_, ": header is not valid JSON: ", e.what());
+    fail(path_, ": header is not valid JSON: ", json_error_text(e));
   }
   KVF_CHECK(header.is_object(), path_, ": header is not a JSON object");
   KVF_CHECK(duplicate.empty(), path_, ": tensor '", duplicate, "' appears twice");

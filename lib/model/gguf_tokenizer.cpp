@@ -1,10 +1,43 @@
 #include "model/gguf_tokenizer.h"
 
+#include <unordered_map>
+
 #include "core/error.h"
 #include "io/hf_tokenizer.h"
 #include "text/pretokenizer.h"
 
 namespace kvf {
+namespace {
+
+// Each token text's id; a text given twice is refused, naming the file and both ids.
+std::unordered_map<std::string, int64_t> token_ids(const std::string& path, const std::vector<std::string>& tokens) {
+  std::unordered_map<std::string, int64_t> ids;
+  ids.reserve(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const auto [at, fresh] = ids.emplace(tokens[i], (int64_t)i);
+    KVF_CHECK(fresh, path, ": tokenizer.ggml.tokens: token \"", tokens[i], "\" appears twice (ids ", at->second,
+              " and ", i, ")");
+  }
+  return ids;
+}
+
+// A merge "left right" (split at the first space after its first byte) whose parts or result are not tokens
+// can never apply: a broken vocabulary, refused as the Hugging Face tokenizers library refuses it.
+void check_merges(const std::string& path, const std::vector<std::string>& merges,
+                  const std::unordered_map<std::string, int64_t>& ids) {
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const std::string& m = merges[i];
+    const size_t space = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
+    KVF_CHECK(space != std::string::npos && space + 1 < m.size(), path, ": tokenizer.ggml.merges[", i, "] \"", m,
+              "\" is not \"left right\"");
+    const std::string left = m.substr(0, space), right = m.substr(space + 1);
+    for (const std::string& part : {left, right, left + right})
+      KVF_CHECK(ids.count(part), path, ": tokenizer.ggml.merges[", i, "] \"", m, "\": \"", part,
+                "\" is not in tokenizer.ggml.tokens");
+  }
+}
+
+}  // namespace
 
 
 BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
@@ -16,10 +49,13 @@ BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
   BpeVocabulary vocab;
   vocab.tokens = file.get_string_array("tokenizer.ggml.tokens");
   const int64_t n = (int64_t)vocab.tokens.size();
+  KVF_CHECK(n > 0, path, ": tokenizer.ggml.tokens is empty");
+  KVF_CHECK(n < (1LL << 31), path, ": tokenizer.ggml.tokens has ", n, " tokens, more than int32 ids can name");
   for (int64_t i = 0; i < n; ++i) {
     // llama.cpp's stand-in, so that an empty entry can neither match text nor collide with another token.
     if (vocab.tokens[i].empty()) vocab.tokens[i] = "[EMPTY_" + std::to_string(i) + "]";
   }
+  const std::unordered_map<std::string, int64_t> ids = token_ids(path, vocab.tokens);
 
   vocab.token_types.assign(n, TokenType::Normal);
   if (file.has("tokenizer.ggml.token_type")) {
@@ -32,6 +68,7 @@ BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
     }
   }
   vocab.merges = file.get_string_array("tokenizer.ggml.merges");
+  check_merges(path, vocab.merges, ids);
 
   const std::string normalizer = file.get_string(kNormalizerKey, "none");
   KVF_CHECK(normalizer == "none" || normalizer == "NFC", path, ": ", kNormalizerKey, " '", normalizer,
@@ -78,8 +115,14 @@ ChatTemplate chat_template_from_gguf(const gguf::File& file) {
 
 std::vector<int32_t> preset_token_list(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer) {
   std::vector<int32_t> preset;
-  if (file.has(key))
-    for (int64_t id : file.get_int_array(key)) preset.push_back((int32_t)id);
+  if (file.has(key)) {
+    const std::vector<int64_t> ids = file.get_int_array(key);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      KVF_CHECK(ids[i] >= 0 && ids[i] < tokenizer.vocab_size(), file.path(), ": ", key, "[", i, "] = ", ids[i],
+                " is outside the vocabulary of ", tokenizer.vocab_size(), " tokens");
+      preset.push_back((int32_t)ids[i]);
+    }
+  }
   if (preset.empty()) preset = tokenizer.encode("\n", false, false);
   return preset;
 }

@@ -4,14 +4,19 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <fstream>
+#include <filesystem>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
+#include "core/json_file.h"
+#include "core/regular_file.h"
 
 namespace kvf {
 namespace {
+
+constexpr uint64_t kMaxVocabBytes = 64u << 20;  // vocab.txt and tokenizer_config.json: a few hundred KB
 
 bool in_category(char32_t cp, std::initializer_list<utf8proc_category_t> cats) {
   const utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
@@ -134,8 +139,7 @@ WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> vocab, WordPiece
 
 WordPieceTokenizer WordPieceTokenizer::load(const std::string& dir) {
   const std::string vocab_path = dir + "/vocab.txt";
-  std::ifstream in(vocab_path, std::ios::binary);
-  KVF_CHECK(in, vocab_path, ": cannot open");
+  std::istringstream in(read_regular_file(vocab_path, kMaxVocabBytes));
   std::vector<std::string> vocab;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -145,13 +149,9 @@ WordPieceTokenizer WordPieceTokenizer::load(const std::string& dir) {
 
   WordPieceOptions options;
   const std::string config_path = dir + "/tokenizer_config.json";
-  if (std::ifstream cin(config_path); cin) {
-    nlohmann::json config;
-    try {
-      config = nlohmann::json::parse(cin);
-    } catch (const nlohmann::json::exception& e) {
-      fail(config_path, ": not valid JSON: ", e.what());
-    }
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(config_path, ec))) {
+    const nlohmann::json config = read_json_file(config_path, kMaxVocabBytes);
     try {
       options.lowercase = flag(config, "do_lower_case", true);
       options.strip_accents = flag(config, "strip_accents", options.lowercase);

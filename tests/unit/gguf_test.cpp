@@ -425,7 +425,7 @@ TEST(GgufReader, ReadsGgufPyReferenceFile) {
 
 TEST(GgufReader, RejectsBadHeaders) {
   EXPECT_THAT(open_error(Bytes{}), HasSubstr("truncated: GGUF header needs 24 bytes at offset 0"));
-  EXPECT_THAT(open_error(Bytes{}.u32(0x46554746).u32(3).u64(0).u64(0)), HasSubstr("not a GGUF file (magic 0x46554746"));
+  EXPECT_THAT(open_error(Bytes{}.u32(0x46554746).u32(3).u64(0).u64(0)), HasSubstr("not a GGUF file (it does not begin with \"GGUF\")"));
   EXPECT_THAT(open_error(Bytes{}.header(1, 0, 0)), HasSubstr("GGUF version 1 is not supported"));
   EXPECT_THAT(open_error(Bytes{}.header(4, 0, 0)), HasSubstr("unsupported GGUF version 4"));
   EXPECT_THAT(open_error(Bytes{}.header(0x03000000, 0, 0)), HasSubstr("big-endian GGUF"));
