@@ -28,9 +28,9 @@ std::string read_maybe_gzip(const std::string& path) {
   int err = Z_OK;
   const std::string message = gzerror(f, &err);
   gzclose(f);
-  KVF_CHECK(n == 0 && err == Z_OK, path, ": ",
-            err == Z_BUF_ERROR ? "the gzip stream ends early (a truncated copy?): " : "read failed: ", message,
-            " after ", out.size(), " decompressed bytes");
+  KVF_CHECK(err != Z_BUF_ERROR, path, ": the gzip stream ends early, after ", out.size(),
+            " decompressed bytes: a truncated copy?");
+  KVF_CHECK(n == 0 && err == Z_OK, path, ": read failed: ", message);
   return out;
 }
 
