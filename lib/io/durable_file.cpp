@@ -17,7 +17,23 @@ std::string temp_path_for(const std::string& final_path) {
   return final_path + "." + std::to_string(::getpid()) + ".tmp";
 }
 
-bool is_temp_name(const std::string& name) { return name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0; }
+std::optional<TempName> parse_temp_name(const std::string& file_name) {
+  constexpr size_t kMaxPidDigits = 18;  // fits a long
+  const size_t suffix = file_name.size() >= 4 ? file_name.size() - 4 : std::string::npos;
+  if (suffix == std::string::npos || file_name.compare(suffix, 4, ".tmp") != 0) return std::nullopt;
+  const size_t dot = file_name.rfind('.', suffix - 1);
+  if (dot == std::string::npos || dot == 0 || suffix - dot - 1 == 0 || suffix - dot - 1 > kMaxPidDigits)
+    return std::nullopt;
+  long pid = 0;
+  for (size_t i = dot + 1; i < suffix; ++i) {
+    if (file_name[i] < '0' || file_name[i] > '9') return std::nullopt;
+    pid = pid * 10 + (file_name[i] - '0');
+  }
+  if (pid <= 0 || file_name.find('/') != std::string::npos) return std::nullopt;
+  return TempName{file_name.substr(0, dot), pid};
+}
+
+bool is_temp_name(const std::string& file_name) { return parse_temp_name(file_name).has_value(); }
 
 void sync_path(const std::string& path, int flags) {
   const int fd = ::open(path.c_str(), flags);

@@ -4,14 +4,23 @@
 // name untouched, so a full disk is an error and never a truncated file in place.
 #pragma once
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace kvf {
 
 // "<final_path>.<pid>.tmp".
 std::string temp_path_for(const std::string& final_path);
-// Whether a file name is such a temporary (ends in ".tmp").
-bool is_temp_name(const std::string& name);
+
+// A file name of exactly that form, split: "chunks.h5.4242.tmp" is chunks.h5 written by pid 4242.
+struct TempName {
+  std::string final_name;  // non-empty
+  long pid = 0;            // positive
+};
+// The parts of a temporary's file name (no directory); nullopt for any other name, "notes.tmp" or "a.h5.x1.tmp"
+// among them: kvfuse only ever removes names it could have written.
+std::optional<TempName> parse_temp_name(const std::string& file_name);
+bool is_temp_name(const std::string& file_name);  // parse_temp_name succeeds
 
 // fsync of a path opened with `flags` (O_RDONLY for a file, O_RDONLY | O_DIRECTORY for a directory).
 void sync_path(const std::string& path, int flags);

@@ -8,6 +8,7 @@
 #include <tbb/parallel_for.h>
 
 #include "core/error.h"
+#include "io/durable_file.h"
 
 namespace kvf::gguf {
 
@@ -259,9 +260,9 @@ std::vector<uint8_t> Writer::encode() const {
 
 void Writer::write(const std::string& path) const {
   const std::vector<uint8_t> header = encode();
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail(path, ": cannot create ", tmp, ": ", std::strerror(errno));
+  PendingFile out(path);  // <path>.<pid>.tmp: never a name another process, or the user, may hold
+  std::FILE* f = std::fopen(out.temp().c_str(), "wb");
+  if (!f) fail(path, ": cannot create ", out.temp(), ": ", std::strerror(errno));
   const std::vector<uint8_t> zeros(alignment_, 0);
   const auto put = [f](const uint8_t* p, size_t n) { return n == 0 || std::fwrite(p, 1, n, f) == n; };
   bool ok = put(header.data(), header.size());
@@ -269,13 +270,10 @@ void Writer::write(const std::string& path) const {
     ok = ok && put(t.bytes.data(), t.bytes.size());
     ok = ok && put(zeros.data(), align_up(t.bytes.size(), alignment_) - t.bytes.size());
   }
-  ok = std::fclose(f) == 0 && ok;
-  ok = ok && std::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    fail(path, ": writing failed: ", std::strerror(err));
-  }
+  const int err = errno;
+  close_stream_checked(f, out.temp());
+  KVF_CHECK(ok, path, ": writing failed: ", std::strerror(err));
+  out.commit();
 }
 
 }  // namespace kvf::gguf

@@ -1,5 +1,6 @@
 // GGUF writer (version 3, or 2 on request) for tests and tools that make small models: collects metadata and
-// tensors in memory, then writes "<path>.tmp" and renames it over <path>. Keys and tensors keep their order.
+// tensors in memory, then writes "<path>.<pid>.tmp" and renames it over <path> (io/durable_file.h). Keys and
+// tensors keep their order.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -37,7 +37,7 @@ struct RandomModelSpec {
 RandomModelSpec real_model_shape(const std::string& name);
 std::vector<std::string> real_model_shape_names();
 
-// Writes the model to `path` (through "<path>.tmp"). Weights are drawn from a counter-based generator, one
+// Writes the model to `path` (through "<path>.<pid>.tmp"). Weights are drawn from a counter-based generator, one
 // stream per tensor, in parallel: a 7B shape takes seconds, not minutes. Scales keep activations O(1) and
 // attention neither uniform nor one-hot.
 void write_random_model(const RandomModelSpec& spec, const std::string& path);

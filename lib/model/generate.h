@@ -22,7 +22,8 @@ struct GreedyResult {
   double decode_ms = 0;         // every later step
 };
 
-// Argmax with ties to the lowest id.
+// Argmax with ties to the lowest id. Logits that are not all finite (a model whose weights give NaN) are a
+// kvf::Error naming the first such value and its token id: no token is chosen from garbage.
 int32_t argmax(const float* logits, int64_t n);
 
 // A prompt prefilled at positions 0..n-1, ready to decode: its KV in a buffer with room for `room` more rows, the

@@ -7,13 +7,9 @@
 
 #include "core/progress.h"
 #include "retrieval/vector_index.h"
+#include "store/store_files.h"  // the file names inside a store
 
 namespace kvf {
-
-// File names inside a store.
-inline constexpr const char* kEmbeddingsFile = "embeddings.h5";
-inline constexpr const char* kIndexFile = "index.faiss";
-inline constexpr const char* kNeighborsFile = "neighbors.h5";
 
 struct EmbedStageOptions {
   std::string store_dir;

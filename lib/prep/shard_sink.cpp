@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/hex.h"
 #include "prep/store_report.h"
 
 namespace kvf {
@@ -19,8 +20,13 @@ ShardSink::ShardSink(const std::string& dir, Manifest& m, KvShardLayout layout, 
 void ShardSink::add(uint64_t chunk_id, const HostKv& kv, uint64_t context, const std::vector<double>& anchor_scores) {
   KVF_CHECK(anchor_scores.empty() || (int64_t)anchor_scores.size() == kv.rows, "chunk ", chunk_id, ": ",
             anchor_scores.size(), " anchor scores for ", kv.rows, " rows");
-  writer_.add_chunk(chunk_id, kv.k.data(), kv.v.data(), kv.positions.data(), (uint32_t)kv.rows, context,
-                    anchor_scores.empty() ? nullptr : anchor_scores.data());
+  try {
+    writer_.add_chunk(chunk_id, kv.k.data(), kv.v.data(), kv.positions.data(), (uint32_t)kv.rows, context,
+                      anchor_scores.empty() ? nullptr : anchor_scores.data());
+  } catch (const Error& e) {  // nothing of the chunk was kept: name whose KV it was
+    fail("store ", dir_, ": ", layout_.mode, " KV of model ", m_.model_name.empty() ? "?" : m_.model_name,
+         " (fingerprint ", hex64(layout_.model_fingerprint), "): ", e.what());
+  }
   if (ranks_.alone() && writer_.bytes() >= shard_bytes_) flush();
 }
 

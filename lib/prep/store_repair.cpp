@@ -33,13 +33,21 @@ RepairedFile owner_of(const Manifest& m, const std::string& file) {
 
 }  // namespace
 
-std::vector<RepairedFile> repair_store(const std::string& dir) {
+RepairResult repair_store(const std::string& dir) {
   Manifest m = load_manifest(dir);  // an unreadable manifest leaves nothing to repair from
-  std::set<std::string> broken;
-  for (const StoreProblem& p : verify_store(dir)) broken.insert(p.file);
-  std::vector<RepairedFile> repaired;
-  for (const std::string& file : broken) {
-    if (file.empty()) continue;
+  RepairResult result;
+  std::set<std::string> damaged, unreadable;
+  for (StoreProblem& p : verify_store(dir)) {
+    if (p.file.empty()) continue;
+    if (p.kind == ProblemKind::Unreadable) {
+      unreadable.insert(p.file);
+      result.unreadable.push_back(std::move(p));
+    } else {
+      damaged.insert(p.file);
+    }
+  }
+  for (const std::string& file : damaged) {
+    if (unreadable.count(file)) continue;  // a file that cannot be read is not known to be broken
     RepairedFile r = owner_of(m, file);
     if (!m.find_stage(r.stage)) r.stage.clear();
     m.files.erase(std::remove_if(m.files.begin(), m.files.end(), [&](const CommittedFile& f) { return f.path == file; }),
@@ -48,16 +56,16 @@ std::vector<RepairedFile> repair_store(const std::string& dir) {
       m.stages.erase(std::remove_if(m.stages.begin(), m.stages.end(),
                                     [&](const StageRecord& s) { return s.stage == r.stage; }),
                      m.stages.end());
-    repaired.push_back(std::move(r));
+    result.dropped.push_back(std::move(r));
   }
-  if (repaired.empty()) return repaired;
+  if (result.dropped.empty()) return result;
   save_manifest(dir, m);  // committed first: a kill now leaves broken files no manifest names
-  for (const RepairedFile& r : repaired) {
+  for (const RepairedFile& r : result.dropped) {
     std::error_code ec;
     // Stages read an existing table to extend it: a damaged one must go, not just leave the manifest.
     fs::remove(fs::path(dir) / r.file, ec);
   }
-  return repaired;
+  return result;
 }
 
 }  // namespace kvf

@@ -8,7 +8,6 @@
 #include <set>
 
 #include "core/hex.h"
-#include "io/durable_file.h"
 #include "model/fingerprint.h"
 #include "prep/retrieval_stages.h"
 #include "store/chunk_kv.h"
@@ -17,6 +16,7 @@
 #include "store/kv_shard.h"
 #include "store/manifest.h"
 #include "store/neighbor_table.h"
+#include "store/store_files.h"
 
 namespace kvf {
 namespace {
@@ -35,14 +35,18 @@ uint64_t content_hash(const std::map<uint64_t, uint64_t>& checksums) {
 
 }  // namespace
 
-std::vector<StoreProblem> verify_store(const std::string& dir) {
-  std::vector<StoreProblem> problems;
-  Manifest m;
-  try {
-    m = load_manifest(dir);
-  } catch (const std::exception& e) {
-    return {{"", e.what()}};
-  }
+const char* problem_kind_name(ProblemKind kind) { return kind == ProblemKind::Unreadable ? "unreadable" : "damaged"; }
+
+namespace {
+
+// The problem an exception from reading `file` makes: UnreadableFile says the file could not be read at all.
+StoreProblem problem_from(const std::string& file, const std::exception& e) {
+  const bool unreadable = dynamic_cast<const UnreadableFile*>(&e) != nullptr;
+  return {file, e.what(), unreadable ? ProblemKind::Unreadable : ProblemKind::Damaged};
+}
+
+// Each committed file's size and hash against its record, and a KV shard's every chunk.
+void verify_committed_files(const std::string& dir, const Manifest& m, std::vector<StoreProblem>& problems) {
   for (const CommittedFile& f : m.files) {
     const std::string path = (fs::path(dir) / f.path).string();
     try {
@@ -53,16 +57,25 @@ std::vector<StoreProblem> verify_store(const std::string& dir) {
                                         hex64(f.xxh3)});
       }
     } catch (const std::exception& e) {
-      problems.push_back({f.path, e.what()});
+      problems.push_back(problem_from(f.path, e));
       continue;
     }
     if (!kv_mode_of_shard(f.path).empty()) {
       for (std::string& p : verify_kv_shard(path, m.model_fingerprint)) problems.push_back({f.path, std::move(p)});
     }
   }
-  // The tables must agree with each other, row for row: a table that does not condemns itself.
+}
+
+// The tables must agree with each other, row for row: a table that does not condemns itself. Tables already
+// found unreadable are left out.
+void verify_tables_agree(const std::string& dir, const Manifest& m, std::vector<StoreProblem>& problems) {
+  std::set<std::string> unreadable;
+  for (const StoreProblem& p : problems)
+    if (p.kind == ProblemKind::Unreadable) unreadable.insert(p.file);
+  if (unreadable.count(kChunksFile)) return;
   std::string at = kChunksFile;
   try {
+    require_readable(dir, kChunksFile);
     const ChunkTable chunks = ChunkTable::read(store_file_path(dir, kChunksFile));
     if (chunks.model_fingerprint() != m.model_fingerprint)
       problems.push_back({kChunksFile, dir + "/" + kChunksFile + ": model fingerprint " +
@@ -80,15 +93,31 @@ std::vector<StoreProblem> verify_store(const std::string& dir) {
         }
       }
     };
-    at = kEmbeddingsFile;
-    if (fs::exists(fs::path(dir) / kEmbeddingsFile))
-      same_ids(EmbeddingTable::read(store_file_path(dir, kEmbeddingsFile)).chunk_ids, kEmbeddingsFile);
-    at = kNeighborsFile;
-    if (fs::exists(fs::path(dir) / kNeighborsFile))
-      same_ids(NeighborTable::read(store_file_path(dir, kNeighborsFile)).chunk_ids, kNeighborsFile);
+    for (const char* file : {kEmbeddingsFile, kNeighborsFile}) {
+      at = file;
+      if (unreadable.count(file) || !fs::exists(fs::path(dir) / file)) continue;
+      require_readable(dir, file);
+      const std::string path = store_file_path(dir, file);
+      const bool embeddings = std::string(file) == kEmbeddingsFile;
+      same_ids(embeddings ? EmbeddingTable::read(path).chunk_ids : NeighborTable::read(path).chunk_ids, file);
+    }
   } catch (const std::exception& e) {
-    problems.push_back({at, e.what()});
+    problems.push_back(problem_from(at, e));
   }
+}
+
+}  // namespace
+
+std::vector<StoreProblem> verify_store(const std::string& dir) {
+  Manifest m;
+  try {
+    m = load_manifest(dir);
+  } catch (const std::exception& e) {
+    return {problem_from("", e)};
+  }
+  std::vector<StoreProblem> problems;
+  verify_committed_files(dir, m, problems);
+  verify_tables_agree(dir, m, problems);
   return problems;
 }
 
@@ -105,7 +134,7 @@ std::vector<std::string> unlisted_store_files(const std::string& dir) {
     const std::string rel = fs::relative(it->path(), dir, ec).generic_string();
     const std::string ext = it->path().extension().string();
     const bool data = rel.rfind("kv/", 0) == 0 || (it.depth() == 0 && (ext == ".h5" || ext == ".faiss"));
-    if (it->is_directory(ec) || !data || is_temp_name(rel) || listed.count(rel)) continue;
+    if (it->is_directory(ec) || !data || is_store_temporary(rel) || listed.count(rel)) continue;
     out.push_back(rel);
   }
   std::sort(out.begin(), out.end());

@@ -6,16 +6,25 @@
 
 namespace kvf {
 
-// One problem verify found, and the committed file it condemns ("" when it is the store as a whole, e.g. an
+// Damaged: the file's content is wrong (size, hash, checksum, a non-finite value, structure) or the file is gone;
+// `verify --repair` drops it. Unreadable: the file could not be read at all (permission denied, an I/O error,
+// not a regular file, a path leading out of the store, store/manifest.h UnreadableFile): its content may be
+// sound, so nothing is dropped and the owner must make it readable.
+enum class ProblemKind { Damaged, Unreadable };
+const char* problem_kind_name(ProblemKind kind);  // "damaged", "unreadable"
+
+// One problem verify found, and the committed file it concerns ("" when it is the store as a whole, e.g. an
 // unreadable manifest).
 struct StoreProblem {
   std::string file;  // as the manifest records it: "kv/independent-00001.h5", "embeddings.h5"
   std::string what;  // one line naming the file and the fault
+  ProblemKind kind = ProblemKind::Damaged;
 };
 
 // Recomputes every committed file's size and XXH3 against the manifest, every KV chunk's checksum (and that its
 // values are finite), and checks that the tables agree (ids, fingerprints). Empty when the store is sound.
-// Never throws for a damaged store: what cannot be read is itself a problem.
+// Never throws for a damaged store: what cannot be read is itself a problem. A file found unreadable is not
+// read again by the later checks, whose failures would otherwise blame its content.
 std::vector<StoreProblem> verify_store(const std::string& store_dir);
 
 // Store data on disk that the manifest does not list (under kv/, and *.h5 / *.faiss at the top): left by a run

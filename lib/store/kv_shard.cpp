@@ -56,11 +56,38 @@ h5::Handle dtype_h5_type(KvDtype d) {
 }
 
 // f16/bf16 elements, copied byte-wise: the stored bytes are the host's uint16 (little-endian, as HDF5 is told).
-void to_stored(KvDtype d, const float* x, size_t n, uint8_t* out) {
+// Returns the first element whose stored value is not finite (a finite f32 beyond f16's range becomes one), or n.
+size_t to_stored(KvDtype d, const float* x, size_t n, uint8_t* out) {
+  const uint16_t exponent = d == KvDtype::F16 ? 0x7C00 : 0x7F80;  // all ones: infinity or NaN
+  uint16_t all_ones = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint16_t h = d == KvDtype::F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
+    all_ones |= (uint16_t)((h & exponent) == exponent);
     std::memcpy(out + 2 * i, &h, 2);
   }
+  if (!all_ones) return n;
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, out + 2 * i, 2);
+    if ((h & exponent) == exponent) return i;
+  }
+  return n;
+}
+
+// Where element i of a chunk's k or v ([rows, stored_layers, kv_heads, head_dim]) lies, for messages.
+std::string element_place(const KvShardLayout& l, size_t i) {
+  const size_t per_head = (size_t)l.head_dim, per_layer = per_head * l.kv_heads, per_row = per_layer * l.stored_layers;
+  return "row " + std::to_string(i / per_row) + ", stored layer " + std::to_string(i % per_row / per_layer) +
+         ", kv head " + std::to_string(i % per_layer / per_head);
+}
+
+// Stored KV must be finite whatever its type: a model whose weights give NaN or infinity must not leave a store
+// that fails `kvprep verify`. Names the chunk, the tensor and where the first such value lies.
+void require_finite_kv(const KvShardLayout& l, uint64_t chunk_id, const char* which, const float* x, size_t n) {
+  if (all_finite(x, n)) return;
+  const size_t i = (size_t)(std::find_if(x, x + n, [](float y) { return !std::isfinite(y); }) - x);
+  fail("kv shard: chunk ", hex64(chunk_id), ": ", which, " at ", element_place(l, i), " is ", x[i],
+       "; stored KV must be finite (the model computed a value that is not)");
 }
 
 void from_stored(KvDtype d, const uint8_t* in, size_t n, float* x) {
@@ -117,6 +144,8 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
   const size_t at = k_.size();
   const size_t groups = (size_t)rows * layout_.stored_layers * layout_.kv_heads;
   const size_t scale_at = k_scale_.size();
+  require_finite_kv(layout_, chunk_id, "k", k, elems);
+  require_finite_kv(layout_, chunk_id, "v", v, elems);
   KvChunkEntry e;
   if (layout_.low_bit()) {
     e.first_byte = blob_.size();
@@ -150,8 +179,17 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
   } else {
     k_.resize(at + bytes);
     v_.resize(at + bytes);
-    to_stored(dtype, k, elems, k_.data() + at);
-    to_stored(dtype, v, elems, v_.data() + at);
+    const size_t k_bad = to_stored(dtype, k, elems, k_.data() + at);
+    const size_t v_bad = to_stored(dtype, v, elems, v_.data() + at);
+    if (k_bad < elems || v_bad < elems) {
+      k_.resize(at);  // a refused chunk leaves nothing behind
+      v_.resize(at);
+      const bool in_k = k_bad < elems;
+      const size_t i = in_k ? k_bad : v_bad;
+      fail("kv shard: chunk ", hex64(chunk_id), ": ", in_k ? "k" : "v", " at ", element_place(layout_, i), " is ",
+           (in_k ? k : v)[i], ", beyond ", kv_dtype_name(dtype), "'s range; stored KV must be finite",
+           dtype == KvDtype::F16 ? " (bf16 holds it: --dtype bf16)" : "");
+    }
   }
   ids_.insert(chunk_id);
   e.chunk_id = chunk_id;

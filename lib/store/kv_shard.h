@@ -84,7 +84,8 @@ class KvShardWriter {
   explicit KvShardWriter(KvShardLayout layout);  // throws kvf::Error on an inconsistent layout
   // k, v: host f32, row-major [rows, stored_layers, kv_heads, head_dim]; positions: in-chunk position per row.
   // Converts to the layout's dtype now (so memory held is the stored size) and computes the checksum.
-  // A chunk id already added, or rows == 0, is refused; so are, for int8, non-finite values (nothing is kept).
+  // A chunk id already added, or rows == 0, is refused; so is, for every dtype, a value that is not finite or that
+  // the dtype cannot hold finitely (nothing is kept; the message names the chunk, k or v, row, layer and head).
   // anchor_scores: rows values, the attention each row received during prefill (prep/received_attention.h), kept
   // so that anchor selection needs no second precompute; a shard stores them when any chunk has them.
   void add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions, uint32_t rows,

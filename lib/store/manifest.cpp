@@ -1,7 +1,6 @@
 #include "store/manifest.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -12,10 +11,13 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "core/error.h"
 #include "core/hex.h"
 #include "io/durable_file.h"
+#include "store/store_files.h"
 
 namespace kvf {
 namespace {
@@ -123,7 +125,7 @@ void Manifest::record_file(CommittedFile file) {
   files.push_back(std::move(file));
 }
 
-std::string manifest_path(const std::string& store_dir) { return (fs::path(store_dir) / "manifest.json").string(); }
+std::string manifest_path(const std::string& store_dir) { return (fs::path(store_dir) / kManifestFile).string(); }
 
 bool has_manifest(const std::string& store_dir) { return fs::exists(manifest_path(store_dir)); }
 
@@ -242,21 +244,56 @@ void require_relative_store_path(const std::string& relative_path, const std::st
   }
 }
 
+namespace {
+
+// Throws UnreadableFile built like fail()'s message.
+template <typename... Parts>
+[[noreturn]] void unreadable(const Parts&... parts) {
+  std::ostringstream os;
+  detail::append(os, parts...);
+  throw UnreadableFile(os.str());
+}
+
+// A file that is not there lost its content (damage); any other failure to reach it is no fault of the content.
+[[noreturn]] void cannot_reach(const std::string& path, const char* what, int err) {
+  if (err == ENOENT) fail(path, ": ", what, ": ", std::strerror(err));
+  unreadable(path, ": ", what, ": ", std::strerror(err));
+}
+
+// A descriptor of the checked path open for reading; O_NONBLOCK: should the file have turned into a FIFO since
+// the check, opening it still returns at once.
+int open_for_reading(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) cannot_reach(path, "cannot open", errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    unreadable(path, ": not a regular file");
+  }
+  return fd;
+}
+
+}  // namespace
+
 std::string store_file_path(const std::string& store_dir, const std::string& relative_path) {
   require_relative_store_path(relative_path, "store " + store_dir + ": path");
   const fs::path full = fs::path(store_dir) / relative_path;
   std::error_code ec;
   const fs::path real = fs::canonical(full, ec);
-  KVF_CHECK(!ec, full.string(), ": cannot open: ", ec.message());
+  if (ec) cannot_reach(full.string(), "cannot open", ec.value());
   const fs::path root = fs::canonical(store_dir, ec);
   KVF_CHECK(!ec, "store ", store_dir, ": ", ec.message());
   const auto [in_root, in_real] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
-  KVF_CHECK(in_root == root.end() && in_real != real.end(), full.string(), ": leads out of the store (to ",
-            real.string(), ")");
+  if (in_root != root.end() || in_real == real.end())
+    unreadable(full.string(), ": leads out of the store (to ", real.string(), ")");
   struct stat st {};
-  KVF_CHECK(::stat(real.c_str(), &st) == 0, full.string(), ": cannot stat: ", std::strerror(errno));
-  KVF_CHECK(S_ISREG(st.st_mode), full.string(), ": not a regular file");
+  if (::stat(real.c_str(), &st) != 0) cannot_reach(full.string(), "cannot stat", errno);
+  if (!S_ISREG(st.st_mode)) unreadable(full.string(), ": not a regular file");
   return full.string();
+}
+
+void require_readable(const std::string& store_dir, const std::string& relative_path) {
+  ::close(open_for_reading(store_file_path(store_dir, relative_path)));
 }
 
 void commit_store_file(const std::string& store_dir, Manifest& m, PendingFile& file,
@@ -281,22 +318,28 @@ void commit_store_file(const std::string& store_dir, Manifest& m, PendingFile& f
 
 CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path) {
   const std::string path = store_file_path(store_dir, relative_path);
-  // O_NONBLOCK: should the file have turned into a FIFO since the check, opening it still returns at once.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  KVF_CHECK(fd >= 0, path, ": cannot open: ", std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, ": not a regular file");
+  const int fd = open_for_reading(path);
+  // read(2) rather than a mapping: a disk's read error is then an error naming the file, not a SIGBUS.
+  constexpr size_t kBlock = 1 << 20;
+  std::vector<uint8_t> block(kBlock);
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  CommittedFile f{relative_path, 0, 0};
+  int err = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, block.data(), kBlock);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : 0;
+      break;
+    }
+    XXH3_64bits_update(state, block.data(), (size_t)n);
+    f.bytes += (uint64_t)n;
   }
-  CommittedFile f{relative_path, (uint64_t)st.st_size, 0};
-  // Mapped rather than read: one pass at memory speed, whatever the file's size.
-  void* map = st.st_size > 0 ? ::mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
-  const int err = errno;
+  f.xxh3 = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
   ::close(fd);
-  KVF_CHECK(map != MAP_FAILED, path, ": cannot map: ", std::strerror(err));
-  f.xxh3 = XXH3_64bits(map, f.bytes);
-  if (map) ::munmap(map, f.bytes);
+  if (err) unreadable(path, ": cannot read: ", std::strerror(err));
   return f;
 }
 

@@ -8,9 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "io/durable_file.h"
 
 namespace kvf {
+
+// A store file that cannot be read at all: permission denied, an I/O error of the disk, not a regular file (a
+// FIFO, a folder), a path leading out of the store. Its content may be sound, so it is never "damaged" and
+// `kvprep verify --repair` leaves it in place (a missing file is damage: its content is gone).
+class UnreadableFile : public Error {
+ public:
+  using Error::Error;
+};
 
 inline constexpr int kManifestFormatVersion = 1;
 inline constexpr const char* kManifestMagic = "kvfuse-store";
@@ -80,14 +89,18 @@ void commit_store_file(const std::string& store_dir, Manifest& manifest, Pending
                        const std::string& relative_path);
 
 // Size and XXH3-64 of <store_dir>/<relative_path>, for the manifest's file records (store_file_path's checks).
+// A file that cannot be opened or read is an UnreadableFile error.
 CommittedFile describe_file(const std::string& store_dir, const std::string& relative_path);
+// Throws UnreadableFile unless <store_dir>/<relative_path> can be opened for reading (store_file_path's checks
+// first): what a whole-store check asks before it blames a file's content for a failed read.
+void require_readable(const std::string& store_dir, const std::string& relative_path);
 
 // Refuses a store path that is not plain and relative: empty, absolute, or with an empty, "." or ".." component.
 // `where` names the field ("<store>/manifest.json: field 'files[3].path'").
 void require_relative_store_path(const std::string& relative_path, const std::string& where);
 // <store_dir>/<relative_path> once it is known to stay inside the store and to name a regular file: a symlink
-// leading out of the store, a FIFO, a device or a directory is a kvf::Error naming the path (checked by stat,
-// never by opening, so a FIFO cannot hang the reader).
+// leading out of the store, a FIFO, a device or a directory is an UnreadableFile error naming the path (checked by
+// stat, never by opening, so a FIFO cannot hang the reader); a missing file a kvf::Error.
 std::string store_file_path(const std::string& store_dir, const std::string& relative_path);
 
 // <store_dir>/<relative_path> once its size and XXH3 are those the manifest records (or, mid-replacement, those of

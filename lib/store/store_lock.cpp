@@ -10,7 +10,6 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "io/durable_file.h"
 
 namespace kvf {
 namespace {
@@ -35,18 +34,10 @@ std::string read_holder(int fd) {
   return text.empty() ? "a process that has not written its name yet" : text;
 }
 
-void remove_stale_temporaries(const fs::path& dir) {
-  for (const fs::path& d : {dir, dir / "kv"}) {
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(d, ec)) {
-      if (entry.is_regular_file(ec) && is_temp_name(entry.path().filename().string())) fs::remove(entry.path(), ec);
-    }
-  }
-}
-
 }  // namespace
 
 StoreLock StoreLock::acquire(const std::string& store_dir, bool wait, bool create_dir) {
+  require_store_folder(store_dir);
   std::error_code ec;
   if (!fs::is_directory(store_dir, ec)) {
     if (!create_dir) return StoreLock(-1);

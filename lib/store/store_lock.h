@@ -7,16 +7,17 @@
 #pragma once
 #include <string>
 
-namespace kvf {
+#include "store/store_files.h"
 
-inline constexpr const char* kStoreLockFile = "kvprep.lock";
+namespace kvf {
 
 class StoreLock {
  public:
   // Takes the lock of `store_dir` (creating the directory when it is missing and create_dir is set; otherwise a
   // missing directory holds nothing to protect and no lock is taken, leaving the stage to report it). When the
-  // lock is held elsewhere: waits when `wait`, else throws kvf::Error naming the store and the holder.
-  // Once held, temporaries left by killed writers (*.tmp in the store and kv/) are removed: no writer is alive.
+  // lock is held elsewhere: waits when `wait`, else throws kvf::Error naming the store and the holder. An existing
+  // folder that is no store and not empty is refused before anything is created in it (require_store_folder).
+  // Once held, temporaries left by killed writers are removed (remove_stale_temporaries): no writer is alive.
   static StoreLock acquire(const std::string& store_dir, bool wait, bool create_dir = false);
 
   StoreLock(StoreLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }

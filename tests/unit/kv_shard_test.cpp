@@ -234,6 +234,46 @@ TEST(KvShard, FlippedByteFailsItsChecksum) {
   r.read_chunk(0, k, v, positions, true);
 }
 
+// Replaces the one occurrence of `from` in the file by `to` (as long).
+void replace_unique_bytes(const std::string& path, const std::string& from, const std::string& to) {
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = bytes.find(from);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.find(from, at + 1), std::string::npos);
+  bytes.replace(at, from.size(), to);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// An f16 chunk's stored k, v and positions, and their checksum (docs/store.md).
+std::string stored_f16(const std::vector<float>& x) {
+  std::string out(x.size() * 2, '\0');
+  for (size_t i = 0; i < x.size(); ++i) {
+    const uint16_t h = f32_to_f16(x[i]);
+    std::memcpy(&out[2 * i], &h, 2);
+  }
+  return out;
+}
+std::string f16_checksum_bytes(const std::string& k, const std::string& v, const std::vector<int32_t>& positions) {
+  const std::string all = k + v + std::string(reinterpret_cast<const char*>(positions.data()), positions.size() * 4);
+  const uint64_t sum = XXH3_64bits(all.data(), all.size());
+  return std::string(reinterpret_cast<const char*>(&sum), 8);
+}
+
+// Element i (< 32) of the chunk's stored v becomes a NaN with a checksum that matches it, as a writer without a
+// finiteness check would have stored it (writers refuse them now): only the reader's own check can catch it.
+void store_nan_in_v(const std::string& path, const Chunk& c, size_t i) {
+  const std::string k = stored_f16(c.k), v = stored_f16(c.v);
+  std::string nan_v = v;
+  const uint16_t nan = 0x7E00;
+  std::memcpy(&nan_v[2 * i], &nan, 2);
+  replace_unique_bytes(path, v.substr(0, 64), nan_v.substr(0, 64));
+  replace_unique_bytes(path, f16_checksum_bytes(k, v, c.positions), f16_checksum_bytes(k, nan_v, c.positions));
+}
+
 // The query path (KvModeReader::read, what kvrun's chunk cache loads through) checks every chunk it reads: a
 // flipped bit or a stored NaN is an error naming the chunk and the shard file, never KV handed to attention.
 TEST(KvShard, ModeReaderRefusesDamagedOrNonFiniteChunks) {
@@ -242,8 +282,8 @@ TEST(KvShard, ModeReaderRefusesDamagedOrNonFiniteChunks) {
   const std::string path = (dir / "kv" / "independent-00000.h5").string();
   const KvShardLayout l = small_layout(KvDtype::F16);
   auto chunks = random_chunks(l, {10, 20, 10}, 5);
-  chunks[2].v[7] = std::numeric_limits<float>::quiet_NaN();
   write_shard(path, l, chunks);
+  store_nan_in_v(path, chunks[2], 7);
   flip_stored_k_bit(path, chunks[1]);
   Manifest m;
   m.record_file(describe_file(dir.string(), "kv/independent-00000.h5"));
@@ -587,8 +627,7 @@ TEST(KvShard, Int8WriterRefusesNonFiniteValuesAndStaysUsable) {
   chunks[1].v[21] = std::numeric_limits<float>::infinity();  // row 0, layer 1, head 0, element 5: group 2
   const std::string error = error_of([&] { add_all(w, {chunks[1]}); });
   EXPECT_THAT(error, HasSubstr("chunk " + hex64(chunks[1].id)));
-  EXPECT_THAT(error, HasSubstr("v"));
-  EXPECT_THAT(error, HasSubstr("group 2 element 5 is inf"));
+  EXPECT_THAT(error, HasSubstr("v at row 0, stored layer 1, kv head 0 is inf"));
   EXPECT_EQ(w.chunks(), 1u);
   EXPECT_EQ(w.bytes(), bytes);
   chunks[1].v[21] = good;

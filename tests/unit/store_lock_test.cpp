@@ -2,6 +2,7 @@
 // `wait`; released locks are free again; stale temporaries go once the lock is held; temporaries carry the pid.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -64,12 +65,16 @@ TEST(StoreLock, MissingStoreIsCreatedOnlyWhenAsked) {
 TEST(StoreLock, RemovesTemporariesOfKilledWriters) {
   const fs::path dir = test::fresh_test_dir();
   fs::create_directories(dir / "kv");
-  std::ofstream(dir / "index.faiss.4242.tmp") << "x";
-  std::ofstream(dir / "kv" / "independent-00000.h5.4242.tmp") << "x";
+  const pid_t killed = ::fork();  // a writer that is gone: exited and reaped
+  if (killed == 0) ::_exit(0);
+  ::waitpid(killed, nullptr, 0);
+  const std::string pid = std::to_string(killed);
+  std::ofstream(dir / ("index.faiss." + pid + ".tmp")) << "x";
+  std::ofstream(dir / "kv" / ("independent-00000.h5." + pid + ".tmp")) << "x";
   std::ofstream(dir / "kv" / "independent-00000.h5") << "kept";
   const StoreLock lock = StoreLock::acquire(dir.string(), false);
-  EXPECT_FALSE(fs::exists(dir / "index.faiss.4242.tmp"));
-  EXPECT_FALSE(fs::exists(dir / "kv" / "independent-00000.h5.4242.tmp"));
+  EXPECT_FALSE(fs::exists(dir / ("index.faiss." + pid + ".tmp")));
+  EXPECT_FALSE(fs::exists(dir / "kv" / ("independent-00000.h5." + pid + ".tmp")));
   EXPECT_TRUE(fs::exists(dir / "kv" / "independent-00000.h5"));
 }
 

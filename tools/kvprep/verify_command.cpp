@@ -19,19 +19,25 @@ void add_verify_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("verify", "Check every file, checksum and table of a store (exit 1 on damage)");
   cmd->footer(
       "Examples:\n  kvprep verify --store stores/demo\n  kvprep verify --store stores/demo --repair\n"
-      "--repair drops what fails from the manifest (and the disk) with its stage's record, and names the\n"
-      "commands that recompute exactly that; it writes the store, so it takes the store lock.");
+      "--repair drops damaged files from the manifest (and the disk) with their stages' records, and names the\n"
+      "commands that recompute exactly that; it writes the store, so it takes the store lock. A file that cannot be\n"
+      "read (permission denied, an I/O error) is reported as unreadable, never dropped, and --repair exits 1.");
   cmd->add_option("--store", a->store, "store directory")->required();
   cmd->add_flag("--repair", a->repair, "drop broken files from the manifest so the next stage runs recompute them");
   add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
     if (a->repair) {
       const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
-      const std::vector<RepairedFile> repaired = repair_store(a->store);
-      for (const RepairedFile& r : repaired)
-        std::printf("dropped: %s%s; rerun: %s\n", r.file.c_str(),
-                    r.stage.empty() ? "" : (" and the record of stage " + r.stage).c_str(), r.rerun.c_str());
-      std::printf("%s: %zu broken file(s) dropped\n", a->store.c_str(), repaired.size());
+      const RepairResult r = repair_store(a->store);
+      for (const RepairedFile& d : r.dropped)
+        std::printf("dropped: %s%s; rerun: %s\n", d.file.c_str(),
+                    d.stage.empty() ? "" : (" and the record of stage " + d.stage).c_str(), d.rerun.c_str());
+      for (const StoreProblem& p : r.unreadable) std::printf("kept: unreadable: %s\n", p.what.c_str());
+      std::printf("%s: %zu damaged file(s) dropped\n", a->store.c_str(), r.dropped.size());
+      if (!r.unreadable.empty())
+        throw std::runtime_error(a->store + ": " + std::to_string(r.unreadable.size()) +
+                                 " file(s) could not be read and were kept as they are; make them readable (or "
+                                 "remove them yourself) and run verify again");
       return;
     }
     for (const std::string& f : unlisted_store_files(a->store))
@@ -44,9 +50,15 @@ void add_verify_command(CLI::App& app) {
       std::printf("ok: %s verifies\n", a->store.c_str());
       return;
     }
-    for (const StoreProblem& p : problems) std::printf("problem: %s\n", p.what.c_str());
-    throw std::runtime_error(a->store + ": " + std::to_string(problems.size()) +
-                             " problem(s) found; `kvprep verify --repair` drops the broken files");
+    size_t unreadable = 0;
+    for (const StoreProblem& p : problems) {
+      std::printf("problem: %s: %s\n", problem_kind_name(p.kind), p.what.c_str());
+      unreadable += p.kind == ProblemKind::Unreadable;
+    }
+    throw std::runtime_error(a->store + ": " + std::to_string(problems.size()) + " problem(s) found (" +
+                             std::to_string(problems.size() - unreadable) + " damaged, " + std::to_string(unreadable) +
+                             " unreadable); `kvprep verify --repair` drops the damaged files" +
+                             (unreadable ? ", not the unreadable ones: make those readable" : ""));
   });
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "io/gguf.h"
 #include "io/hf_folder.h"
 #include "io/model_paths.h"
@@ -63,7 +64,12 @@ void run_generate(const GenerateArgs& a) {
   GreedyOptions opts;
   opts.max_new_tokens = a.max_tokens;
   opts.is_end_token = [&](int32_t id) { return tokenizer.is_eog(id); };
-  const GreedyResult r = generate_greedy(*decoder, prompt_ids, opts);
+  GreedyResult r;
+  try {
+    r = generate_greedy(*decoder, prompt_ids, opts);
+  } catch (const Error& e) {  // e.g. logits that are not finite: say which model gave them
+    fail("model ", path, ": ", e.what());
+  }
   const std::string text = tokenizer.decode(r.tokens);
   const double prefill_tps = prompt_ids.size() / (r.prefill_ms / 1000.0);
   const double decode_tps = r.tokens.size() > 1 ? (r.tokens.size() - 1) / (r.decode_ms / 1000.0) : 0.0;
