@@ -57,11 +57,14 @@ results "$out3" independent
 [ -s "$out3/ttft.png" ] || fail "no plot drawn in a folder with quotes in its name"
 
 # 4. One eval per OUT: a second process is refused while the first holds the folder.
-flock "$work/r1/.kvrun-eval.lock" sleep 60 &
-sleep 0.5
-"$expect_error" 1 "^error: eval --out .*r1 is in use by another kvrun eval \(pid [0-9]+ " \
+python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1], "w"); fcntl.flock(f, fcntl.LOCK_EX); f.write("pid 1 on host h: the holder\n"); f.flush()
+time.sleep(60)' "$work/r1/.kvrun-eval.lock" >/dev/null 2>&1 &
+holder=$!
+sleep 1
+"$expect_error" 1 "^error: eval --out .*r1 is in use by another kvrun eval \(pid 1 on host h: the holder\)" \
   "$kvrun" eval --report-only --store s --dataset d.jsonl --out "$work/r1"
-kill %1; wait 2>/dev/null || true
+kill $holder; wait $holder 2>/dev/null || true
 
 # 5. Outputs: never the input, never a device, FIFO or folder (all refused before any model or store is read).
 printf '{"id": "a", "question": "Who?"}\n' >q.jsonl
