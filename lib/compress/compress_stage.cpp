@@ -171,10 +171,28 @@ HostKv append_anchors(const Decoder& d, const KvSegment& system, const KvSegment
   return out;
 }
 
+}  // namespace
+
 void check_compress_options(const CompressStageOptions& o) {
   check_mode_name(o.to);
   KVF_CHECK(o.from != o.to, "--from and --to are both '", o.from, "'");
+  // Written so that NaN fails every one of them (each comparison with NaN is false).
   KVF_CHECK(o.anchors >= 0 && o.anchors <= 1, "--anchors must be in (0, 1], got ", o.anchors);
+  KVF_CHECK(o.segment >= 1 && o.segment <= 100000, "--segment must be 1 to 100000 tokens, got ", o.segment);
+  KVF_CHECK(o.share_layers >= 0 && o.share_layers <= (1 << 16), "--share-layers must be 0 to 65536, got ",
+            o.share_layers);
+  KVF_CHECK(o.share_threshold >= -1 && o.share_threshold <= 1,
+            "--share-threshold must be a cosine similarity in [-1, 1], got ", o.share_threshold);
+  KVF_CHECK(o.share_samples >= 1 && o.share_samples <= (1 << 20), "--share-samples must be 1 to 1048576, got ",
+            o.share_samples);
+  KVF_CHECK(o.share_sample_tokens >= 1 && o.share_sample_tokens <= (1 << 20),
+            "--share-sample-tokens must be 1 to 1048576, got ", o.share_sample_tokens);
+  KVF_CHECK(o.quant_group >= 4 && o.quant_group <= 4096, "--quant-group must be 4 to 4096, got ", o.quant_group);
+  KVF_CHECK(o.keep_first >= 0 && o.keep_first <= (1 << 20), "--keep-first must be 0 to 1048576 rows, got ",
+            o.keep_first);
+  KVF_CHECK(o.batch_tokens >= 1 && o.batch_tokens <= (1 << 24), "--batch-tokens must be 1 to 16777216, got ",
+            o.batch_tokens);
+  KVF_CHECK(o.shard_bytes > 0, "--shard-mb must be positive");
   KVF_CHECK(o.anchor_mode == "select" || o.anchor_mode == "append", "--anchor-mode must be select or append, got '",
             o.anchor_mode, "'");
   anchor_score_from_name(o.anchor_score);  // throws naming a bad value
@@ -183,6 +201,8 @@ void check_compress_options(const CompressStageOptions& o) {
   KVF_CHECK(o.anchors > 0 || o.share_layers > 0 || !o.quant.empty(), "compress: nothing to do; give --anchors, "
             "--share-layers or --quant");
 }
+
+namespace {
 
 // One kvprep compress run: from the source mode's KV to the new mode's, chunk group by chunk group.
 class CompressJob {

@@ -54,6 +54,11 @@ struct CompressStageResult {
   double seconds = 0;
 };
 
-CompressStageResult run_compress_stage(const CompressStageOptions& options);
+// Refuses options the stage would refuse, before anything runs (a pipeline checks every compress entry before
+// its first stage): kvf::Error naming the option as kvprep compress spells it and the value; NaN fails every
+// range.
+void check_compress_options(const CompressStageOptions& options);
+
+CompressStageResult run_compress_stage(const CompressStageOptions& options);  // check_compress_options first
 
 }  // namespace kvf

@@ -230,6 +230,39 @@ std::vector<CompressEntry> compress_entries(const std::string& path, const Confi
   return entries;
 }
 
+// Every compress entry as kvprep compress options, each checked (check_compress_options) before any stage runs:
+// a bad value in the last entry must not wait for every earlier stage to finish.
+std::vector<CompressStageOptions> compress_options(const std::string& path, const Config& cfg,
+                                                   const std::vector<CompressEntry>& entries,
+                                                   const std::string& store, const std::string& model) {
+  const YAML::Node compress = cfg.root()["compress"];
+  std::vector<CompressStageOptions> all;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const YAML::Node& c = compress[i];
+    CompressStageOptions o;
+    o.store_dir = store;
+    o.model_path = model;
+    o.to = entries[i].to;
+    o.from = entries[i].from;
+    o.anchors = item<double>(path, c, i, "anchors", 0.0);
+    o.anchor_mode = item<std::string>(path, c, i, "anchor_mode", o.anchor_mode);
+    o.anchor_score = item<std::string>(path, c, i, "anchor_score", o.anchor_score);
+    o.segment = item<int>(path, c, i, "segment", o.segment);
+    o.share_layers = item<int>(path, c, i, "share_layers", 0);
+    o.share_threshold = item<double>(path, c, i, "share_threshold", o.share_threshold);
+    o.quant = item<std::string>(path, c, i, "quant", "");
+    o.quant_group = item<int>(path, c, i, "quant_group", o.quant_group);
+    o.keep_first = item<int>(path, c, i, "keep_first", o.keep_first);
+    try {
+      check_compress_options(o);
+    } catch (const Error& e) {
+      fail(path, ": compress[", i, "] (to: ", o.to, "): ", e.what());
+    }
+    all.push_back(std::move(o));
+  }
+  return all;
+}
+
 KvModePlan kv_plan(const std::string& path, const Config& cfg, const std::vector<CompressEntry>& compress,
                    const KvModeRequest& request) {
   return plan_kv_modes(path, cfg.get<std::vector<std::string>>("prefill", "modes", {"independent"}), compress,
@@ -243,7 +276,9 @@ void check_pipeline(const std::string& path, const std::vector<std::string>& ove
   const Config cfg = load_config(path, overrides);
   cfg.required("store");
   cfg.required("corpus");
-  kv_plan(path, cfg, compress_entries(path, cfg), request);  // the file's own values first, then the model
+  const std::vector<CompressEntry> entries = compress_entries(path, cfg);
+  kv_plan(path, cfg, entries, request);  // the file's own values first, then the model
+  compress_options(path, cfg, entries, cfg.required("store"), "");
   resolve_model(cfg.get<std::string>("", "model", "smollm2"));
 }
 
@@ -251,6 +286,9 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
                   void (*on_step)(const PipelineStep&), const KvModeRequest& request, bool wait_lock) {
   const Config cfg = load_config(path, overrides);
   const std::string store = cfg.required("store");
+  const std::vector<CompressEntry> compress_list = compress_entries(path, cfg);
+  const KvModePlan plan = kv_plan(path, cfg, compress_list, request);
+  const std::vector<CompressStageOptions> compress = compress_options(path, cfg, compress_list, store, "");
   // With several ranks the leader holds the lock for all (and clears killed writers' temporaries) before any
   // rank writes; each stage splits its work over the ranks and only the leader commits (docs/scale.md).
   const Cluster& cluster = Cluster::world();
@@ -264,8 +302,6 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                             threads > 0 ? threads : tbb::info::default_concurrency());
   const std::string model = resolve_model(cfg.get<std::string>("", "model", "smollm2"));
-  const std::vector<CompressEntry> compress_list = compress_entries(path, cfg);
-  const KvModePlan plan = kv_plan(path, cfg, compress_list, request);
   if (!request.only_docs.empty() && !plan.compress.empty())
     fail(path, ": compressed KV modes (", compress_list[plan.compress[0]].to,
          ") are built over the whole store, not for some documents' chunks");
@@ -330,23 +366,9 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     step({"prefill " + mode, r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed"});
   }
 
-  const YAML::Node compress = cfg.root()["compress"];
   for (const size_t i : plan.compress) {
-    const YAML::Node& c = compress[i];
-    CompressStageOptions o;
-    o.store_dir = store;
+    CompressStageOptions o = compress[i];
     o.model_path = model;
-    o.to = compress_list[i].to;
-    o.from = compress_list[i].from;
-    o.anchors = item<double>(path, c, i, "anchors", 0.0);
-    o.anchor_mode = item<std::string>(path, c, i, "anchor_mode", o.anchor_mode);
-    o.anchor_score = item<std::string>(path, c, i, "anchor_score", o.anchor_score);
-    o.segment = item<int>(path, c, i, "segment", o.segment);
-    o.share_layers = item<int>(path, c, i, "share_layers", 0);
-    o.share_threshold = item<double>(path, c, i, "share_threshold", o.share_threshold);
-    o.quant = item<std::string>(path, c, i, "quant", "");
-    o.quant_group = item<int>(path, c, i, "quant_group", o.quant_group);
-    o.keep_first = item<int>(path, c, i, "keep_first", o.keep_first);
     CompressStageResult r;
     if (cluster.leader()) r = run_compress_stage(o);  // the leader alone, while the others wait
     cluster.barrier();

@@ -86,7 +86,7 @@ void add_chunk_command(CLI::App& app) {
   cmd->add_option("--max-chunk-tokens", args->max_chunk_tokens,
                   "hard maximum per chunk, title included (default: 1.25 x --chunk-tokens)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1 << 16));
   add_wait_lock_flag(cmd, args->wait_lock);
   cmd->callback([args] { run_chunk(*args); });
 }

@@ -61,7 +61,7 @@ void add_compress_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--anchors", a->o.anchors, "fraction of each segment kept, in (0, 1]; 0: no anchors")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(finite_in(0.0, 1.0));
   cmd->add_option("--anchor-mode", a->o.anchor_mode, "select | append")
       ->capture_default_str()
       ->check(CLI::IsMember({"select", "append"}));
@@ -74,15 +74,16 @@ void add_compress_command(CLI::App& app) {
   cmd->add_option("--segment", a->o.segment, "anchor segment length, tokens")->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--share-layers", a->o.share_layers, "layers that read an earlier layer's KV; 0: none")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--share-threshold", a->o.share_threshold, "keep a share while output cosine similarity > T")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_in(-1.0, 1.0));
   cmd->add_option("--share-samples", a->o.share_samples, "layer sharing: calibration passages")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--share-sample-tokens", a->o.share_sample_tokens, "layer sharing: tokens per calibration passage")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--quant", a->o.quant,
                   "int8: K and V, one f16 scale per row and head | int4, int3, int2: K per channel over groups of rows, V "
                   "per row over groups of values, f16 scale and minimum per group")
@@ -93,9 +94,13 @@ void add_compress_command(CLI::App& app) {
   cmd->add_option("--keep-first", a->o.keep_first, "int4/int3/int2: each chunk's first rows kept in f16 (attention sinks)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--batch-tokens", a->o.batch_tokens, "select: chunk tokens per forward pass")->capture_default_str();
-  cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--batch-tokens", a->o.batch_tokens, "select: chunk tokens per forward pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")
+      ->capture_default_str()
+      ->check(finite_in(1e-3, 1 << 20));
+  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1 << 16));
   add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
     const StoreLock lock = StoreLock::acquire(a->o.store_dir, a->wait_lock);
@@ -142,15 +147,18 @@ void add_share_search_command(CLI::App& app) {
   cmd->add_option("--store", a->o.store_dir, "store directory")->required();
   cmd->add_option("--model", a->model, "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
       ->capture_default_str();
-  cmd->add_option("--layers", a->o.search.layers, "C: layers to share")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--layers", a->o.search.layers, "C: layers to share")->required()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--threshold", a->o.search.threshold, "T: output cosine similarity to stay above")
-      ->capture_default_str();
-  cmd->add_option("--samples", a->o.samples, "calibration passages")->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(finite_in(-1.0, 1.0));
+  cmd->add_option("--samples", a->o.samples, "calibration passages")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--sample-tokens", a->o.sample_tokens, "tokens per calibration passage")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--steps", a->steps, "print every pair the search looked at");
-  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1 << 16));
   add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
     const StoreLock lock = StoreLock::acquire(a->o.store_dir, a->wait_lock);

@@ -28,20 +28,30 @@ void add_index_command(CLI::App& app) {
   cmd->add_option("--index", a->spec.kind, "flat, ivf, ivfpq or hnsw")
       ->capture_default_str()
       ->check(CLI::IsMember({"flat", "ivf", "ivfpq", "hnsw"}));
-  cmd->add_option("--ivf-nlist", a->spec.ivf_nlist, "ivf lists (0: min(4 sqrt(n), n/39))")->capture_default_str();
-  cmd->add_option("--ivf-nprobe", a->spec.ivf_nprobe, "ivf lists searched per query")->capture_default_str();
+  cmd->add_option("--ivf-nlist", a->spec.ivf_nlist, "ivf lists (0: min(4 sqrt(n), n/39))")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--ivf-nprobe", a->spec.ivf_nprobe, "ivf lists searched per query")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--pq-m", a->spec.pq_m, "ivfpq bytes per vector (0: dim/8; must divide dim)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--pq-refine", a->spec.pq_refine, "ivfpq: re-rank this many x k candidates exactly (0: no)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 10));
   cmd->add_option("--train-sample", a->spec.train_sample, "ivf/ivfpq k-means training rows (0: 256 per list)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--hnsw-m", a->spec.hnsw_m, "hnsw links per node")->capture_default_str();
-  cmd->add_option("--hnsw-ef-construction", a->spec.hnsw_ef_construction, "hnsw build breadth")->capture_default_str();
-  cmd->add_option("--hnsw-ef-search", a->spec.hnsw_ef_search, "hnsw search breadth")->capture_default_str();
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd->add_option("--hnsw-m", a->spec.hnsw_m, "hnsw links per node")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1 << 16));
+  cmd->add_option("--hnsw-ef-construction", a->spec.hnsw_ef_construction, "hnsw build breadth")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--hnsw-ef-search", a->spec.hnsw_ef_search, "hnsw search breadth")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
   add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
     const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);

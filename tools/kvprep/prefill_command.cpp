@@ -61,13 +61,17 @@ void add_prefill_command(CLI::App& app) {
   cmd->add_option("--deflate", a->deflate, "shuffle+deflate level for K and V, 1-9 (0: off, fastest reads)")
       ->capture_default_str()
       ->check(CLI::Range(0, 9));
-  cmd->add_option("--batch-tokens", a->batch_tokens, "chunk tokens per forward pass")->capture_default_str();
-  cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-tokens", a->batch_tokens, "chunk tokens per forward pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")
+      ->capture_default_str()
+      ->check(finite_in(1e-3, 1 << 20));
   cmd->add_option("--neighbor-cache-mb", a->neighbor_cache_mb,
                   "similarity: neighbours' independent KV kept in memory (on the GPU with --backend cuda), MiB")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+      ->check(finite_in(0, 1 << 24));
+  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1 << 16));
   cmd->add_flag("--anchor-scores", a->anchor_scores,
                 "also record the attention each token receives, so `kvprep compress --anchors` needs no second pass");
   add_wait_lock_flag(cmd, a->wait_lock);
