@@ -73,8 +73,9 @@ void validate_eval_options(const EvalOptions& o) {
   for (double r : o.ratios) KVF_CHECK(r >= 0 && r <= 1, "eval: recompute ratio ", r, " is outside [0, 1]");
   KVF_CHECK(o.max_tokens > 0 && o.max_tokens <= kMaxAnswerTokens, "eval: --max-tokens must be in [1, ",
             kMaxAnswerTokens, "], got ", o.max_tokens);
-  for (const std::string& name : eval_output_files())
-    output_target((fs::path(o.out_dir) / name).string(), {o.dataset}, "eval --out");
+  if (fs::is_directory(o.out_dir))  // a new OUT holds nothing to check
+    for (const std::string& name : eval_output_files())
+      output_target((fs::path(o.out_dir) / name).string(), {o.dataset}, "eval --out");
 }
 
 namespace {
