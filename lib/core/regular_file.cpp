@@ -61,12 +61,6 @@ RegularFile::~RegularFile() {
 
 void require_regular_file(const std::string& path) { stat_regular(path); }
 
-std::string non_regular_kind(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "";
-  return kind_of(st.st_mode);
-}
-
 std::string read_regular_file(const std::string& path, uint64_t max_bytes) {
   const RegularFile file(path);
   KVF_CHECK(file.size() <= max_bytes, path, ": ", file.size(), " bytes, more than the ", max_bytes,

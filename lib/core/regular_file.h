@@ -25,12 +25,9 @@ class RegularFile {
   uint64_t size_ = 0;
 };
 
-// Throws the same errors as RegularFile without opening anything.
+// Throws the same errors as RegularFile without opening anything (for readers that open by path, e.g. gzopen;
+// RegularFile's descriptor suits gzdopen better: no window between the check and the open).
 void require_regular_file(const std::string& path);
-
-// What is at `path`, in words, when it is not a regular file ("a folder", "a FIFO", ...); "" for a regular file
-// or a path that does not exist.
-std::string non_regular_kind(const std::string& path);
 
 // The whole content of a regular file of at most max_bytes (a larger one is refused, naming both sizes).
 std::string read_regular_file(const std::string& path, uint64_t max_bytes = uint64_t(1) << 30);
