@@ -279,6 +279,13 @@ bool draw(const fs::path& dir, const std::vector<std::pair<std::string, std::str
 
 namespace {
 
+// A setting of sweep.json as text for the report, whatever its JSON type (the file may come from elsewhere).
+std::string sweep_text(const nlohmann::json& sweep, const char* key, const std::string& absent) {
+  if (!sweep.contains(key)) return absent;
+  return sweep[key].is_string() ? sweep[key].get<std::string>() : sweep[key].dump();
+}
+bool sweep_flag(const nlohmann::json& sweep, const char* key) { return sweep.contains(key) && sweep[key] == true; }
+
 // Whether the timings are the methods' own: other processes' share of the CPUs while each question ran.
 std::string cores_note(const std::vector<EvalQuestion>& questions) {
   std::vector<double> others;
@@ -327,11 +334,9 @@ std::string describe_machine(int threads) {
 
 bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
   const std::vector<EvalQuestion> questions = read_eval_results(out_dir);
-  std::ifstream sweep_in(fs::path(out_dir) / "sweep.json");
-  nlohmann::json sweep;
-  if (sweep_in) sweep_in >> sweep;
+  const nlohmann::json sweep = read_sweep_description(out_dir);
   ReportContext context = given;
-  if (context.title.empty()) context.title = fs::path(sweep.value("dataset", "")).filename().string();
+  if (context.title.empty()) context.title = fs::path(sweep_text(sweep, "dataset", "")).filename().string();
   KVF_CHECK(!questions.empty(), out_dir, "/results.jsonl: no results to report; run the sweep first");
   const std::vector<PointRuns> points = group(questions);
   const auto find = [&](FusionMethod m, const std::string& kv) -> const PointRuns* {
@@ -373,13 +378,13 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   r << "# kvrun eval: " << context.title << "\n\n"
-    << "- Questions: " << questions.size() << " (setting " << sweep.value("setting", "?")
-    << (sweep.value("best_last", false) ? ", best chunk last" : "")
-    << (sweep.value("exact_first_chunk", false) ? ", first chunk's independent KV in every mode" : "") << "), mean "
+    << "- Questions: " << questions.size() << " (setting " << sweep_text(sweep, "setting", "?")
+    << (sweep_flag(sweep, "best_last") ? ", best chunk last" : "")
+    << (sweep_flag(sweep, "exact_first_chunk") ? ", first chunk's independent KV in every mode" : "") << "), mean "
     << fmt(chunks / n, 1) << " chunks, " << fmt(context_tokens / n, 0) << " context tokens and "
     << fmt(question_tokens / n, 0) << " question tokens per question\n"
-    << "- Store: `" << sweep.value("store", "?") << "`, model " << sweep.value("model", "?")
-    << "; answers are greedy, at most " << sweep.value("max_tokens", 0) << " tokens, cut at the first blank line\n"
+    << "- Store: `" << sweep_text(sweep, "store", "?") << "`, model " << sweep_text(sweep, "model", "?")
+    << "; answers are greedy, at most " << sweep_text(sweep, "max_tokens", "?") << " tokens, cut at the first blank line\n"
     << "- Command: `" << context.command << "`\n"
     << "- Machine: " << machines_answered_on(questions, context.machine) << "; report written " << date << "\n\n"
     << "Intervals are 95% percentile bootstrap intervals over questions (1000 resamples). Normalized scores are\n"

@@ -252,18 +252,6 @@ void repair_torn_tail(const fs::path& path) {
                "its question is answered again\n", path.string().c_str(), text.size() - keep);
 }
 
-json read_sweep(const fs::path& path) {
-  require_regular_input(path.string(), "sweep description");
-  std::ifstream in(path);
-  json have;
-  try {
-    in >> have;
-  } catch (const json::exception& e) {
-    fail(path.string(), ": unreadable (", e.what(), ")");
-  }
-  return have;
-}
-
 // Checks that what OUT holds comes from this same sweep (OUT without results takes any sweep: a run refused before
 // its first answer leaves nothing a corrected rerun must match), then returns the ids already answered.
 std::set<std::string> prepare_out_dir(const EvalOptions& o) {
@@ -271,7 +259,7 @@ std::set<std::string> prepare_out_dir(const EvalOptions& o) {
   const json wanted = sweep_json(o);
   const std::vector<EvalQuestion> have_results = read_eval_results(o.out_dir);
   if (!have_results.empty() && fs::exists(sweep)) {
-    const json have = read_sweep(sweep);
+    const json have = read_sweep_description(o.out_dir);
     KVF_CHECK(have == wanted, o.out_dir, " holds results of another sweep (", sweep.string(), " differs in ",
               differing_keys(have, wanted), "); choose another --out or pass --fresh to discard them",
               !have.contains("exact_first_chunk") && wanted.contains("exact_first_chunk")
@@ -395,6 +383,20 @@ std::vector<EvalQuestion> read_eval_results(const std::string& out_dir) {
     }
   }
   return out;
+}
+
+nlohmann::json read_sweep_description(const std::string& out_dir) {
+  const fs::path path = fs::path(out_dir) / kSweepFile;
+  if (file_kind(path.string()) == "missing") return json::object();
+  const std::string text = read_input_file(path.string(), "sweep description");
+  json have;
+  try {
+    have = json::parse(text);
+  } catch (const json::exception& e) {
+    fail(path.string(), ": unreadable (", e.what(), ")");
+  }
+  KVF_CHECK(have.is_object(), path.string(), ": expected a JSON object, got ", have.dump().substr(0, 60));
+  return have;
 }
 
 const std::vector<std::string>& eval_output_files() {

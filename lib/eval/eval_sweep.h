@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,10 @@ inline constexpr int kMaxAnswerTokens = 8192;
 // Validates the options (methods, ratios, modes, setting, --max-tokens) and that none of the files the sweep
 // writes in OUT is the data set or anything but a regular file. Throws kvf::Error naming the option and value.
 void validate_eval_options(const EvalOptions& options);
+
+// OUT/sweep.json: the settings of the sweep whose results OUT holds ({} when there is none). Throws kvf::Error
+// naming the file when it is not a JSON object.
+nlohmann::json read_sweep_description(const std::string& out_dir);
 
 // The names of the files eval writes in OUT.
 const std::vector<std::string>& eval_output_files();
