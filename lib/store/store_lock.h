@@ -1,12 +1,14 @@
 // One writer per store. Every kvprep stage that writes takes an exclusive flock on <store>/kvprep.lock for its
 // whole run and writes who it is into the file (pid, host, command line). A second writer either waits for the
-// lock or fails at once with a message naming the holder. Readers (kvrun, verify, inspect, search) take no
+// lock or fails at once with a message naming the holder (io/folder_lock.h). Readers (kvrun, verify, inspect, search) take no
 // lock: they read the last committed manifest and the files it names, which a writer only ever replaces by rename.
 // flock is released by the kernel when the holder exits, however it exits, so a killed writer never leaves the
 // store locked.
 #pragma once
+#include <optional>
 #include <string>
 
+#include "io/folder_lock.h"
 #include "store/store_files.h"
 
 namespace kvf {
@@ -20,15 +22,10 @@ class StoreLock {
   // Once held, temporaries left by killed writers are removed (remove_stale_temporaries): no writer is alive.
   static StoreLock acquire(const std::string& store_dir, bool wait, bool create_dir = false);
 
-  StoreLock(StoreLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  StoreLock& operator=(StoreLock&&) = delete;
-  StoreLock(const StoreLock&) = delete;
-  ~StoreLock();  // releases the lock
-  bool held() const { return fd_ >= 0; }
+  bool held() const { return lock_.has_value(); }
 
  private:
-  explicit StoreLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  std::optional<FolderLock> lock_;  // empty when there was no folder to lock
 };
 
 }  // namespace kvf
