@@ -13,7 +13,7 @@ namespace kvf {
 namespace {
 
 const char* kind_of(mode_t mode) {
-  if (S_ISREG(mode)) return "";
+  if (S_ISREG(mode)) return "a regular file";
   if (S_ISDIR(mode)) return "a folder";
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISSOCK(mode)) return "a socket";
@@ -57,6 +57,12 @@ RegularFile::RegularFile(const std::string& path) {
 
 RegularFile::~RegularFile() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+std::string file_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return kind_of(st.st_mode);
+  return errno == ENOENT ? "missing" : std::string("unreadable (") + std::strerror(errno) + ")";
 }
 
 void require_regular_file(const std::string& path) { stat_regular(path); }

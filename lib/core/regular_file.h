@@ -25,6 +25,10 @@ class RegularFile {
   uint64_t size_ = 0;
 };
 
+// What `path` is, following symlinks: "a regular file", "a folder", "a FIFO", "a socket", "a character device",
+// "a block device"; "missing" when it does not exist; "unreadable (<reason>)" when stat fails otherwise.
+std::string file_kind(const std::string& path);
+
 // Throws the same errors as RegularFile without opening anything (for readers that open by path, e.g. gzopen;
 // RegularFile's descriptor suits gzdopen better: no window between the check and the open).
 void require_regular_file(const std::string& path);

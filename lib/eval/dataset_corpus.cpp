@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 #include "io/file_roles.h"
 
 namespace kvf {
@@ -30,7 +31,7 @@ std::vector<std::vector<std::string>> number_passages(const std::vector<QueryRec
 
 // The file's text, "" when it does not exist.
 std::string read_existing(const std::string& path) {
-  return file_kind(path) == "missing" ? "" : read_input_file(path, "corpus");
+  return file_kind(path) == "missing" ? "" : read_regular_file(path);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "core/progress.h"
 #include "eval/answer_metrics.h"
 #include "fusion/query_file.h"
+#include "core/regular_file.h"
 #include "io/file_roles.h"
 #include "text/rag_prompt.h"
 
@@ -388,7 +389,7 @@ std::vector<EvalQuestion> read_eval_results(const std::string& out_dir) {
 nlohmann::json read_sweep_description(const std::string& out_dir) {
   const fs::path path = fs::path(out_dir) / kSweepFile;
   if (file_kind(path.string()) == "missing") return json::object();
-  const std::string text = read_input_file(path.string(), "sweep description");
+  const std::string text = read_regular_file(path.string());
   json have;
   try {
     have = json::parse(text);
@@ -409,7 +410,7 @@ const std::vector<std::string>& eval_output_files() {
 
 FolderLock lock_eval_out_dir(const std::string& out_dir) {
   const std::string kind = file_kind(out_dir);
-  KVF_CHECK(kind == "missing" || kind == "a directory", "eval --out ", out_dir, " is ", kind,
+  KVF_CHECK(kind == "missing" || kind == "a folder", "eval --out ", out_dir, " is ", kind,
             "; it names the folder for the results");
   fs::create_directories(out_dir);
   return FolderLock::acquire((fs::path(out_dir) / kLockFile).string(), false,

@@ -1,5 +1,6 @@
 #include "fusion/query_file.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -10,7 +11,7 @@
 
 #include "core/error.h"
 #include "core/hex.h"
-#include "io/file_roles.h"
+#include "core/regular_file.h"
 
 namespace kvf {
 namespace {
@@ -18,8 +19,10 @@ namespace {
 // The whole file, decompressed when it is gzip (zlib reads plain files unchanged). A gzip stream must reach its
 // end and its CRC and length trailer: a copy cut short is an error, never a shorter question file.
 std::string read_maybe_gzip(const std::string& path) {
-  require_regular_input(path, "question file");
-  gzFile f = gzopen(path.c_str(), "rb");
+  const RegularFile file(path);  // never a FIFO or device: gzdopen reads this descriptor
+  const int fd = ::dup(file.fd());
+  KVF_CHECK(fd >= 0, path, ": cannot open");
+  gzFile f = gzdopen(fd, "rb");
   KVF_CHECK(f, path, ": cannot open");
   std::string out;
   char buf[1 << 16];

@@ -7,24 +7,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace kvf {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string kind_of_mode(mode_t mode) {
-  if (S_ISREG(mode)) return "a regular file";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
-}
 
 // Whether `a` and `b` name one file (both must exist).
 bool same_file(const std::string& a, const std::string& b) {
@@ -47,27 +37,6 @@ std::string follow_links(const std::string& link) {
 }
 
 }  // namespace
-
-std::string file_kind(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return errno == ENOENT ? "missing" : std::string("unreadable (") +
-                                                                              std::strerror(errno) + ")";
-  return kind_of_mode(st.st_mode);
-}
-
-void require_regular_input(const std::string& path, const std::string& what) {
-  const std::string kind = file_kind(path);
-  KVF_CHECK(kind != "missing", path, ": no such ", what);
-  KVF_CHECK(kind == "a regular file", path, ": the ", what, " is ", kind, ", not a regular file");
-}
-
-std::string read_input_file(const std::string& path, const std::string& what) {
-  require_regular_input(path, what);
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  KVF_CHECK(!in.bad(), path, ": cannot read the ", what);
-  return text;
-}
 
 std::string output_target(const std::string& out, const std::vector<std::string>& inputs, const std::string& what) {
   KVF_CHECK(!out.empty(), what, " is empty");

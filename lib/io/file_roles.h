@@ -1,22 +1,11 @@
-// The roles files play for kvfuse's commands (docs/safety.md): an input is read only if it is a regular file (a
-// FIFO or device would hang or stream forever); an output named on the command line is written beside its final
-// path and renamed only over a regular file or nothing (a symlink is followed to its target, which is replaced);
-// no file is both an input and an output of one command.
+// Outputs named on the command line (docs/safety.md, rule 3): written beside their final path and renamed only
+// over a regular file or nothing (a symlink is followed to its target, which is replaced); no file is both an
+// input and an output of one command. Inputs are read through core/regular_file.h.
 #pragma once
 #include <string>
 #include <vector>
 
 namespace kvf {
-
-// What `path` is, in words ("a directory", "a FIFO", "a character device", ...), following symlinks; "missing"
-// when it does not exist.
-std::string file_kind(const std::string& path);
-
-// Throws kvf::Error naming `path` and `what` ("the question file") unless it is a regular file (after symlinks).
-void require_regular_input(const std::string& path, const std::string& what);
-
-// The whole of the regular file `path` (require_regular_input's check first).
-std::string read_input_file(const std::string& path, const std::string& what);
 
 // The file an output named `out` replaces: `out` itself, or the target of the symlink `out`. Refused (kvf::Error
 // naming `what`, e.g. "--out") when that target exists and is not a regular file, when its folder does not exist,

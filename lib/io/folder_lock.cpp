@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "io/file_roles.h"
+#include "core/regular_file.h"
 
 namespace kvf {
 namespace {

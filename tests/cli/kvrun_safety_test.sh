@@ -80,7 +80,7 @@ mkfifo fifo
   "$kvrun" batch --store /nonexistent/store --queries q.jsonl --out /dev/null
 "$expect_error" 1 "^error: --out fifo is a FIFO" \
   "$kvrun" batch --store /nonexistent/store --queries q.jsonl --out fifo
-"$expect_error" 1 "^error: --out $work is a directory" \
+"$expect_error" 1 "^error: --out $work is a folder" \
   "$kvrun" batch --store /nonexistent/store --queries q.jsonl --out "$work"
 "$expect_error" 1 "^error: eval --out .*/report.md is a FIFO" \
   bash -c "mkdir -p '$work/r5' && mkfifo '$work/r5/report.md' && '$kvrun' eval --store s --dataset q.jsonl --out '$work/r5'"

@@ -13,6 +13,7 @@
 #include "eval/eval_report.h"
 #include "eval/eval_sweep.h"
 #include "fusion/query_file.h"
+#include "core/regular_file.h"
 #include "io/file_roles.h"
 #include "pipeline/pipeline.h"
 #include "prep/prefill_stage.h"
@@ -74,7 +75,7 @@ StoreBuild prepare_store_build(const EvalArgs& a, const EvalOptions& o, const st
     const std::string text = "store: " + o.store_dir + "\ncorpus: " + corpus + "\nmodel: " + o.model +
                              "\nembedder: " + o.embedder + "\n";
     if (file_kind(b.pipeline) == "missing") write_output_file(b.pipeline, text);
-    KVF_CHECK(read_input_file(b.pipeline, "pipeline file") == text, b.pipeline, " exists and is not the pipeline this command writes (",
+    KVF_CHECK(read_regular_file(b.pipeline) == text, b.pipeline, " exists and is not the pipeline this command writes (",
               "store, corpus, model, embedder); move it away or build into another folder");
   }
   b.overrides = {"store=" + o.store_dir, "corpus=" + corpus, "model=" + o.model, "embedder=" + o.embedder,
