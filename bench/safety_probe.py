@@ -68,6 +68,7 @@ class Probe:
         else:
             lines = [l for l in stderr.splitlines() if l.startswith("error:")]
             verdict, why = "refused", lines[-1] if lines else (stderr.strip().splitlines() or [""])[-1]
+        why = why.replace(self.work, "WORK")
         self.rows.append((group, name, verdict, why[:160]))
         print("%-8s %-9s %-52s %s" % (group, verdict, name, why[:110]), flush=True)
 
@@ -400,6 +401,8 @@ def main():
         with open(args.markdown, "w") as f:
             f.write("# Safety probe\n\n`bench/safety_probe.py` on %s (%s, %d cores), %s: %s.\n\n"
                     % ("a " + platform.machine() + " machine", cpu, os.cpu_count(), time.strftime("%Y-%m-%d"), summary))
+            f.write("WORK is the probe's temporary folder. Command: `bench/safety_probe.py --markdown %s`.\n\n"
+                    % args.markdown)
             f.write("| group | case | result | what the tool said |\n|---|---|---|---|\n")
             for g, n, v, why in probe.rows:
                 f.write("| %s | %s | %s | %s |\n" % (g, n.replace("|", "\\|"), v, why.replace("|", "\\|")))
