@@ -71,6 +71,27 @@ Manifest load_store_manifest(const QueryEngineOptions& o) {
   return m;
 }
 
+// One commit of the store: its manifest and the chunk table it names (the published generation's,
+// reader_table_file). A writer may replace or reclaim that table between the manifest's load and the table's
+// open; the open then fails and is tried again with the newer manifest. A failure under an unchanged manifest is
+// the store's own problem (damage), reported as it is.
+struct StoreCommit {
+  Manifest manifest;
+  ChunkTable chunks;
+};
+StoreCommit load_store_commit(const QueryEngineOptions& o) {
+  constexpr int kAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    Manifest m = load_store_manifest(o);
+    try {
+      ChunkTable chunks = ChunkTable::read(reader_table_file(o.store_dir, m, kChunksFile));
+      return {std::move(m), std::move(chunks)};
+    } catch (const Error&) {
+      if (attempt == kAttempts || same_commit(m, load_store_manifest(o))) throw;
+    }
+  }
+}
+
 }  // namespace
 
 struct QueryEngine::State {
@@ -98,14 +119,15 @@ struct QueryEngine::State {
   std::unique_ptr<KvModeReader> independent_kv;
   std::unique_ptr<ChunkKvCache> independent_cache;
 
-  explicit State(const QueryEngineOptions& o)
+  explicit State(const QueryEngineOptions& o) : State(o, load_store_commit(o)) {}
+  State(const QueryEngineOptions& o, StoreCommit commit)
       : options(o),
-        manifest(load_store_manifest(o)),
+        manifest(std::move(commit.manifest)),
         file(open_decoder_file(resolve_model(o.model))),
         fingerprint(model_fingerprint(*file)),
         tokenizer(bpe_vocabulary_from_gguf(*file)),
         chat(chat_template_from_gguf(*file)),
-        chunks(ChunkTable::read(checked_store_file(o.store_dir, manifest, kChunksFile))) {
+        chunks(std::move(commit.chunks)) {
     const std::string model_path = resolve_model(o.model);
     require_same_model(manifest, fingerprint, fs::path(model_path).filename().string(), o.store_dir);
     system_text = manifest.settings.at("prefill").at("system_prompt").get<std::string>();
@@ -216,8 +238,13 @@ ResolvedQuery QueryEngine::resolve(const Query& q, int top_k) {
     std::tie(r.chunk_ids, r.passage_of_chunk) = s_->chunks_of_passages(q);
   } else {
     KVF_CHECK(top_k > 0, "--top-k must be positive, got ", top_k);
-    if (!s_->searcher) s_->searcher = std::make_unique<StoreSearcher>(s_->options.store_dir, resolve_model(s_->options.embedder));
+    // The searcher opens the same commit as the engine (its manifest): a chunk it finds is in the engine's table.
+    if (!s_->searcher)
+      s_->searcher = std::make_unique<StoreSearcher>(s_->options.store_dir, s_->manifest,
+                                                     resolve_model(s_->options.embedder));
     for (const RetrievedChunk& hit : s_->searcher->search(q.question, top_k)) {
+      KVF_CHECK(s_->chunks.contains(hit.chunk->id), "question '", q.id, "': retrieved chunk ", hex64(hit.chunk->id),
+                " is not in the chunk table of ", s_->options.store_dir);
       r.chunk_ids.push_back(hit.chunk->id);
       r.scores.push_back(hit.score);
     }

@@ -20,6 +20,7 @@
 #include "prep/precompute_view.h"
 #include "prep/prefill_stage.h"
 #include "prep/retrieval_stages.h"
+#include "prep/store_publish.h"
 #include "store/store_lock.h"
 
 namespace kvf {
@@ -294,6 +295,9 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   const Cluster& cluster = Cluster::world();
   std::optional<StoreLock> lock;
   if (cluster.leader()) lock.emplace(StoreLock::acquire(store, wait_lock, true));
+  // A store complete before this run (one made before generations existed, say) is published first, so readers
+  // keep its tables while the stages below replace the working ones (prep/store_publish.h).
+  if (cluster.leader() && has_manifest(store)) publish_store_generation(store);
   cluster.barrier();
   const auto step = [&](const PipelineStep& s) {
     if (cluster.leader()) on_step(s);
@@ -376,6 +380,14 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
                                              : std::to_string(r.computed) + " chunks, " +
                                                    std::to_string(r.tokens ? r.stored_bytes / r.tokens : 0) +
                                                    " bytes/token"});
+  }
+
+  // The prefill and compress stages publish when they complete the store; an update that changed only the index
+  // (its settings) is published here.
+  if (cluster.leader() && has_manifest(store)) {
+    const PublishResult pub = publish_store_generation(store);
+    step({"publish", !pub.waiting.empty() ? "waiting: " + pub.waiting
+                                          : "readers use generation " + std::to_string(pub.generation)});
   }
 }
 

@@ -17,6 +17,7 @@
 #include "prep/received_attention.h"
 #include "prep/retrieval_stages.h"
 #include "prep/shard_sink.h"
+#include "prep/store_publish.h"
 #include "store/chunk_kv.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
@@ -260,6 +261,8 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   std::map<std::string, uint64_t> counts = {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}};
   if (!left_without_kv.empty()) counts["missing"] = left_without_kv.size();
   sink.finish_stage(stage, counts);
+  if (cluster.leader()) publish_store_generation(o.store_dir);  // when this KV completes the store
+  cluster.barrier();
   res.seconds = seconds_since(t0);
   return res;
 }

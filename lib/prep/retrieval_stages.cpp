@@ -172,8 +172,16 @@ EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
 }
 
 IndexSpec store_index_spec(const std::string& store_dir) {
-  const Manifest m = load_after(store_dir, "index", "index");
-  const auto& s = m.settings.at("index");
+  return index_spec_of(load_after(store_dir, "index", "index").settings.at("index"));
+}
+
+IndexSpec reader_index_spec(const std::string& store_dir, const Manifest& m) {
+  KVF_CHECK(m.find_stage("index"), store_dir, ": the index stage has not completed; run `kvprep index` first");
+  const bool pinned = m.published.number > 0 && m.find_file(m.published.index) && m.published.index_settings.is_object();
+  return index_spec_of(pinned ? m.published.index_settings : m.settings.at("index"));
+}
+
+IndexSpec index_spec_of(const nlohmann::json& s) {
   IndexSpec spec;
   spec.kind = s.at("kind").get<std::string>();
   spec.ivf_nlist = s.at("ivf_nlist").get<int>();

@@ -7,6 +7,7 @@
 
 #include "core/progress.h"
 #include "retrieval/vector_index.h"
+#include "store/manifest.h"
 #include "store/store_files.h"  // the file names inside a store
 
 namespace kvf {
@@ -59,5 +60,9 @@ NeighborStageResult run_neighbor_stage(const NeighborStageOptions& options);
 
 // The index settings a store was built with (its manifest's "index" section), for loading its index.
 IndexSpec store_index_spec(const std::string& store_dir);
+// The settings of the index a reader opens (reader_table_file): the published generation's, else the store's.
+IndexSpec reader_index_spec(const std::string& store_dir, const Manifest& manifest);
+// An IndexSpec from a manifest's "index" settings section.
+IndexSpec index_spec_of(const nlohmann::json& settings);
 
 }  // namespace kvf

@@ -26,9 +26,9 @@ StoreSearcher::StoreSearcher(const std::string& store_dir, const std::string& em
 
 StoreSearcher::StoreSearcher(const std::string& store_dir, const Manifest& manifest, const std::string& embedder_dir)
     : backend_(make_cpu_backend()),
-      chunks_(ChunkTable::read(checked_store_file(store_dir, manifest, kChunksFile))),
+      chunks_(ChunkTable::read(reader_table_file(store_dir, manifest, kChunksFile))),
       embedder_(load_store_embedder(store_dir, manifest, embedder_dir, *backend_)),
-      index_(VectorIndex::load(checked_store_file(store_dir, manifest, kIndexFile), store_index_spec(store_dir))) {
+      index_(VectorIndex::load(reader_table_file(store_dir, manifest, kIndexFile), reader_index_spec(store_dir, manifest))) {
   KVF_CHECK(index_.size() == (int64_t)chunks_.size(), store_dir, ": the index holds ", index_.size(),
             " vectors for ", chunks_.size(), " chunks; run `kvprep embed` and `kvprep index`");
 }

@@ -26,12 +26,14 @@ class StoreSearcher {
   // Loads the chunk table, the embedder recorded in the manifest (resolved with `embedder_dir`, whose fingerprint
   // must match the store's) and the index, the table and the index once their XXH3 matches the manifest's.
   // Throws kvf::Error naming the store and what is missing, different or damaged.
+  // The manifest is loaded once and the tables are those of its published generation (reader_table_file).
   StoreSearcher(const std::string& store_dir, const std::string& embedder_dir);
+  // Over a manifest already loaded: a reader that holds one opens the tables of that same commit.
+  StoreSearcher(const std::string& store_dir, const Manifest& manifest, const std::string& embedder_dir);
   std::vector<RetrievedChunk> search(const std::string& query, int top_k) const;
   const ChunkTable& chunks() const { return chunks_; }
 
  private:
-  StoreSearcher(const std::string& store_dir, const Manifest& manifest, const std::string& embedder_dir);
   std::unique_ptr<Backend> backend_;
   ChunkTable chunks_;
   std::unique_ptr<SentenceEmbedder> embedder_;

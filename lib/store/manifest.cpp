@@ -115,6 +115,12 @@ void Manifest::record_stage(StageRecord record) {
   stages.push_back(std::move(record));
 }
 
+const CommittedFile* Manifest::find_file(const std::string& path) const {
+  for (const CommittedFile& f : files)
+    if (f.path == path) return &f;
+  return nullptr;
+}
+
 void Manifest::record_file(CommittedFile file) {
   for (CommittedFile& f : files) {
     if (f.path == file.path) {
@@ -169,6 +175,15 @@ Manifest load_manifest(const std::string& store_dir) {
     m.record_file(std::move(f));
   }
   KVF_CHECK(m.files.size() == files.size(), path, ": a file path is recorded twice in 'files'");
+  if (j.contains("published")) {  // absent in stores written before generations; older readers ignore it
+    const json& p = r.object(j, "published", "published");
+    m.published.number = r.count(p, "generation", "published.generation");
+    m.published.chunks = r.string(p, "chunks", "published.chunks");
+    m.published.index = r.string(p, "index", "published.index");
+    require_relative_store_path(m.published.chunks, path + ": field 'published.chunks'");
+    require_relative_store_path(m.published.index, path + ": field 'published.index'");
+    m.published.index_settings = r.object(p, "index_settings", "published.index_settings");
+  }
   return m;
 }
 
@@ -186,7 +201,7 @@ void save_manifest(const std::string& store_dir, const Manifest& m) {
     if (f.replacing) record["previous"] = {{"bytes", f.previous_bytes}, {"xxh3", hex64(f.previous_xxh3)}};
     files.push_back(std::move(record));
   }
-  const json j = {{"magic", kManifestMagic},
+  json j = {{"magic", kManifestMagic},
                   {"format_version", kManifestFormatVersion},
                   {"model_fingerprint", hex64(m.model_fingerprint)},
                   {"tokenizer_hash", hex64(m.tokenizer_hash)},
@@ -194,6 +209,11 @@ void save_manifest(const std::string& store_dir, const Manifest& m) {
                   {"settings", m.settings},
                   {"stages", stages},
                   {"files", files}};
+  if (m.published.number > 0)
+    j["published"] = {{"generation", m.published.number},
+                      {"chunks", m.published.chunks},
+                      {"index", m.published.index},
+                      {"index_settings", m.published.index_settings}};
   PendingFile file(manifest_path(store_dir));
   {
     std::ofstream out(file.temp(), std::ios::binary | std::ios::trunc);
@@ -354,6 +374,25 @@ std::string checked_store_file(const std::string& store_dir, const Manifest& man
             ", the manifest records ", it->bytes, " bytes with xxh3 ", hex64(it->xxh3),
             "; `kvprep verify --repair --store ", store_dir, "` drops it and names the stage that rebuilds it");
   return path;
+}
+
+std::string reader_table_file(const std::string& store_dir, const Manifest& m, const std::string& table) {
+  const std::string& published = table == kIndexFile ? m.published.index : m.published.chunks;
+  const bool pinned = m.published.number > 0 && m.find_file(published) != nullptr;
+  return checked_store_file(store_dir, m, pinned ? published : table);
+}
+
+bool same_commit(const Manifest& a, const Manifest& b) {
+  const auto same_file = [](const CommittedFile& x, const CommittedFile& y) {
+    return x.path == y.path && x.bytes == y.bytes && x.xxh3 == y.xxh3 && x.replacing == y.replacing;
+  };
+  const auto same_stage = [](const StageRecord& x, const StageRecord& y) {
+    return x.stage == y.stage && x.completed_at == y.completed_at && x.inputs_hash == y.inputs_hash &&
+           x.counts == y.counts;
+  };
+  return a.published.number == b.published.number && a.settings == b.settings &&
+         std::equal(a.files.begin(), a.files.end(), b.files.begin(), b.files.end(), same_file) &&
+         std::equal(a.stages.begin(), a.stages.end(), b.stages.begin(), b.stages.end(), same_stage);
 }
 
 std::string utc_timestamp() {

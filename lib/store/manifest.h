@@ -46,6 +46,15 @@ struct CommittedFile {
   }
 };
 
+// The generation readers use (docs/store.md, "Generations"): chunks.h5 and index.faiss as they were when every
+// chunk the index reaches had its KV in every stored mode, kept under their own names (hard links, recorded in
+// files[] too) while the writer replaces the working files. Number 0: none yet; readers use the working files.
+struct PublishedGeneration {
+  uint64_t number = 0;
+  std::string chunks, index;  // store paths of that generation's chunk table and index
+  nlohmann::json index_settings;  // settings.index as that index was built
+};
+
 // Hashes are written as 16 hex digits (hex64).
 struct Manifest {
   uint64_t model_fingerprint = 0;  // model_fingerprint() of the decoder every stored token id and KV row came from
@@ -55,10 +64,12 @@ struct Manifest {
   nlohmann::json settings = nlohmann::json::object();
   std::vector<StageRecord> stages;   // at most one per stage
   std::vector<CommittedFile> files;  // at most one per path
+  PublishedGeneration published;    // manifest field 'published', absent while number is 0
 
   const StageRecord* find_stage(const std::string& stage) const;  // nullptr when the stage never completed
   void record_stage(StageRecord record);                          // replaces the stage's earlier record
   void record_file(CommittedFile file);                           // replaces the path's earlier record
+  const CommittedFile* find_file(const std::string& path) const;  // nullptr when the path is not recorded
 };
 
 std::string manifest_path(const std::string& store_dir);  // <store_dir>/manifest.json
@@ -109,6 +120,15 @@ std::string store_file_path(const std::string& store_dir, const std::string& rel
 // repair command.
 std::string checked_store_file(const std::string& store_dir, const Manifest& manifest,
                                const std::string& relative_path);
+
+// What a reader opens for a whole table (`table`: chunks.h5 or index.faiss): the published generation's file when
+// the manifest publishes one whose record it holds, else the working file; checked as checked_store_file does.
+// A manifest and the files it names are one commit: a reader reads the manifest once and opens only these.
+std::string reader_table_file(const std::string& store_dir, const Manifest& manifest, const std::string& table);
+
+// Whether two loads of a manifest are the same commit (the same files, stages and publication): a reader whose
+// open failed retries with a newer manifest, and reports the failure when the manifest has not changed.
+bool same_commit(const Manifest& a, const Manifest& b);
 
 std::string utc_timestamp();  // now, as "2025-01-31T12:00:00Z"
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <vector>
 
@@ -29,7 +30,7 @@ bool is_top_level_data(const std::string& name) {
 
 // A name that may sit at the top of a store folder: data, temporaries, the lock, kv/, eval's build inputs.
 bool belongs_in_store_folder(const std::string& name) {
-  if (is_top_level_data(name) || is_store_temporary(name) || name == kStoreLockFile || name == kKvFolder) return true;
+  if (is_top_level_data(name) || generation_of_file(name) != 0 || is_store_temporary(name) || name == kStoreLockFile || name == kKvFolder) return true;
   return std::find(std::begin(kEvalBuildFiles), std::end(kEvalBuildFiles), name) != std::end(kEvalBuildFiles);
 }
 
@@ -37,8 +38,32 @@ bool process_alive(long pid) { return ::kill((pid_t)pid, 0) == 0 || errno == EPE
 
 }  // namespace
 
+std::string generation_file_name(const std::string& table, uint64_t generation) {
+  const size_t dot = table.rfind('.');
+  char digits[32];
+  std::snprintf(digits, sizeof(digits), ".%05llu", (unsigned long long)generation);
+  return table.substr(0, dot) + digits + table.substr(dot);
+}
+
+uint64_t generation_of_file(const std::string& relative) {
+  for (const char* name : {kChunksFile, kIndexFile}) {
+    const std::string table = name;
+    const size_t dot = table.rfind('.');
+    const std::string stem = table.substr(0, dot + 1), ext = table.substr(dot);
+    if (relative.size() < stem.size() + 5 + ext.size() || relative.compare(0, stem.size(), stem) != 0 ||
+        relative.compare(relative.size() - ext.size(), ext.size(), ext) != 0)
+      continue;
+    const std::string digits = relative.substr(stem.size(), relative.size() - stem.size() - ext.size());
+    if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    const uint64_t g = std::stoull(digits);
+    if (g > 0 && generation_file_name(table, g) == relative) return g;
+  }
+  return 0;
+}
+
 bool is_store_data_name(const std::string& relative) {
-  return is_top_level_data(relative) || !kv_mode_of_shard(relative).empty();
+  return is_top_level_data(relative) || !kv_mode_of_shard(relative).empty() || generation_of_file(relative) != 0;
 }
 
 bool is_store_temporary(const std::string& relative) {

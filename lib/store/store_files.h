@@ -2,6 +2,7 @@
 // (docs/store.md, "What a writer may touch"). A writer writes only into a store, an empty folder or a new one, and
 // removes only temporaries of its own form (<name>.<pid>.tmp, <name> a store file) whose writer is gone.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace kvf {
@@ -14,8 +15,15 @@ inline constexpr const char* kNeighborsFile = "neighbors.h5";
 inline constexpr const char* kKvFolder = "kv";
 
 // Whether `relative` ('/'-separated, inside the store) is a file a store writer commits: manifest.json,
-// chunks.h5, embeddings.h5, index.faiss, neighbors.h5 or kv/<mode>-NNNNN.h5.
+// chunks.h5, embeddings.h5, index.faiss, neighbors.h5, kv/<mode>-NNNNN.h5, or a published generation's
+// chunks.<g>.h5 or index.<g>.faiss.
 bool is_store_data_name(const std::string& relative);
+
+// Generations readers pin (docs/store.md, "Generations"): chunks.h5 and index.faiss as published, hard links
+// named "chunks.<g>.h5" and "index.<g>.faiss" with g written in five or more digits.
+std::string generation_file_name(const std::string& table, uint64_t generation);  // table: chunks.h5 or index.faiss
+// The generation of such a name (0 when `relative` is none).
+uint64_t generation_of_file(const std::string& relative);
 
 // Whether `relative` is a temporary one of those was written under: "<name>.<pid>.tmp" (io/durable_file.h).
 bool is_store_temporary(const std::string& relative);
