@@ -378,8 +378,19 @@ std::string checked_store_file(const std::string& store_dir, const Manifest& man
 
 std::string reader_table_file(const std::string& store_dir, const Manifest& m, const std::string& table) {
   const std::string& published = table == kIndexFile ? m.published.index : m.published.chunks;
-  const bool pinned = m.published.number > 0 && m.find_file(published) != nullptr;
-  return checked_store_file(store_dir, m, pinned ? published : table);
+  const CommittedFile *pinned = m.published.number > 0 ? m.find_file(published) : nullptr, *working = m.find_file(table);
+  if (!pinned) return checked_store_file(store_dir, m, table);
+  // While no update is under way the working file is the same table under its own name, and damage to it is
+  // damage to the store: it is checked too (a writer that replaced it since the manifest was read makes the
+  // check fail under a newer manifest, which is no damage).
+  if (working && working->bytes == pinned->bytes && working->xxh3 == pinned->xxh3) {
+    try {
+      checked_store_file(store_dir, m, table);
+    } catch (const Error&) {
+      if (!has_manifest(store_dir) || same_commit(m, load_manifest(store_dir))) throw;
+    }
+  }
+  return checked_store_file(store_dir, m, published);
 }
 
 bool same_commit(const Manifest& a, const Manifest& b) {
