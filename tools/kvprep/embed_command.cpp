@@ -30,7 +30,7 @@ void add_embed_command(CLI::App& app) {
   cmd->add_option("--batch", a->batch, "texts per forward pass")->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--checkpoint-seconds", a->checkpoint_s, "commit embeddings made so far this often")
       ->capture_default_str()
-      ->check(finite_in(1e-3, 1e9));
+      ->check(finite_in(1e-9, 1e9));
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1 << 16));
   add_wait_lock_flag(cmd, a->wait_lock);
   cmd->callback([a] {
