@@ -20,7 +20,7 @@ namespace kvf {
 struct EvalOptions {
   std::string dataset;                     // JSONL(.gz) of {id, question, answers, contexts}
   std::string store_dir;
-  std::string model = "smollm2", embedder = "minilm";
+  std::string model, embedder = "minilm";  // model "": the store's own (prep/store_model.h)
   std::vector<FusionMethod> methods;       // full and reuse always run: they are the normalisation's ends
   std::vector<double> ratios;              // recompute ratios of the selectors (0 is reuse itself)
   std::vector<std::string> kv_modes;       // stored KV modes to compare

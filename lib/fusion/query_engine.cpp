@@ -18,6 +18,7 @@
 #include "io/gguf.h"
 #include "io/hf_folder.h"
 #include "io/model_paths.h"
+#include "prep/store_model.h"
 #include "model/decoder.h"
 #include "model/fingerprint.h"
 #include "model/generate.h"
@@ -97,6 +98,7 @@ StoreCommit load_store_commit(const QueryEngineOptions& o) {
 struct QueryEngine::State {
   QueryEngineOptions options;
   Manifest manifest;
+  std::string model_path;  // --model, or the store's own (prep/store_model.h)
   std::shared_ptr<const gguf::File> file;
   uint64_t fingerprint = 0;
   BpeTokenizer tokenizer;
@@ -123,12 +125,12 @@ struct QueryEngine::State {
   State(const QueryEngineOptions& o, StoreCommit commit)
       : options(o),
         manifest(std::move(commit.manifest)),
-        file(open_decoder_file(resolve_model(o.model))),
+        model_path(resolve_model(model_for_store(o.model, o.store_dir))),
+        file(open_decoder_file(model_path)),
         fingerprint(model_fingerprint(*file)),
         tokenizer(bpe_vocabulary_from_gguf(*file)),
         chat(chat_template_from_gguf(*file)),
         chunks(std::move(commit.chunks)) {
-    const std::string model_path = resolve_model(o.model);
     require_same_model(manifest, fingerprint, fs::path(model_path).filename().string(), o.store_dir);
     system_text = manifest.settings.at("prefill").at("system_prompt").get<std::string>();
     empty_question = tokenizer.encode(rag_question_suffix(chat, "", ""), false, true);
@@ -287,7 +289,11 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   FusionInputs in;
   in.system = &s.system_kv;
   std::vector<std::vector<int32_t>> chunk_tokens;
-  for (uint64_t id : q.chunk_ids) chunk_tokens.push_back(s.chunks.find(id)->tokens);
+  for (uint64_t id : q.chunk_ids) {
+    const auto* chunk = s.chunks.find(id);
+    chunk_tokens.push_back(chunk->tokens);
+    a.sources.push_back({chunk->doc_id, chunk->title, chunk->text});
+  }
   const std::vector<int32_t> question =
       s.tokenizer.encode(rag_question_suffix(s.chat, "", q.question), false, true);
   // The question's own text starts where Q stops matching the suffix of an empty question (the fixed instruction).

@@ -20,7 +20,7 @@ namespace kvf {
 
 struct QueryEngineOptions {
   std::string store_dir;
-  std::string model = "smollm2";        // the store's decoder: a name for resolve_model, a GGUF file or a HF folder
+  std::string model;  // the store's decoder: a preset, a GGUF file or a HF folder; "": the store's own
   std::string embedder = "minilm";      // the store's embedder, for retrieval
   std::string kv_mode = "independent";  // which stored KV: independent | similarity
   uint64_t cache_bytes = 1ull << 30;    // chunk KV kept in memory, least recently used out first
@@ -75,6 +75,11 @@ struct QueryTimings {
   double retrieve = 0, load = 0, select = 0, prefill = 0, ttft = 0, decode = 0;  // milliseconds
 };
 
+// A chunk's place in the corpus, so an answer can cite what it read.
+struct ChunkSource {
+  std::string doc_id, title, text;
+};
+
 struct QueryAnswer {
   std::string id, question, answer;
   FusionMethod method = FusionMethod::Full;
@@ -82,6 +87,7 @@ struct QueryAnswer {
   std::string kv_mode;
   std::vector<uint64_t> chunk_ids;
   std::vector<float> scores;
+  std::vector<ChunkSource> sources;  // per chunk (chunk_ids' order): its document, title and text
   int64_t n_context_tokens = 0, n_recomputed = 0, n_link_tokens = 0, n_question_tokens = 0, n_prompt_tokens = 0;
   std::vector<int64_t> chunk_tokens, recomputed_per_chunk;  // per chunk (chunk_ids' order): tokens, recomputed
   std::vector<int64_t> recomputed;  // the recomputed tokens' context indices (0 = the first chunk's first), ascending

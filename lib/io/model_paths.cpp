@@ -36,6 +36,12 @@ std::string preset_path(const std::string& name) {
   return "";
 }
 
+std::string preset_of_file(const std::string& file_name) {
+  for (const Preset& p : kPresets)
+    if (!file_name.empty() && std::filesystem::path(p.path).filename() == file_name) return p.name;
+  return "";
+}
+
 std::string resolve_model(const std::string& name_or_path) {
   const std::string preset = preset_path(name_or_path);
   if (!preset.empty()) {

@@ -20,6 +20,7 @@
 #include "prep/precompute_view.h"
 #include "prep/prefill_stage.h"
 #include "prep/retrieval_stages.h"
+#include "prep/store_model.h"
 #include "prep/store_publish.h"
 #include "store/store_lock.h"
 
@@ -280,7 +281,7 @@ void check_pipeline(const std::string& path, const std::vector<std::string>& ove
   const std::vector<CompressEntry> entries = compress_entries(path, cfg);
   kv_plan(path, cfg, entries, request);  // the file's own values first, then the model
   compress_options(path, cfg, entries, cfg.required("store"), "");
-  resolve_model(cfg.get<std::string>("", "model", "smollm2"));
+  resolve_model(model_for_store(cfg.get<std::string>("", "model", ""), cfg.required("store")));
 }
 
 void run_pipeline(const std::string& path, const std::vector<std::string>& overrides,
@@ -305,7 +306,7 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   const int threads = cfg.get<int>("", "threads", 0);
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
                             threads > 0 ? threads : tbb::info::default_concurrency());
-  const std::string model = resolve_model(cfg.get<std::string>("", "model", "smollm2"));
+  const std::string model = resolve_model(model_for_store(cfg.get<std::string>("", "model", ""), store));
   if (!request.only_docs.empty() && !plan.compress.empty())
     fail(path, ": compressed KV modes (", compress_list[plan.compress[0]].to,
          ") are built over the whole store, not for some documents' chunks");

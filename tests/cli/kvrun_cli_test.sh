@@ -32,8 +32,17 @@ for key in ["answer", "method", "recompute", "kv_mode", "chunk_ids", "n_context_
 for key in ["retrieve", "load", "select", "prefill", "ttft", "decode"]:
     assert key in d["timings_ms"], key
 assert d["method"] == sys.argv[2] and len(d["chunk_ids"]) == 2 and d["generated_tokens"] >= 1, d
+# Every chunk cites its document: ids, titles and texts of the corpus, in chunk_ids' order; Saturn is retrieved.
+corpus = {str(c["id"]): c for c in map(json.loads, open(sys.argv[1].rsplit("/", 1)[0] + "/corpus.jsonl"))}
+assert [s["chunk_id"] for s in d["sources"]] == d["chunk_ids"], d["sources"]
+for s in d["sources"]:
+    assert s["title"] == corpus[s["doc_id"]]["title"] and s["text"] == corpus[s["doc_id"]]["text"], s
+assert "Saturn" in [s["title"] for s in d["sources"]], d["sources"]
 PY
 done
+# Text output names the sources on stderr.
+"$kvrun" ask --store "$store" --question "Which planet has rings?" --top-k 1 --max-tokens 2 2>"$work/err" >/dev/null
+grep -q '^\[sources: 4 (Saturn)\]$' "$work/err" || { cat "$work/err"; fail "ask names no sources"; }
 
 ids=$(python3 -c "import json; print(','.join(reversed(json.load(open('$work/full.json'))['chunk_ids'])))")
 "$kvrun" ask --store "$store" --question "Which planet has rings?" --chunks "$ids" --method reuse --max-tokens 2 \

@@ -11,6 +11,7 @@
 
 #include "core/hex.h"
 #include "io/model_paths.h"
+#include "prep/store_model.h"
 #include "model/fingerprint.h"
 #include "prep/chunk_stage.h"
 
@@ -20,7 +21,7 @@ namespace {
 struct ChunkArgs {
   std::string corpus;
   std::string store;
-  std::string model = "smollm2";
+  std::string model;
   size_t chunk_tokens = 256;
   size_t max_chunk_tokens = 0;
   int threads = 0;
@@ -56,7 +57,7 @@ void run_chunk(const ChunkArgs& a) {
   ChunkStageOptions o;
   o.corpus = a.corpus;
   o.store_dir = a.store;
-  o.model_path = resolve_model(a.model);
+  o.model_path = resolve_model(model_for_store(a.model, a.store));
   o.chunker.chunk_tokens = a.chunk_tokens;
   o.chunker.max_tokens = a.max_chunk_tokens;
   print_summary(run_chunk_stage(o), o);
@@ -77,9 +78,7 @@ void add_chunk_command(CLI::App& app) {
       "keeps its model and chunking settings: a run with others is refused.");
   cmd->add_option("--corpus", args->corpus, "JSONL file or directory of .txt files")->required();
   cmd->add_option("--store", args->store, "store directory (created when missing)")->required();
-  cmd->add_option("--model", args->model,
-                  "a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder: its tokenizer counts tokens")
-      ->capture_default_str();
+  cmd->add_option("--model", args->model, std::string(kStoreModelHelp) + "; its tokenizer counts tokens");
   cmd->add_option("--chunk-tokens", args->chunk_tokens, "tokens to aim for per chunk")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));

@@ -11,6 +11,7 @@
 #include "store_lock_option.h"
 #include "compress/compress_stage.h"
 #include "io/model_paths.h"
+#include "prep/store_model.h"
 #include "prep/received_attention.h"
 
 namespace kvf::cli {
@@ -28,7 +29,7 @@ std::string sources_text(const std::vector<int32_t>& sources) {
 void add_compress_command(CLI::App& app) {
   struct Args {
     CompressStageOptions o;
-    std::string model = "smollm2";
+    std::string model;
     int threads = 0;
     double shard_mb = 256;
     bool wait_lock = false;
@@ -57,8 +58,7 @@ void add_compress_command(CLI::App& app) {
   cmd->add_option("--store", a->o.store_dir, "store directory")->required();
   cmd->add_option("--from", a->o.from, "stored KV mode to compress (e.g. similarity)")->required();
   cmd->add_option("--to", a->o.to, "name of the new KV mode (letters, digits, '_', '-')")->required();
-  cmd->add_option("--model", a->model, "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
-      ->capture_default_str();
+  cmd->add_option("--model", a->model, kStoreModelHelp);
   cmd->add_option("--anchors", a->o.anchors, "fraction of each segment kept, in (0, 1]; 0: no anchors")
       ->capture_default_str()
       ->check(finite_in(0.0, 1.0));
@@ -106,7 +106,7 @@ void add_compress_command(CLI::App& app) {
     const StoreLock lock = StoreLock::acquire(a->o.store_dir, a->wait_lock);
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     CompressStageOptions o = a->o;
-    o.model_path = resolve_model(a->model);
+    o.model_path = resolve_model(model_for_store(a->model, a->o.store_dir));
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
     const CompressStageResult r = run_compress_stage(o);
     if (r.unchanged) {
@@ -129,7 +129,7 @@ void add_compress_command(CLI::App& app) {
 void add_share_search_command(CLI::App& app) {
   struct Args {
     ShareSearchStageOptions o;
-    std::string model = "smollm2";
+    std::string model;
     int threads = 0;
     bool steps = false;
     bool wait_lock = false;
@@ -145,8 +145,7 @@ void add_share_search_command(CLI::App& app) {
       "output keeps a cosine similarity above --threshold with the plain model's, until --layers are shared. The\n"
       "result is recorded in the store; `kvprep compress --share-layers C` uses it.");
   cmd->add_option("--store", a->o.store_dir, "store directory")->required();
-  cmd->add_option("--model", a->model, "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
-      ->capture_default_str();
+  cmd->add_option("--model", a->model, kStoreModelHelp);
   cmd->add_option("--layers", a->o.search.layers, "C: layers to share")->required()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--threshold", a->o.search.threshold, "T: output cosine similarity to stay above")
       ->capture_default_str()
@@ -164,7 +163,7 @@ void add_share_search_command(CLI::App& app) {
     const StoreLock lock = StoreLock::acquire(a->o.store_dir, a->wait_lock);
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     ShareSearchStageOptions o = a->o;
-    o.model_path = resolve_model(a->model);
+    o.model_path = resolve_model(model_for_store(a->model, a->o.store_dir));
     const ShareSearchResult r = run_share_search(o);
     if (a->steps)
       for (const ShareStep& s : r.steps)

@@ -8,6 +8,7 @@
 #include "store/store_lock.h"
 #include "store_lock_option.h"
 #include "io/model_paths.h"
+#include "prep/store_model.h"
 #include "prep/prefill_stage.h"
 #include "prefill_command.h"
 
@@ -15,7 +16,7 @@ namespace kvf::cli {
 
 void add_prefill_command(CLI::App& app) {
   struct Args {
-    std::string store, model = "smollm2", mode = "independent", system, dtype = "f16", compute = "fast",
+    std::string store, model, mode = "independent", system, dtype = "f16", compute = "fast",
                 backend = "cpu", neighbor_order = "best-first";
     int top_n = 10, threads = 0, batch_tokens = 1024, deflate = 0;
     bool refresh = false, wait_lock = false, anchor_scores = false;
@@ -32,9 +33,7 @@ void add_prefill_command(CLI::App& app) {
       "embed, index and neighbors first). K is stored without RoPE. Shards are committed as they fill: a killed\n"
       "run resumes, and a rerun computes only chunks without KV.");
   cmd->add_option("--store", a->store, "store directory")->required();
-  cmd->add_option("--model", a->model,
-                  "the decoder the store was chunked with: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
-      ->capture_default_str();
+  cmd->add_option("--model", a->model, kStoreModelHelp);
   cmd->add_option("--mode", a->mode, "independent or similarity")
       ->capture_default_str()
       ->check(CLI::IsMember({"independent", "similarity"}));
@@ -80,7 +79,7 @@ void add_prefill_command(CLI::App& app) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     PrefillStageOptions o;
     o.store_dir = a->store;
-    o.model_path = resolve_model(a->model);
+    o.model_path = resolve_model(model_for_store(a->model, a->store));
     o.mode = a->mode;
     o.top_n = a->top_n;
     o.neighbor_order = neighbor_order_from_name(a->neighbor_order);

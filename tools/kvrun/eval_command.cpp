@@ -17,6 +17,7 @@
 #include "io/file_roles.h"
 #include "pipeline/pipeline.h"
 #include "prep/prefill_stage.h"
+#include "prep/store_model.h"
 #include "query_commands.h"
 #include "query_options.h"
 
@@ -153,6 +154,7 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
   }
   apply_exact_first_chunk_default(cmd, o.kv_modes, o.exact_first_chunk);  // after the pipeline's eval.kv
   if (!a.build_store.empty()) o.store_dir = a.build_store;
+  o.model = model_for_store(o.model, o.store_dir);
   KVF_CHECK(!o.store_dir.empty(), "eval: give --store DIR (a built store), --build-store DIR or --pipeline FILE");
   KVF_CHECK(!o.out_dir.empty(), "eval: --out is required (or eval.out in the pipeline)");
   // The report names the command that ran the sweep (kept in OUT/command.txt), not a later --report-only.
@@ -212,9 +214,7 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--dataset", args->eval.dataset, "questions with answers and contexts: JSONL or .jsonl.gz");
   cmd->add_option("--store", args->eval.store_dir, "a store holding the data set's passages");
-  cmd->add_option("--model", args->eval.model,
-                  "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
-      ->capture_default_str();
+  cmd->add_option("--model", args->eval.model, kStoreModelHelp);
   cmd->add_option("--build-store", args->build_store,
                   "build this store from the data set's passages (with --pipeline and no DIR: its store); its KV as "
                   "the questions need it where it can (--build-block)")

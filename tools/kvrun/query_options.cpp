@@ -4,6 +4,7 @@
 
 #include "common/cli.h"
 #include "core/hex.h"
+#include "prep/store_model.h"
 
 namespace kvf::cli {
 
@@ -22,9 +23,7 @@ AnswerOptions QueryCliOptions::answer_options() const {
 
 void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--store", o.engine.store_dir, "the store built by kvprep (e.g. stores/demo)")->required();
-  cmd.add_option("--model", o.engine.model,
-                 "the store's decoder: a preset (smollm2, qwen0.5b, qwen1.5b), a GGUF file or a Hugging Face folder")
-      ->capture_default_str();
+  cmd.add_option("--model", o.engine.model, kStoreModelHelp);
   cmd.add_option("--embedder", o.engine.embedder, "the store's embedder, for retrieval: minilm or a folder")
       ->capture_default_str();
   cmd.add_option("--kv", o.engine.kv_mode, "stored KV to use: independent | similarity (FusionRAG offline stage) | a kvprep compress mode")
@@ -120,6 +119,10 @@ void apply_exact_first_chunk_default(const CLI::App& cmd, const std::vector<std:
 nlohmann::json answer_json(const QueryAnswer& a) {
   std::vector<std::string> ids;
   for (uint64_t id : a.chunk_ids) ids.push_back(hex64(id));
+  nlohmann::json sources = nlohmann::json::array();
+  for (size_t c = 0; c < a.sources.size(); ++c)
+    sources.push_back({{"chunk_id", ids[c]}, {"doc_id", a.sources[c].doc_id}, {"title", a.sources[c].title},
+                       {"text", a.sources[c].text}});
   return {{"id", a.id},
           {"question", a.question},
           {"answer", a.answer},
@@ -128,6 +131,7 @@ nlohmann::json answer_json(const QueryAnswer& a) {
           {"kv_mode", a.kv_mode},
           {"chunk_ids", ids},
           {"retrieval_scores", a.scores},
+          {"sources", sources},
           {"n_context_tokens", a.n_context_tokens},
           {"n_recomputed", a.n_recomputed},
           {"chunk_tokens", a.chunk_tokens},
@@ -150,6 +154,10 @@ nlohmann::json answer_json(const QueryAnswer& a) {
 
 void print_answer_text(const QueryAnswer& a) {
   std::printf("%s\n", a.answer.c_str());
+  std::string cited;
+  for (const ChunkSource& source : a.sources)
+    cited += (cited.empty() ? "" : "; ") + source.doc_id + (source.title.empty() ? "" : " (" + source.title + ")");
+  std::fprintf(stderr, "[sources: %s]\n", cited.c_str());
   for (size_t c = 0; c < a.marked_chunks.size(); ++c)
     std::printf("chunk %zu (%s, %lld of %lld tokens recomputed): %s\n", c + 1, hex64(a.chunk_ids[c]).c_str(),
                 (long long)a.recomputed_per_chunk[c], (long long)a.chunk_tokens[c], a.marked_chunks[c].c_str());
