@@ -229,7 +229,8 @@ void require_same_model(const Manifest& m, uint64_t model_fingerprint, const std
   KVF_CHECK(m.model_fingerprint == model_fingerprint, "store ", store_dir, " was built with model fingerprint ",
             hex64(m.model_fingerprint), " (", m.model_name, "), but this model (", model_name,
             ") has fingerprint ", hex64(model_fingerprint),
-            ": KV and chunk ids of two models cannot mix; use the store's model or another --store");
+            ": KV and chunk ids of two models cannot mix; leave --model out to use the store's own model, or use "
+            "another --store");
 }
 
 void require_settings(Manifest& m, const std::string& section, const json& wanted, const std::string& store_dir) {
