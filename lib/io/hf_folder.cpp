@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/folder_path.h"
 #include "io/hf_config.h"
 #include "io/hf_tokenizer.h"
 #include "core/json_file.h"
@@ -17,24 +18,11 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// A shard the index names must be a file of the folder. Its name is checked as text, not by where it resolves
-// to: in a Hugging Face cache every file of snapshots/<rev>/ is a link to ../../blobs/<hash>, and those stay
-// allowed. So: a relative path of non-empty parts, none of them "." or "..", and no NUL byte.
+// A shard the index names must be a file of the folder (core/folder_path.h).
 void check_shard_name(const std::string& index, const std::string& tensor, const std::string& file) {
-  const auto refuse = [&](const char* why) {
-    fail(index, ": weight_map[\"", tensor, "\"] = \"", file, "\" ", why,
-         " (a shard is named by a path inside the model folder)");
-  };
-  if (file.empty()) refuse("is empty");
-  if (file.find('\0') != std::string::npos) refuse("holds a NUL byte");
-  if (file[0] == '/') refuse("is an absolute path");
-  for (size_t begin = 0; begin <= file.size();) {
-    const size_t end = std::min(file.find('/', begin), file.size());
-    const std::string part = file.substr(begin, end - begin);
-    if (part.empty() || part == ".") refuse("has an empty or '.' part");
-    if (part == "..") refuse("leads out of the folder through '..'");
-    begin = end + 1;
-  }
+  const std::string problem = folder_path_problem(file);
+  KVF_CHECK(problem.empty(), index, ": weight_map[\"", tensor, "\"] = \"", file, "\" ", problem,
+            " (a shard is named by a path inside the model folder)");
 }
 
 constexpr uint64_t kMaxIndexBytes = 64u << 20;  // a 1000-shard model's index is a few hundred KB

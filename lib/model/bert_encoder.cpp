@@ -6,24 +6,19 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/folder_path.h"
+#include "core/json_file.h"
 #include "io/safetensors.h"
 
 namespace kvf {
 namespace {
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  KVF_CHECK(in, path, ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, ": not valid JSON: ", e.what());
-  }
-}
+constexpr uint64_t kMaxConfigBytes = 64u << 20;  // the embedder's JSON files are a few KB; tokenizer.json a few MB
+
+nlohmann::json read_json(const std::string& path) { return read_json_file(path, kMaxConfigBytes); }
 
 int positive_int(const nlohmann::json& j, const char* key, const std::string& path) {
   const auto it = j.find(key);
@@ -53,9 +48,21 @@ Pooling read_pooling(const std::string& path) {
 std::string pooling_dir(const std::string& dir) {
   const std::string path = dir + "/modules.json";
   if (!std::filesystem::exists(path)) return dir + "/1_Pooling";
-  for (const auto& m : read_json(path)) {
-    const std::string type = m.value("type", "");
-    if (type.size() >= 7 && type.compare(type.size() - 7, 7, "Pooling") == 0) return dir + "/" + m.value("path", "");
+  const nlohmann::json modules = read_json(path);
+  KVF_CHECK(modules.is_array(), path, ": expected an array of modules, got ", json_shown(modules));
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const nlohmann::json& m = modules[i];
+    const auto type = m.is_object() ? m.find("type") : m.end();
+    if (type == m.end() || !type->is_string()) fail(path, ": [", i, "].type must be a string, got ", json_shown(m));
+    const std::string t = type->get<std::string>();
+    if (t.size() < 7 || t.compare(t.size() - 7, 7, "Pooling") != 0) continue;
+    const auto folder = m.find("path");
+    KVF_CHECK(folder != m.end() && folder->is_string(), path, ": [", i, "].path must be a string, got ",
+              json_shown(m));
+    const std::string problem = folder_path_problem(folder->get<std::string>());
+    KVF_CHECK(problem.empty(), path, ": [", i, "].path \"", folder->get<std::string>(), "\" ", problem,
+              " (a module is a folder inside the embedder's)");
+    return dir + "/" + folder->get<std::string>();
   }
   fail(path, ": no Pooling module");
 }

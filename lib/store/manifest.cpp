@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/folder_path.h"
 #include "core/hex.h"
 #include "io/durable_file.h"
 #include "store/store_files.h"
@@ -253,16 +254,9 @@ void require_settings(Manifest& m, const std::string& section, const json& wante
 }
 
 void require_relative_store_path(const std::string& relative_path, const std::string& where) {
-  const fs::path p(relative_path);
-  KVF_CHECK(!relative_path.empty() && p.is_relative(), where, " is '", relative_path,
-            "': a store path must be relative to the store directory");
-  for (size_t begin = 0; begin <= relative_path.size();) {
-    const size_t end = std::min(relative_path.find('/', begin), relative_path.size());
-    const std::string part = relative_path.substr(begin, end - begin);
-    KVF_CHECK(!part.empty() && part != "." && part != "..", where, " is '", relative_path,
-              "': a store path may not hold empty, '.' or '..' parts");
-    begin = end + 1;
-  }
+  const std::string problem = folder_path_problem(relative_path);
+  KVF_CHECK(problem.empty(), where, " is '", relative_path, "': it ", problem,
+            "; a store path is relative to the store directory");
 }
 
 namespace {

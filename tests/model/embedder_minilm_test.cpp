@@ -158,6 +158,12 @@ TEST(EmbedderTinyBertCls, LoadErrorsNameTheFileAndField) {
   EXPECT_THAT(load_with("1_Pooling/config.json", both), ::testing::HasSubstr("1_Pooling/config.json: exactly one of"));
   EXPECT_THAT(load_with("1_Pooling/config.json", {{"pooling_mode", "max"}}),
               ::testing::HasSubstr("pooling_mode 'max' is not supported"));
+  // modules.json names the Pooling module's folder, which must be inside the model's (docs/safety.md).
+  const json outside = json::array({{{"type", "sentence_transformers.models.Pooling"}, {"path", "../elsewhere"}}});
+  EXPECT_THAT(load_with("modules.json", outside),
+              ::testing::HasSubstr("modules.json: [0].path \"../elsewhere\" leads out of the folder through '..'"));
+  EXPECT_THAT(load_with("modules.json", json::array({{{"type", 5}}})),
+              ::testing::HasSubstr("modules.json: [0].type must be a string"));
   EXPECT_THAT(load_with("model.safetensors", "not a model"), ::testing::HasSubstr("model.safetensors: header length"));
 }
 
