@@ -35,8 +35,11 @@ class KvprepPipeline : public ::testing::Test {
 
 TEST_F(KvprepPipeline, RunsEveryStageThenNothing) {
   run_pipeline(yaml, overrides(), record);
-  ASSERT_EQ(steps.size(), 7u);
-  EXPECT_EQ(steps.back().name, "compress sim-a50-q8");
+  ASSERT_EQ(steps.size(), 8u);
+  EXPECT_EQ(steps[6].name, "compress sim-a50-q8");
+  EXPECT_EQ(steps.back().name, "publish");  // readers move to the new tables now (docs/store.md, "Generations")
+  const std::string published = steps.back().outcome;
+  EXPECT_NE(published.find("readers use generation"), std::string::npos) << published;
   const Manifest m = load_manifest((dir / "store").string());
   for (const char* stage : {"chunk", "embed", "index", "neighbors", "prefill-independent", "prefill-similarity",
                             "compress-sim-a50-q8"})
@@ -44,7 +47,9 @@ TEST_F(KvprepPipeline, RunsEveryStageThenNothing) {
   EXPECT_EQ(m.settings["neighbors"]["top_n"], 2);
   steps.clear();
   run_pipeline(yaml, overrides(), record);
-  for (const PipelineStep& s : steps) EXPECT_EQ(s.outcome, "up to date") << s.name;
+  ASSERT_EQ(steps.size(), 8u);
+  for (size_t i = 0; i + 1 < steps.size(); ++i) EXPECT_EQ(steps[i].outcome, "up to date") << steps[i].name;
+  EXPECT_EQ(steps.back().outcome, published);  // nothing changed: the same generation
 }
 
 TEST_F(KvprepPipeline, UnknownKeysAndBadValuesAreNamed) {
