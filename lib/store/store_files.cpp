@@ -94,7 +94,7 @@ void require_store_folder(const std::string& dir) {
 }
 
 void remove_stale_temporaries(const std::string& dir) {
-  for (const std::string folder : {std::string(), std::string(kKvFolder) + "/"}) {
+  for (const std::string& folder : {std::string(), std::string(kKvFolder) + "/"}) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(fs::path(dir) / folder, ec)) {
       const std::string name = entry.path().filename().string();
