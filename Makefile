@@ -16,7 +16,7 @@ MODELS ?=
 # qwen0.5b written as a Hugging Face folder.
 TEST_MODELS := smollm2 minilm qwen0.5b qwen0.5b-hf
 
-.PHONY: all setup setup-test setup-demo build test test-unit test-sanitize fuzz demo bench reference clean
+.PHONY: all setup setup-test setup-demo build test test-unit test-sanitize fuzz demo bench reference data clean
 
 all: build
 
@@ -90,6 +90,13 @@ reference:
 	  $(REF_PYTHON) tests/reference/make_token_fixtures.py --preset $$m && \
 	  $(REF_PYTHON) tests/reference/make_llama_fixtures.py --preset $$m || exit 1; \
 	done
+
+# The benchmark data sets (data/datasets.json) into $KVFUSE_DATA, else $KVFUSE_HOME/data, each checked against its
+# sha256. DATA_FROM is a local copy to copy them from: ../shared/data where that folder exists; empty (builders from
+# the public sources only) elsewhere. `make data DATA_FROM=DIR` names another copy.
+DATA_FROM ?= $(wildcard ../shared/data)
+data:
+	scripts/get_data.py $(if $(DATA_FROM),--from $(DATA_FROM))
 
 clean:
 	rm -rf $(BUILD_DIR)

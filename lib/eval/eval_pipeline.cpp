@@ -4,14 +4,19 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <system_error>
 
 #include "core/error.h"
+#include "io/model_paths.h"
 
 namespace kvf {
 
 std::string data_dir() {
-  const char* env = std::getenv("KVFUSE_DATA");
-  return env && *env ? env : "../shared/data";
+  if (const char* env = std::getenv("KVFUSE_DATA"); env && *env) return env;
+  const std::string fetched = kvfuse_home() + "/data";  // where `make data` (scripts/get_data.py) puts the sets
+  std::error_code ec;
+  if (std::filesystem::is_directory(fetched, ec)) return fetched;
+  return "../shared/data";
 }
 
 std::string resolve_dataset(const std::string& name) {

@@ -8,7 +8,8 @@
 
 namespace kvf {
 
-// Where benchmark data sets live: $KVFUSE_DATA, else ../shared/data.
+// Where benchmark data sets live: $KVFUSE_DATA; else $KVFUSE_HOME/data (~/.cache/kvfuse/data, filled by `make data`)
+// where that folder exists; else ../shared/data.
 std::string data_dir();
 // A data set path as given, or a bare file name looked up in data_dir().
 std::string resolve_dataset(const std::string& name);

@@ -66,8 +66,8 @@ StoreBuild prepare_store_build(const EvalArgs& a, const EvalOptions& o, const st
   const bool own_passages = a.corpus.empty();
   const std::string corpus =
       own_passages ? (fs::path(o.store_dir) / "corpus.jsonl").string() : resolve_dataset(a.corpus);
-  KVF_CHECK(own_passages || fs::exists(corpus), corpus, ": no such corpus (bare names are looked up in KVFUSE_DATA=",
-            data_dir(), ")");
+  KVF_CHECK(own_passages || fs::exists(corpus), corpus, ": no such corpus (bare names are looked up in ", data_dir(),
+            ": $KVFUSE_DATA, else $KVFUSE_HOME/data, else ../shared/data; `make data` fetches them)");
   StoreBuild b;
   b.pipeline = a.pipeline;
   if (b.pipeline.empty()) {  // the defaults of kvprep run, with this store, corpus and model
@@ -173,8 +173,8 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
     return;
   }
   KVF_CHECK(!o.dataset.empty(), "eval: --dataset is required (or eval.dataset in the pipeline)");
-  KVF_CHECK(fs::exists(o.dataset), o.dataset, ": no such data set (bare names are looked up in KVFUSE_DATA=",
-            data_dir(), ")");
+  KVF_CHECK(fs::exists(o.dataset), o.dataset, ": no such data set (bare names are looked up in ", data_dir(),
+            ": $KVFUSE_DATA, else $KVFUSE_HOME/data, else ../shared/data; `make data` fetches them)");
   validate_eval_options(o);  // every option before anything is built or written
   const FolderLock lock = lock_eval_out_dir(o.out_dir);
   if (a.fresh) {
@@ -200,7 +200,8 @@ void add_eval_command(CLI::App& app) {
       "then scored: EM, token F1, substring accuracy against the gold answers; gold-answer log-likelihood, first-\n"
       "token KL, top-1 agreement and per-layer KV deviation against full attention on the same prompt. Results go to\n"
       "OUT/results.jsonl one question at a time (a killed sweep resumes), then OUT/metrics.csv, kv_deviation.csv,\n"
-      "report.md and PNG plots (gnuplot). Bare data set names are looked up in $KVFUSE_DATA (../shared/data).\n"
+      "report.md and PNG plots (gnuplot). Bare data set names are looked up in $KVFUSE_DATA, else $KVFUSE_HOME/data\n"
+      "(~/.cache/kvfuse/data, filled by `make data`) where it exists, else ../shared/data.\n"
       "Examples:\n"
       "  kvrun eval --pipeline pipelines/paper-hotpotqa.yaml --build-store      # the committed sweep\n"
       "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/hq --limit 20 \\\n"
