@@ -35,7 +35,7 @@ void check_mode_name(const std::string& name) {
   bool ok = !name.empty() && name.size() <= 64;
   for (char ch : name) ok = ok && (std::isalnum((unsigned char)ch) || ch == '_' || ch == '-');
   KVF_CHECK(ok, "--to '", name, "': a KV mode name is 1-64 letters, digits, '_' or '-'");
-  KVF_CHECK(!is_prefill_mode(name) && name != "system", "--to '", name,
+  KVF_CHECK(!is_prefill_mode(name) && name != kSystemKvMode, "--to '", name,
             "' is a mode kvprep prefill writes; give the compressed mode its own name (e.g. sim-a25-int8)");
 }
 

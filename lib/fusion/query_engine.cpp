@@ -72,13 +72,15 @@ Manifest load_store_manifest(const QueryEngineOptions& o) {
   return m;
 }
 
-// One commit of the store: its manifest and the chunk table it names (the published generation's,
-// reader_table_file). A writer may replace or reclaim that table between the manifest's load and the table's
-// open; the open then fails and is tried again with the newer manifest. A failure under an unchanged manifest is
-// the store's own problem (damage), reported as it is.
+// One commit of the store: its manifest, the chunk table it names (the published generation's, reader_table_file)
+// and the KV shards of the system prompt and of the asked mode, opened. A writer may replace or reclaim those files
+// between the manifest's load and their open (a publication, `kvprep prune`); the open then fails and is tried
+// again with the newer manifest. A failure under an unchanged manifest is the store's own problem (damage),
+// reported as it is. Shards stay readable once open, whatever a writer does to their names.
 struct StoreCommit {
   Manifest manifest;
   ChunkTable chunks;
+  std::unique_ptr<KvModeReader> system_kv, kv;
 };
 StoreCommit load_store_commit(const QueryEngineOptions& o) {
   constexpr int kAttempts = 5;
@@ -86,7 +88,9 @@ StoreCommit load_store_commit(const QueryEngineOptions& o) {
     Manifest m = load_store_manifest(o);
     try {
       ChunkTable chunks = ChunkTable::read(reader_table_file(o.store_dir, m, kChunksFile));
-      return {std::move(m), std::move(chunks)};
+      auto system_kv = std::make_unique<KvModeReader>(o.store_dir, m, kSystemKvMode, m.model_fingerprint);
+      auto kv = std::make_unique<KvModeReader>(o.store_dir, m, o.kv_mode, m.model_fingerprint);
+      return {std::move(m), std::move(chunks), std::move(system_kv), std::move(kv)};
     } catch (const Error&) {
       if (attempt == kAttempts || same_commit(m, load_store_manifest(o))) throw;
     }
@@ -130,7 +134,8 @@ struct QueryEngine::State {
         fingerprint(model_fingerprint(*file)),
         tokenizer(bpe_vocabulary_from_gguf(*file)),
         chat(chat_template_from_gguf(*file)),
-        chunks(std::move(commit.chunks)) {
+        chunks(std::move(commit.chunks)),
+        kv(std::move(commit.kv)) {
     require_same_model(manifest, fingerprint, fs::path(model_path).filename().string(), o.store_dir);
     system_text = manifest.settings.at("prefill").at("system_prompt").get<std::string>();
     empty_question = tokenizer.encode(rag_question_suffix(chat, "", ""), false, true);
@@ -148,14 +153,13 @@ struct QueryEngine::State {
     decoder = Decoder::load(model_path, *backend, o.compute);
     const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
     const uint64_t s_id = chunk_id(s_tokens, fingerprint);
-    const KvModeReader system_store(o.store_dir, manifest, "system", fingerprint);
+    const KvModeReader& system_store = *commit.system_kv;
     KVF_CHECK(system_store.contains(s_id), o.store_dir, ": the system prompt's KV is missing; run `kvprep prefill`");
     std::vector<int32_t> positions(s_tokens.size());
     for (size_t i = 0; i < positions.size(); ++i) positions[i] = (int32_t)i;
     // Every question reads the system prefix: its keys are rotated once here.
     system_kv = decoder->with_roped_keys(
         host_to_segment(system_store.read(s_id), system_store.layout(), *backend, positions));
-    kv = std::make_unique<KvModeReader>(o.store_dir, manifest, o.kv_mode, fingerprint);
     if (kv->shards()) {
       const std::vector<int32_t> sources = kv_sources_of_layout(kv->layout(), decoder->kv_sources());
       for (int l = 0; l < (int)sources.size() && !stored_decoder; ++l)

@@ -21,6 +21,7 @@
 #include "prep/prefill_stage.h"
 #include "prep/retrieval_stages.h"
 #include "prep/store_model.h"
+#include "prep/store_prune.h"
 #include "prep/store_publish.h"
 #include "store/store_lock.h"
 
@@ -80,14 +81,14 @@ class Config {
   // Rejects keys the pipeline does not know: a typo must not silently fall back to a default.
   void check_keys() const {
     const std::map<std::string, std::set<std::string>> known = {
-        {"chunk", {"chunk_tokens", "max_chunk_tokens"}},
+        {"chunk", {"chunk_tokens", "max_chunk_tokens", "keep_removed"}},
         {"index",
          {"kind", "ivf_nlist", "ivf_nprobe", "pq_m", "pq_refine", "train_sample", "hnsw_m", "hnsw_ef_construction",
           "hnsw_ef_search"}},
         {"neighbors", {"top_n"}},
         {"prefill",
          {"modes", "dtype", "compute", "backend", "system", "batch_tokens", "shard_mb", "neighbor_cache_mb",
-          "neighbor_order", "anchor_scores"}}};
+          "neighbor_order", "anchor_scores", "refresh_neighbors"}}};
     const std::set<std::string> scalars = {"store", "corpus", "model", "embedder", "threads"};
     KVF_CHECK(root_.IsMap(), file_, ": expected a mapping of settings");
     for (const auto& kv : root_) {
@@ -317,8 +318,11 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   chunk.model_path = model;
   chunk.chunker.chunk_tokens = cfg.get<size_t>("chunk", "chunk_tokens", 256);
   chunk.chunker.max_tokens = cfg.get<size_t>("chunk", "max_chunk_tokens", 0);
+  chunk.keep_removed = cfg.get<bool>("chunk", "keep_removed", false);
   const ChunkStageResult c = run_chunk_stage(chunk);
-  step({"chunk", c.unchanged ? "up to date" : std::to_string(c.new_chunks) + " new chunks"});
+  step({"chunk", c.unchanged ? "up to date"
+                             : std::to_string(c.new_chunks) + " new chunks" +
+                                   (c.removed_chunks ? ", " + std::to_string(c.removed_chunks) + " removed" : "")});
 
   EmbedStageOptions embed;
   embed.store_dir = store;
@@ -364,11 +368,13 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     p.shard_bytes = cfg.get<uint64_t>("prefill", "shard_mb", p.shard_bytes >> 20) << 20;
     p.neighbor_cache_bytes = cfg.get<uint64_t>("prefill", "neighbor_cache_mb", p.neighbor_cache_bytes >> 20) << 20;
     p.record_anchor_scores = cfg.get<bool>("prefill", "anchor_scores", false);
+    p.refresh_changed_neighbors = cfg.get<bool>("prefill", "refresh_neighbors", false);
     p.only_docs = request.only_docs;
     p.with_similarity_neighbors =
         mode == "independent" && std::count(plan.prefill.begin(), plan.prefill.end(), "similarity") > 0;
     const PrefillStageResult r = run_prefill_stage(p);
-    step({"prefill " + mode, r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed"});
+    step({"prefill " + mode, (r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed") +
+                                 (r.stale ? ", " + std::to_string(r.stale) + " stale (their neighbours changed)" : "")});
   }
 
   for (const size_t i : plan.compress) {
@@ -389,6 +395,9 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     const PublishResult pub = publish_store_generation(store);
     step({"publish", !pub.waiting.empty() ? "waiting: " + pub.waiting
                                           : "readers use generation " + std::to_string(pub.generation)});
+    // What no reader reaches any more (removed documents' KV, superseded entries) goes once it is published.
+    const PruneResult pruned = prune_store({store, false});
+    step({"prune", describe_prune(pruned)});
   }
 }
 

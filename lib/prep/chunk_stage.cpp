@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <unordered_map>
 
 #include "cluster/cluster.h"
 #include "core/error.h"
@@ -33,6 +34,7 @@ std::map<std::string, uint64_t> to_counts(const ChunkStageResult& r) {
           {"skipped_empty", r.skipped_empty},
           {"chunks", r.chunks},
           {"new_chunks", r.new_chunks},
+          {"removed_chunks", r.removed_chunks},
           {"tokens", r.tokens},
           {"max_chunk_tokens", r.max_chunk_tokens},
           {"table_chunks", r.table_chunks},
@@ -83,10 +85,14 @@ Manifest open_store(const std::string& dir, const gguf::File& model, uint64_t fi
   return manifest;
 }
 
+// Where the corpus of this run puts each chunk it brings: the first document bringing it, and the chunk's index
+// there.
+using ChunkPlaces = std::unordered_map<uint64_t, std::pair<std::string, uint32_t>>;
+
 // Tokenizing is the work: a batch of documents in parallel, then its chunks added to the table in corpus order so
 // that the table is deterministic.
 void add_documents(std::vector<Document>& docs, const ChunkStageOptions& options, const BpeTokenizer& tokenizer,
-                   ChunkTable& table, ChunkStageResult& result, Progress& progress) {
+                   ChunkTable& table, ChunkPlaces& brought, ChunkStageResult& result, Progress& progress) {
   const Tokenize tokenize = [&](std::string_view text) { return tokenizer.encode(text, false, false); };
   std::vector<std::vector<TextChunk>> pieces(docs.size());
   tbb::parallel_for(size_t(0), docs.size(), [&](size_t d) {
@@ -104,10 +110,26 @@ void add_documents(std::vector<Document>& docs, const ChunkStageOptions& options
       result.tokens += piece.tokens.size();
       result.max_chunk_tokens = std::max<uint64_t>(result.max_chunk_tokens, piece.tokens.size());
       ++result.chunks;
+      brought.emplace(chunk_id(piece.tokens, table.model_fingerprint()), std::make_pair(doc.id, (uint32_t)i));
       result.new_chunks += table.add({0, doc.id, doc.title, doc.text.substr(piece.begin, piece.end - piece.begin),
                                       (uint32_t)i, std::move(piece.tokens)});
     }
   }
+}
+
+// The table without the chunks no document of the corpus brings, each kept chunk under the first document that
+// brings it now, in the table's order (so a store's rows keep their order across edits).
+ChunkTable without_removed(const ChunkTable& table, const ChunkPlaces& brought) {
+  ChunkTable kept(table.model_fingerprint());
+  for (const ChunkRecord& c : table.chunks()) {
+    const auto it = brought.find(c.id);
+    if (it == brought.end()) continue;
+    ChunkRecord record = c;
+    record.doc_id = it->second.first;
+    record.index_in_doc = it->second.second;
+    kept.add(std::move(record));
+  }
+  return kept;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -142,10 +164,15 @@ ChunkStageResult chunk_into_store(const ChunkStageOptions& options) {
             hex64(result.model_fingerprint));
   // The corpus streams past in batches: only the chunk table grows with it.
   Progress progress(kStage, "documents", corpus.documents, options.progress);
+  ChunkPlaces brought;
   stream_corpus(options.corpus, kDocumentsPerBatch, [&](std::vector<Document>& docs) {
-    add_documents(docs, options, tokenizer, table, result, progress);
+    add_documents(docs, options, tokenizer, table, brought, result, progress);
   });
   progress.finish();
+  if (!options.keep_removed && table.size() > brought.size()) {
+    result.removed_chunks = table.size() - brought.size();
+    table = without_removed(table, brought);
+  }
   result.documents = corpus.documents + corpus.skipped_empty;
   result.skipped_empty = corpus.skipped_empty;
   result.table_chunks = table.size();
@@ -154,7 +181,7 @@ ChunkStageResult chunk_into_store(const ChunkStageOptions& options) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   KVF_CHECK(!ec, "store ", dir, ": cannot create the directory: ", ec.message());
-  if (result.new_chunks > 0 || !fs::exists(chunks_path)) {
+  if (result.new_chunks > 0 || result.removed_chunks > 0 || !fs::exists(chunks_path)) {
     PendingFile file(chunks_path);
     table.write(file);
     commit_store_file(dir, manifest, file, kChunksFile);

@@ -1,5 +1,6 @@
 // The `chunk` stage of kvprep: corpus -> chunks.h5 and the manifest of a store. A rerun over the same corpus does
-// nothing; a rerun over a grown corpus adds only the chunks the store does not hold yet.
+// nothing; a rerun over a changed corpus adds only the chunks the store does not hold yet and drops those that no
+// document brings any more (unless keep_removed).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,6 +15,10 @@ struct ChunkStageOptions {
   std::string store_dir;   // created when missing
   std::string model_path;  // the decoder's GGUF: tokenizer and fingerprint
   ChunkerOptions chunker;
+  // The corpus is the whole collection: chunks that none of its documents bring any more (documents removed or
+  // edited) leave the chunk table, and the later stages drop their embeddings, neighbours and KV. true: the
+  // corpus only adds to the store (a feed of new documents); nothing leaves it.
+  bool keep_removed = false;
   ProgressOptions progress;
 };
 
@@ -25,6 +30,7 @@ struct ChunkStageResult {
   uint64_t skipped_empty = 0;
   uint64_t chunks = 0;      // chunks its documents make, whether new or already stored
   uint64_t new_chunks = 0;  // added to the store by this run
+  uint64_t removed_chunks = 0;  // dropped from the store by this run: no document of the corpus brings them
   uint64_t tokens = 0;      // over `chunks`
   uint64_t max_chunk_tokens = 0;
   // The store's chunk table after the run.

@@ -57,7 +57,7 @@ PrecomputeView::PrecomputeView(const std::string& store_dir, const Manifest& m, 
   KVF_CHECK(similarity_ || mode == "independent", "precompute view: mode must be independent or similarity, got '",
             mode, "'");
   // Always S as stored (rounded to the store's dtype), so a first run and a resumed one see the same view.
-  const KvModeReader system_store(store_dir, m, "system", fingerprint);
+  const KvModeReader system_store(store_dir, m, kSystemKvMode, fingerprint);
   const uint64_t s_id = chunk_id(s_tokens, fingerprint);
   KVF_CHECK(system_store.contains(s_id), store_dir, ": the system prompt's KV is missing; run `kvprep prefill`");
   system_kv_ = host_to_segment(system_store.read(s_id), system_store.layout(), backend,

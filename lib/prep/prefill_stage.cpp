@@ -33,8 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-constexpr const char* kSystemMode = "system";
-
 std::vector<int32_t> iota(int64_t n, int32_t start) {
   std::vector<int32_t> v((size_t)n);
   for (int64_t i = 0; i < n; ++i) v[i] = start + (int32_t)i;
@@ -143,13 +141,13 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   const int32_t s_len = (int32_t)s_tokens.size();
   const uint64_t s_id = chunk_id(s_tokens, fingerprint);
   const Cluster& cluster = Cluster::world();
-  if (!KvModeReader(o.store_dir, m, kSystemMode, fingerprint).contains(s_id)) {
+  if (!KvModeReader(o.store_dir, m, kSystemKvMode, fingerprint).contains(s_id)) {
     if (cluster.leader()) {  // one S for the store
       ForwardRequest r;
       r.tokens = s_tokens;
       r.positions = iota(s_len, 0);
       r.return_kv = true;
-      ShardSink sink(o.store_dir, m, layout_for(*decoder, kSystemMode, fingerprint, o.dtype), 0);
+      ShardSink sink(o.store_dir, m, layout_for(*decoder, kSystemKvMode, fingerprint, o.dtype), 0);
       sink.add(s_id, segment_to_host(source_layers_of(decoder->forward(r).kv, decoder->kv_sources()), *backend));
       sink.flush();
     }
@@ -170,6 +168,11 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   std::unordered_set<uint64_t> left_without_kv;  // by a limited run
   for (const ChunkRecord& c : chunks.chunks())
     if (limited && !wanted.count(c.id) && !existing.contains(c.id)) left_without_kv.insert(c.id);
+  if (!o.refresh_changed_neighbors)
+    for (size_t row = 0; row < chunks.size(); ++row) {
+      const uint64_t id = chunks.chunks()[row].id;
+      res.stale += existing.contains(id) && existing.context(id) != view.context_hash(row);
+    }
   std::vector<std::pair<size_t, size_t>> groups;  // fixed batches with at least one chunk to compute
   size_t missing = 0;
   for (const auto& [begin, end] : fixed_chunk_batches(chunks, o.batch_tokens)) {
@@ -260,6 +263,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   res.shards_written = totals[3], res.stored_bytes = totals[4], res.scored = totals[5];
   std::map<std::string, uint64_t> counts = {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}};
   if (!left_without_kv.empty()) counts["missing"] = left_without_kv.size();
+  if (res.stale) counts["stale"] = res.stale;
   sink.finish_stage(stage, counts);
   if (cluster.leader()) publish_store_generation(o.store_dir);  // when this KV completes the store
   cluster.barrier();

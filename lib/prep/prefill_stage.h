@@ -56,6 +56,9 @@ struct PrefillStageResult {
   uint64_t shards_written = 0;
   uint64_t stored_bytes = 0;   // KV bytes written by this run
   uint64_t scored = 0;         // chunks whose anchor scores were recorded
+  // similarity: chunks whose stored KV was computed with another neighbour list than the store's now (their
+  // neighbours were added, edited or removed since), kept as they are unless refresh_changed_neighbors
+  uint64_t stale = 0;
   double seconds = 0;
   // Where this rank's time went: loading the model, building requests (neighbour KV reads), the forward passes,
   // reading the KV back (to host memory, token-major), and converting, checking and storing it (shard files).

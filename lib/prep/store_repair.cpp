@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 // The stage whose record says `file` is current, and the command that writes it again.
 RepairedFile owner_of(const Manifest& m, const std::string& file) {
   const std::string mode = kv_mode_of_shard(file);
-  if (mode == "system") return {file, "", "kvprep prefill (any mode computes S again)"};
+  if (mode == kSystemKvMode) return {file, "", "kvprep prefill (any mode computes S again)"};
   if (!mode.empty()) {
     if (m.find_stage("compress-" + mode)) return {file, "compress-" + mode, "kvprep compress --to " + mode + " ..."};
     return {file, "prefill-" + mode, "kvprep prefill --mode " + mode};

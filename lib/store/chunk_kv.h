@@ -43,6 +43,9 @@ std::vector<int32_t> layer_map_of_sources(const std::vector<int32_t>& sources, i
 // The source layers of a segment (those a store keeps), sharing its tensors; every layer when `sources` is empty.
 KvSegment source_layers_of(const KvSegment& seg, const std::vector<int32_t>& sources);
 
+// The mode holding the KV of the system prompt S that every prompt starts with (one chunk per store).
+inline constexpr const char* kSystemKvMode = "system";
+
 // Shard file name of a mode inside a store: "kv/<mode>-00003.h5".
 std::string kv_shard_name(const std::string& mode, size_t number);
 // The mode of a shard's store path ("kv/sim-a25-00003.h5" -> "sim-a25"); empty when the path is no KV shard.

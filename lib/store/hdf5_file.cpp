@@ -321,6 +321,23 @@ std::vector<uint64_t> File::raw_shape(const std::string& name, hid_t type) const
   return {hd.begin(), hd.end()};
 }
 
+int File::deflate_level(const std::string& name) const {
+  const QuietErrors quiet;
+  Handle dset(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "missing dataset '" + name + "'"), H5Dclose);
+  Handle props(check(H5Dget_create_plist(dset.get()), "cannot read the properties of dataset '" + name + "'"),
+               H5Pclose);
+  const int filters = H5Pget_nfilters(props.get());
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0, values[4] = {0, 0, 0, 0};
+    size_t n_values = 4;
+    char filter_name[64];
+    if (H5Pget_filter2(props.get(), (unsigned)i, &flags, &n_values, values, sizeof filter_name, filter_name,
+                       nullptr) == H5Z_FILTER_DEFLATE)
+      return n_values > 0 ? (int)values[0] : 0;
+  }
+  return 0;
+}
+
 void File::read_raw_rows(const std::string& name, hid_t type, uint64_t first, uint64_t count, void* out) const {
   const QuietErrors quiet;
   const std::string what = "dataset '" + name + "'";

@@ -90,6 +90,8 @@ class File {
                  uint64_t chunk_rows = 0, int deflate_level = 0) const;
   // The dimensions of a dataset whose element type must equal `type` exactly.
   std::vector<uint64_t> raw_shape(const std::string& name, hid_t type) const;
+  // The deflate level a dataset was written with (write_raw's deflate_level); 0 when it is not deflated.
+  int deflate_level(const std::string& name) const;
   // Reads rows [first, first + count) along dimension 0 (a hyperslab: only those rows' chunks are read).
   void read_raw_rows(const std::string& name, hid_t type, uint64_t first, uint64_t count, void* out) const;
 

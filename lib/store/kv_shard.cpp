@@ -191,6 +191,13 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
            dtype == KvDtype::F16 ? " (bf16 holds it: --dtype bf16)" : "");
     }
   }
+  finish_entry(e, chunk_id, positions, rows, context, anchor_scores, at, scale_at);
+}
+
+void KvShardWriter::finish_entry(KvChunkEntry& e, uint64_t chunk_id, const int32_t* positions, uint32_t rows,
+                                 uint64_t context, const double* anchor_scores, size_t at, size_t scale_at) {
+  const size_t bytes = (size_t)rows * layout_.row_elems() * layout_.element_bytes();
+  const size_t groups = (size_t)rows * layout_.stored_layers * layout_.kv_heads;
   ids_.insert(chunk_id);
   e.chunk_id = chunk_id;
   e.first_row = positions_.size();
@@ -205,7 +212,7 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
   const std::pair<const void*, size_t> pos = {positions_.data() + e.first_row, rows * sizeof(int32_t)};
   e.checksum = layout_.low_bit()
                    ? chunk_checksum({{blob_.data() + e.first_byte, blob_.size() - e.first_byte}, pos})
-               : dtype == KvDtype::Int8
+               : layout_.dtype == KvDtype::Int8
                    ? chunk_checksum({{k_.data() + at, bytes},
                                      {v_.data() + at, bytes},
                                      {k_scale_.data() + scale_at, groups * sizeof(uint16_t)},
@@ -214,6 +221,33 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
                    : chunk_checksum({{k_.data() + at, bytes}, {v_.data() + at, bytes}, pos});
   e.context = context;
   index_.push_back(e);
+}
+
+void KvShardWriter::add_stored_chunk(const KvShardReader& from, const RawKvChunk& raw,
+                                     const std::vector<double>& anchor_scores) {
+  const KvShardLayout& l = from.layout();
+  KVF_CHECK(l.mode == layout_.mode && l.model_fingerprint == layout_.model_fingerprint && l.dtype == layout_.dtype &&
+                l.layer_map == layout_.layer_map && l.kv_heads == layout_.kv_heads &&
+                l.head_dim == layout_.head_dim && l.quant_group == layout_.quant_group &&
+                l.keep_first == layout_.keep_first,
+            from.path(), ": its layout differs from the shard being written (mode ", layout_.mode, ")");
+  from.verify_raw_checksum(raw);  // damage is not copied on
+  const KvChunkEntry& source = from.index().at(raw.entry);
+  KVF_CHECK(ids_.count(source.chunk_id) == 0, "kv shard: chunk ", hex64(source.chunk_id), " added twice");
+  KVF_CHECK(anchor_scores.empty() || anchor_scores.size() == source.rows, "kv shard: chunk ",
+            hex64(source.chunk_id), ": ", anchor_scores.size(), " anchor scores for ", source.rows, " rows");
+  KvChunkEntry e;
+  const size_t at = k_.size(), scale_at = k_scale_.size();
+  e.first_byte = blob_.size();
+  k_.insert(k_.end(), raw.k.begin(), raw.k.end());
+  v_.insert(v_.end(), raw.v.begin(), raw.v.end());
+  k_scale_.insert(k_scale_.end(), raw.k_scale.begin(), raw.k_scale.end());
+  v_scale_.insert(v_scale_.end(), raw.v_scale.begin(), raw.v_scale.end());
+  blob_.insert(blob_.end(), raw.bytes.begin(), raw.bytes.end());
+  finish_entry(e, source.chunk_id, raw.positions.data(), source.rows, source.context,
+               anchor_scores.empty() ? nullptr : anchor_scores.data(), at, scale_at);
+  KVF_CHECK(e.checksum == source.checksum, from.path(), ": chunk ", hex64(source.chunk_id),
+            " copied with another checksum");
 }
 
 uint64_t KvShardWriter::bytes() const {
@@ -440,6 +474,8 @@ void KvShardReader::read_raw(size_t entry, RawKvChunk& raw) const {
 }
 
 // The checksum add_chunk computed, over the same parts.
+int KvShardReader::deflate_level() const { return file_->deflate_level(layout_.low_bit() ? "blob" : "k"); }
+
 void KvShardReader::verify_raw_checksum(const RawKvChunk& raw) const {
   const KvChunkEntry& e = entry_at(raw.entry);
   const auto part = [](const auto& x) { return std::pair<const void*, size_t>{x.data(), x.size() * sizeof(x[0])}; };

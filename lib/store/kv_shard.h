@@ -79,6 +79,8 @@ struct KvRowsOut {
 // them. Whoever holds it must not call anything that takes it too (read_chunk does).
 RawKvChunk& thread_raw_chunk();
 
+class KvShardReader;
+
 class KvShardWriter {
  public:
   explicit KvShardWriter(KvShardLayout layout);  // throws kvf::Error on an inconsistent layout
@@ -90,6 +92,9 @@ class KvShardWriter {
   // so that anchor selection needs no second precompute; a shard stores them when any chunk has them.
   void add_chunk(uint64_t chunk_id, const float* k, const float* v, const int32_t* positions, uint32_t rows,
                  uint64_t context = 0, const double* anchor_scores = nullptr);
+  // A chunk as another shard of the same layout stores it (read_raw), bytes unchanged: its checksum is verified
+  // first, and its context and, when given, its anchor scores are kept. For rewriting shards without re-encoding.
+  void add_stored_chunk(const KvShardReader& from, const RawKvChunk& raw, const std::vector<double>& anchor_scores);
   size_t chunks() const { return index_.size(); }
   uint64_t rows() const { return positions_.size(); }
   uint64_t bytes() const;  // stored bytes held so far (k, v, int8 scales, positions): rows() * bytes_per_row()
@@ -99,6 +104,10 @@ class KvShardWriter {
   void write(const std::string& path) const;
 
  private:
+  // The entry of a chunk whose stored bytes were appended at `at` (k, v) and `scale_at` (int8 scales), or at
+  // e.first_byte (low-bit): rows, positions, anchor scores, context and checksum.
+  void finish_entry(KvChunkEntry& e, uint64_t chunk_id, const int32_t* positions, uint32_t rows, uint64_t context,
+                    const double* anchor_scores, size_t at, size_t scale_at);
   KvShardLayout layout_;
   std::vector<uint8_t> k_, v_;               // stored elements, element_bytes() each (f16/bf16 host order = LE)
   std::vector<uint16_t> k_scale_, v_scale_;  // int8 only: f16 bits, [rows, stored_layers, kv_heads]
@@ -143,11 +152,14 @@ class KvShardReader {
   void check_low_bit_encoded(const RawKvChunk& raw) const;
   // The chunk's anchor scores recorded during prefill (one per row), or empty when the shard or chunk has none.
   std::vector<double> read_anchor_scores(size_t entry) const;
+  // The deflate level its K (or low-bit bytes) were written with (KvShardWriter::set_deflate_level); 0: none.
+  int deflate_level() const;
+  // Whether what read_raw filled has the checksum the index records; kvf::Error naming the chunk otherwise.
+  void verify_raw_checksum(const RawKvChunk& raw) const;
 
  private:
   void require_finite(const KvChunkEntry& e, int64_t row, int64_t layer, const float* k, const float* v) const;
   const KvChunkEntry& entry_at(size_t entry) const;  // throws for an entry past the index
-  void verify_raw_checksum(const RawKvChunk& raw) const;
   explicit KvShardReader(const std::string& path);
   std::unique_ptr<h5::File> file_;  // kept open for row-range reads; one thread at a time (HDF5 1.10)
   KvShardLayout layout_;

@@ -35,10 +35,12 @@ class KvprepPipeline : public ::testing::Test {
 
 TEST_F(KvprepPipeline, RunsEveryStageThenNothing) {
   run_pipeline(yaml, overrides(), record);
-  ASSERT_EQ(steps.size(), 8u);
+  ASSERT_EQ(steps.size(), 9u);
   EXPECT_EQ(steps[6].name, "compress sim-a50-q8");
-  EXPECT_EQ(steps.back().name, "publish");  // readers move to the new tables now (docs/store.md, "Generations")
-  const std::string published = steps.back().outcome;
+  EXPECT_EQ(steps[7].name, "publish");  // readers move to the new tables now (docs/store.md, "Generations")
+  const std::string published = steps[7].outcome;
+  EXPECT_EQ(steps.back().name, "prune");
+  EXPECT_EQ(steps.back().outcome, "nothing to reclaim");
   EXPECT_NE(published.find("readers use generation"), std::string::npos) << published;
   const Manifest m = load_manifest((dir / "store").string());
   for (const char* stage : {"chunk", "embed", "index", "neighbors", "prefill-independent", "prefill-similarity",
@@ -47,9 +49,10 @@ TEST_F(KvprepPipeline, RunsEveryStageThenNothing) {
   EXPECT_EQ(m.settings["neighbors"]["top_n"], 2);
   steps.clear();
   run_pipeline(yaml, overrides(), record);
-  ASSERT_EQ(steps.size(), 8u);
-  for (size_t i = 0; i + 1 < steps.size(); ++i) EXPECT_EQ(steps[i].outcome, "up to date") << steps[i].name;
-  EXPECT_EQ(steps.back().outcome, published);  // nothing changed: the same generation
+  ASSERT_EQ(steps.size(), 9u);
+  for (size_t i = 0; i + 2 < steps.size(); ++i) EXPECT_EQ(steps[i].outcome, "up to date") << steps[i].name;
+  EXPECT_EQ(steps[7].outcome, published);  // nothing changed: the same generation
+  EXPECT_EQ(steps.back().outcome, "nothing to reclaim");
 }
 
 TEST_F(KvprepPipeline, UnknownKeysAndBadValuesAreNamed) {

@@ -693,6 +693,63 @@ TEST(KvShard, LowBitDamageIsCaught) {
 // The split that lets chunk loads decode in parallel: read_raw does the file reads, decode_chunk works on the raw
 // bytes alone (a byte flipped in memory fails the checksum the file would pass), from many threads at once, and
 // gives exactly what read_chunk gives.
+// Rewriting a shard (kvprep prune) copies a chunk's stored bytes: every dtype reads back exactly as before, with its
+// checksum, context, anchor scores and the shard's deflate level; a damaged chunk or another layout is refused.
+TEST(KvShard, StoredChunksCopyBitForBit) {
+  for (const KvDtype dtype : {KvDtype::F16, KvDtype::BF16, KvDtype::Int8, KvDtype::Int4, KvDtype::Int3}) {
+    const fs::path dir = test::fresh_test_dir();
+    KvShardLayout l = small_layout(dtype);
+    if (l.low_bit()) l.quant_group = 8, l.keep_first = 1;
+    const auto chunks = random_chunks(l, {4, 9, 2}, 31);
+    const std::vector<double> scores = {0.5, 0.25, 2.0, 1.0};
+    KvShardWriter w(l);
+    w.set_deflate_level(3);
+    w.add_chunk(chunks[0].id, chunks[0].k.data(), chunks[0].v.data(), chunks[0].positions.data(), 4, 77,
+                scores.data());
+    w.add_chunk(chunks[1].id, chunks[1].k.data(), chunks[1].v.data(), chunks[1].positions.data(), 9, 88);
+    w.add_chunk(chunks[2].id, chunks[2].k.data(), chunks[2].v.data(), chunks[2].positions.data(), 2, 99);
+    const std::string from_path = (dir / "from.h5").string(), to_path = (dir / "to.h5").string();
+    w.write(from_path);
+    const KvShardReader from = KvShardReader::open(from_path, kFingerprint);
+    EXPECT_EQ(from.deflate_level(), 3);
+    KvShardWriter copy(from.layout());
+    copy.set_deflate_level(from.deflate_level());
+    RawKvChunk raw;
+    for (const size_t e : {size_t(2), size_t(0)}) {  // chunk 1 left out, the order changed
+      from.read_raw(e, raw);
+      copy.add_stored_chunk(from, raw, from.read_anchor_scores(e));
+    }
+    copy.write(to_path);
+    const KvShardReader to = KvShardReader::open(to_path, kFingerprint);
+    EXPECT_EQ(to.deflate_level(), 3);
+    ASSERT_EQ(to.index().size(), 2u);
+    std::vector<float> k0, v0, k1, v1;
+    std::vector<int32_t> p0, p1;
+    for (const auto& [to_entry, from_entry] : {std::pair<size_t, size_t>{0, 2}, {1, 0}}) {
+      EXPECT_EQ(to.index()[to_entry].chunk_id, from.index()[from_entry].chunk_id);
+      EXPECT_EQ(to.index()[to_entry].checksum, from.index()[from_entry].checksum);
+      EXPECT_EQ(to.index()[to_entry].context, from.index()[from_entry].context);
+      from.read_chunk(from_entry, k0, v0, p0, true);
+      to.read_chunk(to_entry, k1, v1, p1, true);
+      EXPECT_EQ(k0, k1) << kv_dtype_name(dtype);
+      EXPECT_EQ(v0, v1) << kv_dtype_name(dtype);
+      EXPECT_EQ(p0, p1);
+    }
+    EXPECT_EQ(to.read_anchor_scores(1), scores);
+    EXPECT_TRUE(to.read_anchor_scores(0).empty());
+    EXPECT_TRUE(verify_kv_shard(to_path, kFingerprint).empty());
+
+    from.read_raw(1, raw);
+    (l.low_bit() ? raw.bytes : raw.k)[0] ^= 0x10;
+    EXPECT_THAT(error_of([&] { copy.add_stored_chunk(from, raw, {}); }), HasSubstr("checksum")) << kv_dtype_name(dtype);
+    KvShardLayout other = l;
+    other.mode = "similarity";
+    KvShardWriter elsewhere(other);
+    from.read_raw(1, raw);
+    EXPECT_THAT(error_of([&] { elsewhere.add_stored_chunk(from, raw, {}); }), HasSubstr("layout differs"));
+  }
+}
+
 TEST(KvShard, RawChunksDecodeApartFromTheFile) {
   for (const KvDtype dtype : {KvDtype::F16, KvDtype::BF16, KvDtype::Int8, KvDtype::Int4}) {
     KvShardLayout l = small_layout(dtype);

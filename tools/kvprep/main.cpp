@@ -8,6 +8,7 @@
 #include "compress_command.h"
 #include "common/cli.h"
 #include "prefill_command.h"
+#include "prune_command.h"
 #include "retrieval_commands.h"
 #include "run_command.h"
 #include "verify_command.h"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   kvf::cli::add_prefill_command(app);
   kvf::cli::add_compress_command(app);
   kvf::cli::add_share_search_command(app);
+  kvf::cli::add_prune_command(app);
   kvf::cli::add_verify_command(app);
   kvf::cli::add_inspect_command(app);
   kvf::cli::add_run_command(app);

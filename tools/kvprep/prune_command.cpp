@@ -1,0 +1,40 @@
+#include "prune_command.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "common/cli.h"
+#include "prep/store_prune.h"
+#include "store/store_lock.h"
+#include "store_lock_option.h"
+
+namespace kvf::cli {
+
+void add_prune_command(CLI::App& app) {
+  struct Args {
+    std::string store;
+    bool dry_run = false, wait_lock = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("prune", "Reclaim the stored KV of removed chunks and superseded entries");
+  cmd->footer(
+      "Examples:\n"
+      "  kvprep prune --store stores/demo --dry-run     # what would go, and the KV bytes before and after\n"
+      "  kvprep prune --store stores/demo\n"
+      "`kvprep chunk` over a corpus without some documents (removed or edited) drops their chunks; this drops\n"
+      "their KV: shards holding some of it are rewritten without it (stored bytes copied, never re-encoded),\n"
+      "shards holding only it are deleted. It also drops KV entries that a recomputation replaced\n"
+      "(`prefill --refresh-neighbors`). Chunks the published generation still reaches keep their KV, so readers\n"
+      "never lose an answer. `kvprep run` prunes after every run.");
+  cmd->add_option("--store", a->store, "store directory")->required();
+  cmd->add_flag("--dry-run", a->dry_run, "count what would be reclaimed; change nothing");
+  add_wait_lock_flag(cmd, a->wait_lock);
+  cmd->callback([a] {
+    const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
+    const PruneResult r = prune_store({a->store, a->dry_run});
+    std::printf("%s%s: %s\n", a->dry_run ? "dry run: " : "", a->store.c_str(), describe_prune(r).c_str());
+    std::printf("kept %llu KV entries\n", (unsigned long long)r.kept);
+  });
+}
+
+}  // namespace kvf::cli
