@@ -134,6 +134,11 @@ class Backend {
   }
   // y = x / rms(x) * weight, per row (x f32; y f32, or the matmul_input_dtype of the weights it feeds)
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) = 0;
+  // x = (x - mean) / sqrt(var + eps) * gamma + beta, per row (f32; the BERT encoder's LayerNorm). This default
+  // computes on the host (through a copy on a device backend: lib/backend/encoder_ops.cpp).
+  virtual void layer_norm(Tensor& x, const Tensor& gamma, const Tensor& beta, float eps);
+  // x = gelu(x + bias), the exact (erf) GELU, per row (f32). Computed on the host like layer_norm.
+  virtual void bias_gelu(Tensor& x, const Tensor& bias);
   // y += x
   virtual void add_inplace(Tensor& y, const Tensor& x) = 0;
   // y[r, :] += bias for every row r

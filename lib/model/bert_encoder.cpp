@@ -85,53 +85,6 @@ int read_max_length(const std::string& dir, int max_positions) {
   return n;
 }
 
-void layer_norm(float* x, int64_t rows, int64_t d, const Tensor& gamma, const Tensor& beta, float eps) {
-  const float* g = gamma.data<float>();
-  const float* b = beta.data<float>();
-  tbb::parallel_for(int64_t{0}, rows, [&](int64_t r) {
-    float* v = x + r * d;
-    double sum = 0.0;
-    for (int64_t i = 0; i < d; ++i) sum += v[i];
-    const double mean = sum / (double)d;
-    double sq = 0.0;
-    for (int64_t i = 0; i < d; ++i) sq += (v[i] - mean) * (v[i] - mean);
-    const float m = (float)mean, inv = (float)(1.0 / std::sqrt(sq / (double)d + (double)eps));
-    for (int64_t i = 0; i < d; ++i) v[i] = (v[i] - m) * inv * g[i] + b[i];
-  });
-}
-
-// erf as a rational function (Eigen's float erf, clamped to [-4, 4] where it reaches +-1; within 4e-7 of erf):
-// plain arithmetic the compiler vectorises. std::erf, about 10 ns a call, made MiniLM's forward pass 30% slower.
-inline float fast_erf(float x) {
-  x = std::min(std::max(x, -4.0f), 4.0f);
-  const float x2 = x * x;
-  float p = -2.72614225801306e-10f;
-  p = p * x2 + 2.77068142495902e-08f;
-  p = p * x2 - 2.10102402082508e-06f;
-  p = p * x2 - 5.69250639462346e-05f;
-  p = p * x2 - 7.34990630326855e-04f;
-  p = p * x2 - 2.95459980854025e-03f;
-  p = p * x2 - 1.60960333262415e-02f;
-  float q = -1.45660718464996e-05f;
-  q = q * x2 - 2.13374055278905e-04f;
-  q = q * x2 - 1.68282697438203e-03f;
-  q = q * x2 - 7.37332916720468e-03f;
-  q = q * x2 - 1.42647390514189e-02f;
-  return x * p / q;
-}
-
-// h = gelu(h + bias), the exact (erf) GELU, per row of d.
-void bias_gelu(float* h, int64_t rows, int64_t d, const Tensor& bias) {
-  const float* b = bias.data<float>();
-  tbb::parallel_for(int64_t{0}, rows, [&](int64_t r) {
-    float* v = h + r * d;
-    for (int64_t i = 0; i < d; ++i) {
-      const float x = v[i] + b[i];
-      v[i] = 0.5f * x * (1.0f + fast_erf(x * 0.70710678118654752f));
-    }
-  });
-}
-
 // Reads the tensors of one model file into backend tensors, checking shapes and feeding the fingerprint.
 class WeightReader {
  public:
@@ -142,19 +95,33 @@ class WeightReader {
       prefix_ = "bert.";
   }
 
-  Tensor get(const std::string& name, const Shape& shape) {
+  Tensor get(const std::string& name, const Shape& shape) { return upload(read(name, shape), shape); }
+
+  // Each position's embedding plus the token type 0 embedding (single-sentence input: every token is of type 0),
+  // summed once here: a token then adds one row, which it gathers by its position.
+  Tensor position_and_type(int max_positions, int type_vocab_size, int64_t h) {
+    std::vector<float> sum = read("embeddings.position_embeddings.weight", {max_positions, h});
+    const std::vector<float> type = read("embeddings.token_type_embeddings.weight", {type_vocab_size, h});
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += type[i % (size_t)h];
+    return upload(sum, {max_positions, h});
+  }
+
+ private:
+  std::vector<float> read(const std::string& name, const Shape& shape) {
     const safetensors::TensorInfo& info = file_->tensor(prefix_ + name);
     KVF_CHECK(info.shape == shape, file_->path(), ": tensor '", info.name, "' has shape ", shape_str(info.shape),
               ", the config implies ", shape_str(shape));
-    const std::vector<float> values = file_->to_f32(info);
+    std::vector<float> values = file_->to_f32(info);
     XXH3_64bits_update(hash_, name.data(), name.size());
     XXH3_64bits_update(hash_, values.data(), values.size() * sizeof(float));
+    return values;
+  }
+  Tensor upload(const std::vector<float>& values, const Shape& shape) {
     Tensor t = backend_.empty(DType::F32, shape);
     backend_.copy_from_host(t, values.data(), values.size() * sizeof(float));
     return t;
   }
 
- private:
   std::shared_ptr<const safetensors::File> file_;
   Backend& backend_;
   XXH3_state_t* hash_;
@@ -184,8 +151,6 @@ BertConfig BertConfig::load(const std::string& path) {
 }
 
 std::unique_ptr<SentenceEmbedder> SentenceEmbedder::load(const std::string& dir, Backend& backend) {
-  KVF_CHECK(backend.device() == Device::Host, "SentenceEmbedder: backend '", backend.name(),
-            "' keeps tensors off the host; the encoder's host loops need a host backend");
   std::unique_ptr<SentenceEmbedder> e(new SentenceEmbedder(backend, WordPieceTokenizer::load(dir)));
   BertConfig& c = e->config_;
   try {  // a field of the wrong JSON type surfaces as a nlohmann exception
@@ -212,8 +177,7 @@ std::unique_ptr<SentenceEmbedder> SentenceEmbedder::load(const std::string& dir,
   WeightReader w(dir + "/model.safetensors", backend, hash.get());
   const int64_t h = c.hidden, f = c.intermediate;
   e->word_embd_ = w.get("embeddings.word_embeddings.weight", {c.vocab_size, h});
-  e->pos_embd_ = w.get("embeddings.position_embeddings.weight", {c.max_positions, h});
-  e->type_embd_ = w.get("embeddings.token_type_embeddings.weight", {c.type_vocab_size, h});
+  e->pos_type_embd_ = w.position_and_type(c.max_positions, c.type_vocab_size, h);
   e->embd_ln_g_ = w.get("embeddings.LayerNorm.weight", {h});
   e->embd_ln_b_ = w.get("embeddings.LayerNorm.bias", {h});
   for (int i = 0; i < c.layers; ++i) {
@@ -273,14 +237,14 @@ void SentenceEmbedder::layer_forward(const Layer& w, const Packed& p, Tensor& x)
   }
   Tensor attn = linear(ctx, w.wo, w.bo, h);
   be.add_inplace(attn, x);
-  layer_norm(attn.data<float>(), n, h, w.ln1_g, w.ln1_b, config_.layer_norm_eps);
+  be.layer_norm(attn, w.ln1_g, w.ln1_b, config_.layer_norm_eps);
 
   Tensor ffn = be.empty(DType::F32, {n, config_.intermediate});
   be.matmul_nt(attn, w.w1, ffn);
-  bias_gelu(ffn.data<float>(), n, config_.intermediate, w.b1);
+  be.bias_gelu(ffn, w.b1);
   x = linear(ffn, w.w2, w.b2, h);
   be.add_inplace(x, attn);
-  layer_norm(x.data<float>(), n, h, w.ln2_g, w.ln2_b, config_.layer_norm_eps);
+  be.layer_norm(x, w.ln2_g, w.ln2_b, config_.layer_norm_eps);
 }
 
 std::vector<float> SentenceEmbedder::embed_tokens(const TokenBatch& batch) const {
@@ -312,15 +276,22 @@ std::vector<float> SentenceEmbedder::embed_tokens(const TokenBatch& batch) const
   be.copy_from_host(id_tensor, ids.data(), ids.size() * sizeof(int32_t));
   Tensor x = be.empty(DType::F32, {n, h});
   be.embedding(word_embd_, id_tensor, x);
-  // Single-sentence input: every token is of type 0.
-  const float* pe = pos_embd_.data<float>();
-  const float* te = type_embd_.data<float>();
-  tbb::parallel_for(int64_t{0}, n, [&](int64_t t) {
-    float* row = x.data<float>() + t * h;
-    for (int64_t i = 0; i < h; ++i) row[i] += pe[pos[(size_t)t] * h + i] + te[i];
-  });
-  layer_norm(x.data<float>(), n, h, embd_ln_g_, embd_ln_b_, config_.layer_norm_eps);
+  Tensor pos_tensor = be.empty(DType::I32, {n});
+  be.copy_from_host(pos_tensor, pos.data(), pos.size() * sizeof(int32_t));
+  Tensor added = be.empty(DType::F32, {n, h});
+  be.gather_rows(pos_type_embd_, pos_tensor, added);
+  be.add_inplace(x, added);
+  be.layer_norm(x, embd_ln_g_, embd_ln_b_, config_.layer_norm_eps);
   for (const Layer& l : layers_) layer_forward(l, p, x);
+
+  // Pooling reads every row once: on the host (a copy from a device backend).
+  std::vector<float> copied;
+  const float* hidden = x.data<float>();
+  if (be.device() != Device::Host) {
+    copied.resize((size_t)(n * h));
+    be.copy_to_host(x, copied.data(), copied.size() * sizeof(float));
+    hidden = copied.data();
+  }
 
   std::vector<float> out((size_t)(batch.rows * h));
   tbb::parallel_for(int64_t{0}, batch.rows, [&](int64_t s) {
@@ -328,7 +299,7 @@ std::vector<float> SentenceEmbedder::embed_tokens(const TokenBatch& batch) const
     const int64_t used = pooling_ == Pooling::Cls ? 1 : len;  // CLS: the sequence's first token
     std::vector<double> acc((size_t)h, 0.0);
     for (int64_t t = begin; t < begin + used; ++t)
-      for (int64_t i = 0; i < h; ++i) acc[(size_t)i] += x.data<float>()[t * h + i];
+      for (int64_t i = 0; i < h; ++i) acc[(size_t)i] += hidden[t * h + i];
     double norm = 0.0;
     for (double a : acc) norm += a * a;
     // Mean pooling's division by the count cancels in the normalisation.

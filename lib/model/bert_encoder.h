@@ -61,7 +61,7 @@ class SentenceEmbedder {
   BertConfig config_;
   Pooling pooling_ = Pooling::Mean;
   int max_length_ = 0;
-  Tensor word_embd_, pos_embd_, type_embd_, embd_ln_g_, embd_ln_b_;
+  Tensor word_embd_, pos_type_embd_, embd_ln_g_, embd_ln_b_;  // pos_type: position + token type 0
   std::vector<Layer> layers_;
   uint64_t fingerprint_ = 0;
 };

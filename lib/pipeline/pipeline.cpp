@@ -85,6 +85,7 @@ class Config {
         {"index",
          {"kind", "ivf_nlist", "ivf_nprobe", "pq_m", "pq_refine", "train_sample", "hnsw_m", "hnsw_ef_construction",
           "hnsw_ef_search"}},
+        {"embed", {"backend", "batch"}},
         {"neighbors", {"top_n"}},
         {"prefill",
          {"modes", "dtype", "compute", "backend", "system", "batch_tokens", "shard_mb", "neighbor_cache_mb",
@@ -137,6 +138,8 @@ class Config {
     one_of("prefill", "dtype", "f16", {"f16", "bf16"}, "f16 or bf16");
     parsed_by("prefill", "compute", "fast", [](const std::string& v) { compute_mode_from_name(v); });
     one_of("prefill", "backend", "cpu", {"cpu", "cuda"}, "cpu or cuda");
+    one_of("embed", "backend", "cpu", {"cpu", "cuda"}, "cpu or cuda");
+    in_range("embed", "batch", 32, 1, 4096, "1 to 4096 texts per forward pass");
     parsed_by("prefill", "neighbor_order", "best-first", [](const std::string& v) { neighbor_order_from_name(v); });
     one_of("index", "kind", "flat", {"flat", "ivf", "ivfpq", "hnsw"}, "flat, ivf, ivfpq or hnsw");
     in_range("", "threads", 0, 0, 1 << 16, "0 (every core) or a positive thread count");
@@ -327,6 +330,8 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   EmbedStageOptions embed;
   embed.store_dir = store;
   embed.embedder_dir = resolve_model(cfg.get<std::string>("", "embedder", "minilm"));
+  embed.backend = cfg.get<std::string>("embed", "backend", embed.backend);
+  embed.batch_size = cfg.get<int>("embed", "batch", embed.batch_size);
   const EmbedStageResult e = run_embed_stage(embed);
   step({"embed", e.unchanged ? "up to date" : std::to_string(e.embedded) + " chunks embedded"});
 

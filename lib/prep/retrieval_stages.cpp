@@ -92,7 +92,7 @@ EmbedStageResult run_embed_stage(const EmbedStageOptions& o) {
   Manifest m = load_after(o.store_dir, "chunk", "chunk");
   const std::string chunks_path = in_store(o.store_dir, kChunksFile), out = in_store(o.store_dir, kEmbeddingsFile);
   const ChunkTable chunks = ChunkTable::read(chunks_path);
-  auto backend = make_cpu_backend();
+  auto backend = make_backend(o.backend);
   const auto embedder = SentenceEmbedder::load(o.embedder_dir, *backend);
   require_settings(m, "embedding",
                    {{"model", fs::path(o.embedder_dir).filename().string()},

@@ -17,6 +17,7 @@ struct EmbedStageOptions {
   std::string embedder_dir;       // a BERT-family folder (resolve_model("minilm"))
   int batch_size = 32;            // texts per forward pass
   double checkpoint_seconds = 60; // embeddings so far are committed this often: a killed run resumes from them
+  std::string backend = "cpu";    // where the encoder runs: cpu | cuda (backend/backend.h)
   ProgressOptions progress;
 };
 

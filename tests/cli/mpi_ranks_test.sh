@@ -5,7 +5,8 @@
 #      embeddings, index and neighbour files (manifest hashes) and the same KV content hash in every mode;
 #   2. rank 1 killed (SIGKILL) after the first committed prefill round: the job fails, the store verifies, and a
 #      two-rank rerun resumes and ends with that same store;
-#   3. a stage command other than run under mpirun is refused with one line.
+#   3. a stage command other than run under mpirun is refused with one line;
+#   and each rank keeps its own GPU of those the job inherits (cluster/rank_gpu.h).
 # Usage: mpi_ranks_test.sh KVPREP_BINARY
 set -euo pipefail
 kvprep=$1
@@ -52,9 +53,15 @@ for mode, kv in sorted(json.load(sys.stdin)["kv"].items()):
 fingerprint "$work/one" >"$work/one.hashes"
 grep -q "^kv similarity " "$work/one.hashes" || fail "the one-process store has no similarity KV"
 
-# 1. Two ranks.
-"${mpi[@]}" "$kvprep" run "$work/pipeline.yaml" --set store="$work/two" >"$work/two.out" 2>&1 ||
-  fail "the two-rank run failed: $(cat "$work/two.out")"
+# 1. Two ranks, each keeping one of the two GPUs the job inherits (the binding happens without a GPU: it only
+#    narrows CUDA_VISIBLE_DEVICES, which the CPU backend ignores).
+CUDA_VISIBLE_DEVICES=3,5 "${mpi[@]}" -x CUDA_VISIBLE_DEVICES "$kvprep" run "$work/pipeline.yaml" \
+  --set store="$work/two" >"$work/two.out" 2>&1 || fail "the two-rank run failed: $(cat "$work/two.out")"
+for rank in 0 1; do
+  gpu=$((rank == 0 ? 3 : 5))
+  grep -q "^rank $rank of 2: node-local rank $rank of a node with 2 GPUs uses GPU $gpu$" "$work/two.out" ||
+    fail "rank $rank was not bound to GPU $gpu: $(grep "GPU" "$work/two.out")"
+done
 "$kvprep" verify --store "$work/two" >/dev/null || fail "the two-rank store does not verify"
 fingerprint "$work/two" >"$work/two.hashes"
 diff "$work/one.hashes" "$work/two.hashes" || fail "two ranks made another store than one process"

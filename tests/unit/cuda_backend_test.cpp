@@ -156,6 +156,18 @@ TEST_F(CudaVsCpu, RowOps) {
   }
 }
 
+// The BERT encoder's LayerNorm and GELU (kvprep embed --backend cuda): the host code through copies, so exactly the
+// CPU's values.
+TEST_F(CudaVsCpu, EncoderRowOpsThroughTheHost) {
+  Pair x = random({37, 384}, 6, 3.0f), gamma = random({384}, 7), beta = random({384}, 8), bias = random({384}, 9);
+  cpu->layer_norm(x.cpu, gamma.cpu, beta.cpu, 1e-12f);
+  gpu->layer_norm(x.gpu, gamma.gpu, beta.gpu, 1e-12f);
+  EXPECT_EQ(relative_diff(x), 0.0) << "layer_norm";
+  cpu->bias_gelu(x.cpu, bias.cpu);
+  gpu->bias_gelu(x.gpu, bias.gpu);
+  EXPECT_EQ(relative_diff(x), 0.0) << "bias_gelu";
+}
+
 // The fast mode's matmul inputs: rms_norm and SwiGLU written as bf16 are the f32 results rounded to nearest, and a
 // bf16 x gives the product of those values.
 TEST_F(CudaVsCpu, RowOpsIntoBf16AndBf16MatmulInput) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cluster/cluster.h"
+#include "cluster/rank_gpu.h"
 #include "chunk_command.h"
 #include "compress_command.h"
 #include "common/cli.h"
@@ -25,7 +26,10 @@ const char* subcommand_of(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Each rank of a launched job keeps its own GPU; CUDA must not have started yet (it may start with MPI).
+  const kvf::RankGpu gpu = kvf::bind_rank_gpu();
   const kvf::ClusterSession session(&argc, &argv);
+  if (gpu.bind) std::fprintf(stderr, "%s: %s\n", kvf::Cluster::world().describe().c_str(), gpu.why.c_str());
   const kvf::Cluster& cluster = kvf::Cluster::world();
   if (!cluster.alone() && std::strcmp(subcommand_of(argc, argv), "run") != 0) {
     if (cluster.leader())
