@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/log.h"
+
 namespace kvf {
 namespace {
 
@@ -42,6 +44,7 @@ std::string format_rate(double per_s) {
 
 Progress::Progress(std::string label, std::string unit, uint64_t total, ProgressOptions options)
     : label_(std::move(label)), unit_(std::move(unit)), total_(total), options_(options), start_(Clock::now()) {
+  if (options_.out == stderr && !notes_shown()) options_.out = nullptr;  // --quiet
   if (options_.out) {
     terminal_ = options_.mode == ProgressMode::Terminal ||
                 (options_.mode == ProgressMode::Auto && isatty(fileno(options_.out)));

@@ -10,6 +10,7 @@
 
 #include "core/cpu_usage.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/progress.h"
 #include "eval/answer_metrics.h"
 #include "fusion/query_file.h"
@@ -249,8 +250,8 @@ void repair_torn_tail(const fs::path& path) {
     return;
   }
   fs::resize_file(path, keep);
-  std::fprintf(stderr, "eval: %s ended in a half-written line (%zu bytes, from a run that was stopped); cut it off, "
-               "its question is answered again\n", path.string().c_str(), text.size() - keep);
+  note("eval: %s ended in a half-written line (%zu bytes, from a run that was stopped); cut it off, "
+       "its question is answered again\n", path.string().c_str(), text.size() - keep);
 }
 
 // Checks that what OUT holds comes from this same sweep (OUT without results takes any sweep: a run refused before
@@ -433,8 +434,8 @@ void run_eval_sweep(const EvalOptions& o) {
   for (const QueryRecord& r : records)
     if (!done.count(r.query.id)) todo.push_back(&r);
   if (todo.size() < records.size())
-    std::fprintf(stderr, "eval: %zu of %zu questions already in %s/%s; answering the other %zu\n",
-                 records.size() - todo.size(), records.size(), o.out_dir.c_str(), kResultsFile, todo.size());
+    note("eval: %zu of %zu questions already in %s/%s; answering the other %zu\n", records.size() - todo.size(),
+         records.size(), o.out_dir.c_str(), kResultsFile, todo.size());
 
   const std::string results_path = output_target((fs::path(o.out_dir) / kResultsFile).string(), {}, "eval --out");
   std::ofstream results(results_path, std::ios::app);

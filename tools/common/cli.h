@@ -1,5 +1,6 @@
 // What every kvfuse CLI shares: how it runs and fails (usage errors: one line, status 2; bad input: one
-// "error: ..." line, status 1; never a crash), and its --threads convention.
+// "error: ..." line, status 1; never a crash), and its --threads convention. The options every subcommand takes
+// (--threads, --json, --quiet): common_options.h; --version: version.h.
 #pragma once
 #include <tbb/info.h>
 
@@ -18,6 +19,8 @@ inline int run_app(CLI::App& app, int argc, char** argv, const std::string& wher
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "error: %s%s (see --help)\n", where.c_str(), e.what());

@@ -1,10 +1,9 @@
 #include "chunk_command.h"
 
 #include "common/cli.h"
+#include "common/common_options.h"
 #include "store/store_lock.h"
 #include "store_lock_option.h"
-
-#include <tbb/global_control.h>
 
 #include <cstdio>
 #include <memory>
@@ -24,7 +23,7 @@ struct ChunkArgs {
   std::string model;
   size_t chunk_tokens = 256;
   size_t max_chunk_tokens = 0;
-  int threads = 0;
+  CommonOptions common;
   bool wait_lock = false;
 };
 
@@ -50,17 +49,38 @@ void print_summary(const ChunkStageResult& r, const ChunkStageOptions& o) {
   std::printf("time     %.2f s\n", r.seconds);
 }
 
+nlohmann::json summary_json(const ChunkStageResult& r, const ChunkStageOptions& o) {
+  return {{"store", o.store_dir},
+          {"unchanged", r.unchanged},
+          {"documents", r.documents},
+          {"skipped_empty", r.skipped_empty},
+          {"chunks", r.chunks},
+          {"new_chunks", r.new_chunks},
+          {"tokens", r.tokens},
+          {"max_chunk_tokens", r.max_chunk_tokens},
+          {"chunk_tokens", o.chunker.chunk_tokens},
+          {"chunk_token_limit", o.chunker.hard_max()},
+          {"table_chunks", r.table_chunks},
+          {"table_tokens", r.table_tokens},
+          {"table_bytes", r.table_bytes},
+          {"model_fingerprint", hex64(r.model_fingerprint)},
+          {"seconds", r.seconds}};
+}
+
 void run_chunk(const ChunkArgs& a) {
+  const CommandSettings settings(a.common);
   const StoreLock lock = StoreLock::acquire(a.store, a.wait_lock, true);
-  const int threads = thread_count(a.threads);
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
   ChunkStageOptions o;
   o.corpus = a.corpus;
   o.store_dir = a.store;
   o.model_path = resolve_model(model_for_store(a.model, a.store));
   o.chunker.chunk_tokens = a.chunk_tokens;
   o.chunker.max_tokens = a.max_chunk_tokens;
-  print_summary(run_chunk_stage(o), o);
+  const ChunkStageResult r = run_chunk_stage(o);
+  if (a.common.json)
+    print_json(summary_json(r, o));
+  else
+    print_summary(r, o);
 }
 
 }  // namespace
@@ -85,8 +105,9 @@ void add_chunk_command(CLI::App& app) {
   cmd->add_option("--max-chunk-tokens", args->max_chunk_tokens,
                   "hard maximum per chunk, title included (default: 1.25 x --chunk-tokens)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1 << 16));
   add_wait_lock_flag(cmd, args->wait_lock);
+  add_common_options(*cmd, args->common,
+                     "one JSON object: documents, chunks, new_chunks, tokens, table_chunks, table_bytes, seconds, ...");
   cmd->callback([args] { run_chunk(*args); });
 }
 

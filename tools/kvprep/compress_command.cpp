@@ -1,12 +1,11 @@
 #include "compress_command.h"
 
-#include <tbb/global_control.h>
-
 #include <cmath>
 #include <cstdio>
 #include <memory>
 
 #include "common/cli.h"
+#include "common/common_options.h"
 #include "store/store_lock.h"
 #include "store_lock_option.h"
 #include "compress/compress_stage.h"
@@ -30,7 +29,7 @@ void add_compress_command(CLI::App& app) {
   struct Args {
     CompressStageOptions o;
     std::string model;
-    int threads = 0;
+    CommonOptions common;
     double shard_mb = 256;
     bool wait_lock = false;
   };
@@ -100,15 +99,33 @@ void add_compress_command(CLI::App& app) {
   cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")
       ->capture_default_str()
       ->check(finite_in(1e-3, 1 << 20));
-  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1 << 16));
   add_wait_lock_flag(cmd, a->wait_lock);
+  add_common_options(*cmd, a->common, "one JSON object: mode, from, unchanged, chunks, computed, tokens, rows, stored_bytes, "
+                     "source_bytes, shared_layers, seconds, ...");
   cmd->callback([a] {
+    const CommandSettings settings(a->common);
     const StoreLock lock = StoreLock::acquire(a->o.store_dir, a->wait_lock);
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     CompressStageOptions o = a->o;
     o.model_path = resolve_model(model_for_store(a->model, a->o.store_dir));
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
     const CompressStageResult r = run_compress_stage(o);
+    if (a->common.json) {
+      print_json({{"store", o.store_dir},
+                  {"mode", o.to},
+                  {"from", o.from},
+                  {"unchanged", r.unchanged},
+                  {"chunks", r.chunks},
+                  {"computed", r.computed},
+                  {"tokens", r.tokens},
+                  {"rows", r.rows},
+                  {"stored_bytes", r.stored_bytes},
+                  {"source_bytes", r.source_bytes},
+                  {"shards_written", r.shards_written},
+                  {"recorded_scores", r.recorded_scores},
+                  {"layer_sources", r.sources},
+                  {"seconds", r.seconds}});
+      return;
+    }
     if (r.unchanged) {
       std::printf("nothing to do: all %llu chunks have %s KV\n", (unsigned long long)r.chunks, o.to.c_str());
       return;
@@ -130,7 +147,7 @@ void add_share_search_command(CLI::App& app) {
   struct Args {
     ShareSearchStageOptions o;
     std::string model;
-    int threads = 0;
+    CommonOptions common;
     bool steps = false;
     bool wait_lock = false;
   };
@@ -157,14 +174,33 @@ void add_share_search_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--steps", a->steps, "print every pair the search looked at");
-  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1 << 16));
   add_wait_lock_flag(cmd, a->wait_lock);
+  add_common_options(*cmd, a->common, "one JSON object: shared, layers_asked, similarity, sources and (--steps) steps");
   cmd->callback([a] {
+    const CommandSettings settings(a->common);
     const StoreLock lock = StoreLock::acquire(a->o.store_dir, a->wait_lock);
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     ShareSearchStageOptions o = a->o;
     o.model_path = resolve_model(model_for_store(a->model, a->o.store_dir));
     const ShareSearchResult r = run_share_search(o);
+    if (a->common.json) {
+      nlohmann::json out = {{"store", o.store_dir},
+                            {"shared", r.shared},
+                            {"layers_asked", o.search.layers},
+                            {"similarity", r.similarity},
+                            {"layer_sources", r.sources}};
+      if (a->steps) {
+        out["steps"] = nlohmann::json::array();
+        for (const ShareStep& s : r.steps)
+          out["steps"].push_back({{"target", s.target},
+                                  {"source", s.source},
+                                  {"distance", s.distance},
+                                  {"similarity", std::isnan(s.similarity) ? nlohmann::json()  // passed over
+                                                                          : nlohmann::json(s.similarity)},
+                                  {"outcome", s.outcome}});
+      }
+      print_json(out);
+      return;
+    }
     if (a->steps)
       for (const ShareStep& s : r.steps)
         std::printf("pair %2d <- %2d  distance %10.4f  similarity %s  %s\n", s.target, s.source, s.distance,

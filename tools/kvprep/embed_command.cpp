@@ -1,9 +1,8 @@
-#include <tbb/global_control.h>
-
 #include <cstdio>
 #include <memory>
 
 #include "common/cli.h"
+#include "common/common_options.h"
 #include "store/store_lock.h"
 #include "store_lock_option.h"
 #include "io/model_paths.h"
@@ -15,7 +14,8 @@ namespace kvf::cli {
 void add_embed_command(CLI::App& app) {
   struct Args {
     std::string store, embedder = "minilm";
-    int batch = 32, threads = 0;
+    int batch = 32;
+    CommonOptions common;
     double checkpoint_s = 60;
     bool wait_lock = false;
   };
@@ -31,17 +31,22 @@ void add_embed_command(CLI::App& app) {
   cmd->add_option("--checkpoint-seconds", a->checkpoint_s, "commit embeddings made so far this often")
       ->capture_default_str()
       ->check(finite_in(1e-9, 1e9));
-  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1 << 16));
   add_wait_lock_flag(cmd, a->wait_lock);
+  add_common_options(*cmd, a->common, "one JSON object: store, unchanged, chunks, embedded, dim, seconds");
   cmd->callback([a] {
+    const CommandSettings settings(a->common);
     const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     EmbedStageOptions o;
     o.store_dir = a->store;
     o.embedder_dir = resolve_model(a->embedder);
     o.batch_size = a->batch;
     o.checkpoint_seconds = a->checkpoint_s;
     const EmbedStageResult r = run_embed_stage(o);
+    if (a->common.json) {
+      print_json({{"store", a->store}, {"unchanged", r.unchanged}, {"chunks", r.chunks}, {"embedded", r.embedded},
+                  {"dim", r.dim}, {"seconds", r.seconds}});
+      return;
+    }
     if (r.unchanged) {
       std::printf("nothing to do: all %llu chunks of %s are embedded\n", (unsigned long long)r.chunks,
                   a->store.c_str());

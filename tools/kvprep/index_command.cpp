@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "common/common_options.h"
 #include "store/store_lock.h"
 #include "store_lock_option.h"
 #include "prep/retrieval_stages.h"
@@ -13,6 +14,7 @@ void add_index_command(CLI::App& app) {
   struct Args {
     std::string store;
     IndexSpec spec;
+    CommonOptions common;
     bool wait_lock = false;
   };
   auto a = std::make_shared<Args>();
@@ -53,9 +55,16 @@ void add_index_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 30));
   add_wait_lock_flag(cmd, a->wait_lock);
+  add_common_options(*cmd, a->common, "one JSON object: store, index, unchanged, vectors, seconds");
   cmd->callback([a] {
+    const CommandSettings settings(a->common);
     const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
     const IndexStageResult r = run_index_stage({a->store, a->spec});
+    if (a->common.json) {
+      print_json({{"store", a->store}, {"index", a->spec.kind}, {"unchanged", r.unchanged}, {"vectors", r.vectors},
+                  {"seconds", r.seconds}});
+      return;
+    }
     if (r.unchanged) {
       std::printf("nothing to do: the %s index of %s covers its %llu embeddings\n", a->spec.kind.c_str(),
                   a->store.c_str(), (unsigned long long)r.vectors);

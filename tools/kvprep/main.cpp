@@ -8,6 +8,7 @@
 #include "chunk_command.h"
 #include "compress_command.h"
 #include "common/cli.h"
+#include "common/version.h"
 #include "prefill_command.h"
 #include "prune_command.h"
 #include "retrieval_commands.h"
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"kvprep: turn a corpus into a store of precomputed KV caches (kvfuse)"};
   app.require_subcommand(1);
+  kvf::cli::add_version_flag(app, "kvprep");
   kvf::cli::add_chunk_command(app);
   kvf::cli::add_embed_command(app);
   kvf::cli::add_index_command(app);

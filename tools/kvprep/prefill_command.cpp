@@ -1,9 +1,8 @@
-#include <tbb/global_control.h>
-
 #include <cstdio>
 #include <memory>
 
 #include "common/cli.h"
+#include "common/common_options.h"
 #include "model/decoder.h"
 #include "store/store_lock.h"
 #include "store_lock_option.h"
@@ -18,7 +17,8 @@ void add_prefill_command(CLI::App& app) {
   struct Args {
     std::string store, model, mode = "independent", system, dtype = "f16", compute = "fast",
                 backend = "cpu", neighbor_order = "best-first";
-    int top_n = 10, threads = 0, batch_tokens = 1024, deflate = 0;
+    int top_n = 10, batch_tokens = 1024, deflate = 0;
+    CommonOptions common;
     bool refresh = false, wait_lock = false, anchor_scores = false;
     double shard_mb = 256, neighbor_cache_mb = 1024;
   };
@@ -70,13 +70,15 @@ void add_prefill_command(CLI::App& app) {
                   "similarity: neighbours' independent KV kept in memory (on the GPU with --backend cuda), MiB")
       ->capture_default_str()
       ->check(finite_in(0, 1 << 24));
-  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1 << 16));
   cmd->add_flag("--anchor-scores", a->anchor_scores,
                 "also record the attention each token receives, so `kvprep compress --anchors` needs no second pass");
   add_wait_lock_flag(cmd, a->wait_lock);
+  add_common_options(*cmd, a->common,
+                     "one JSON object: store, mode, unchanged, chunks, computed, tokens, stored_bytes, seconds, "
+                     "tokens_per_s, seconds_by_phase, ...");
   cmd->callback([a] {
+    const CommandSettings settings(a->common);
     const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a->threads));
     PrefillStageOptions o;
     o.store_dir = a->store;
     o.model_path = resolve_model(model_for_store(a->model, a->store));
@@ -94,6 +96,27 @@ void add_prefill_command(CLI::App& app) {
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
     o.neighbor_cache_bytes = (uint64_t)(a->neighbor_cache_mb * (1 << 20));
     const PrefillStageResult r = run_prefill_stage(o);
+    if (a->common.json) {
+      print_json({{"store", a->store},
+                  {"mode", a->mode},
+                  {"unchanged", r.unchanged},
+                  {"chunks", r.chunks},
+                  {"computed", r.computed},
+                  {"tokens", r.tokens},
+                  {"context_rows", r.context_rows},
+                  {"shards_written", r.shards_written},
+                  {"stored_bytes", r.stored_bytes},
+                  {"anchor_scores_recorded", r.scored},
+                  {"seconds", r.seconds},
+                  {"tokens_per_s", r.seconds > 0 ? r.tokens / r.seconds : 0.0},
+                  {"seconds_by_phase",
+                   {{"model_load", r.load_seconds},
+                    {"requests", r.view_seconds},
+                    {"forward", r.forward_seconds},
+                    {"read_back", r.readback_seconds},
+                    {"store", r.store_seconds}}}});
+      return;
+    }
     if (r.unchanged) {
       std::printf("nothing to do: all %llu chunks have %s KV\n", (unsigned long long)r.chunks, a->mode.c_str());
       return;

@@ -1,18 +1,30 @@
 #include <cstdio>
 #include <memory>
 
+#include "cluster/cluster.h"
 #include "common/cli.h"
+#include "common/common_options.h"
 #include "pipeline/pipeline.h"
 #include "run_command.h"
 #include "store_lock_option.h"
 
 namespace kvf::cli {
+namespace {
+
+// The steps of this process's run, for --json (run_pipeline takes a plain function).
+std::vector<PipelineStep>& steps_run() {
+  static std::vector<PipelineStep> steps;
+  return steps;
+}
+
+}  // namespace
 
 void add_run_command(CLI::App& app) {
   struct Args {
     std::string pipeline;
     std::vector<std::string> sets;
     bool wait_lock = false;
+    CommonOptions common;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("run", "Run every stage of a YAML pipeline in order, skipping what is done");
@@ -30,11 +42,25 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("pipeline", a->pipeline, "pipeline YAML file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a setting: key=value (dotted keys, YAML values); repeatable");
   add_wait_lock_flag(cmd, a->wait_lock);
-  cmd->callback([a] {
+  add_common_options(*cmd, a->common,
+                     "one JSON object: pipeline and steps [{name, outcome}] (--threads N is the pipeline's threads)");
+  cmd->callback([a, cmd] {
+    const CommandSettings settings(a->common);
+    std::vector<std::string> sets = a->sets;
+    if (cmd->count("--threads")) sets.push_back("threads=" + std::to_string(a->common.threads));
+    if (!a->common.json) {
+      run_pipeline(
+          a->pipeline, sets,
+          [](const PipelineStep& s) { std::printf("%-22s %s\n", s.name.c_str(), s.outcome.c_str()); }, {},
+          a->wait_lock);
+      return;
+    }
     run_pipeline(
-        a->pipeline, a->sets,
-        [](const PipelineStep& s) { std::printf("%-22s %s\n", s.name.c_str(), s.outcome.c_str()); }, {},
-        a->wait_lock);
+        a->pipeline, sets, [](const PipelineStep& s) { steps_run().push_back(s); }, {}, a->wait_lock);
+    if (!Cluster::world().leader()) return;  // one object per run, from rank 0
+    nlohmann::json steps = nlohmann::json::array();
+    for (const PipelineStep& s : steps_run()) steps.push_back({{"name", s.name}, {"outcome", s.outcome}});
+    print_json({{"pipeline", a->pipeline}, {"steps", steps}});
   });
 }
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
+#include "common/common_options.h"
 #include "core/hex.h"
 #include "io/model_paths.h"
 #include "prep/store_search.h"
@@ -27,7 +28,7 @@ void add_search_command(CLI::App& app) {
   struct Args {
     std::string store, query, embedder = "minilm";
     int top_k = 5;
-    bool json = false;
+    CommonOptions common;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("search", "Show the chunks a query retrieves from a store");
@@ -36,11 +37,12 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--query", a->query, "the query text")->required();
   cmd->add_option("--top-k", a->top_k, "chunks to show")->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_option("--embedder", a->embedder, "minilm or the folder of the store's embedder")->capture_default_str();
-  cmd->add_flag("--json", a->json, "one JSON object: query and hits [{rank, score, chunk_id, doc_id, title, text}]");
+  add_common_options(*cmd, a->common, "one JSON object: query and hits [{rank, score, chunk_id, doc_id, title, text}]");
   cmd->callback([a] {
+    const CommandSettings settings(a->common);
     const StoreSearcher searcher(a->store, resolve_model(a->embedder));
     const auto hits = searcher.search(a->query, a->top_k);
-    if (a->json) {
+    if (a->common.json) {
       nlohmann::json out = {{"query", a->query}, {"hits", nlohmann::json::array()}};
       for (size_t i = 0; i < hits.size(); ++i)
         out["hits"].push_back({{"rank", i + 1},
@@ -49,7 +51,7 @@ void add_search_command(CLI::App& app) {
                                {"doc_id", hits[i].chunk->doc_id},
                                {"title", hits[i].chunk->title},
                                {"text", hits[i].chunk->text}});
-      std::printf("%s\n", out.dump().c_str());
+      print_json(out);
       return;
     }
     for (size_t i = 0; i < hits.size(); ++i)

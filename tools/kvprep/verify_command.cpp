@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "common/common_options.h"
 #include "prep/store_repair.h"
 #include "prep/store_report.h"
 #include "store/store_lock.h"
@@ -14,6 +15,7 @@ void add_verify_command(CLI::App& app) {
   struct Args {
     std::string store;
     bool repair = false, wait_lock = false;
+    CommonOptions common;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("verify", "Check every file, checksum and table of a store (exit 1 on damage)");
@@ -25,34 +27,58 @@ void add_verify_command(CLI::App& app) {
   cmd->add_option("--store", a->store, "store directory")->required();
   cmd->add_flag("--repair", a->repair, "drop broken files from the manifest so the next stage runs recompute them");
   add_wait_lock_flag(cmd, a->wait_lock);
+  add_common_options(*cmd, a->common,
+                     "one JSON object: store, ok, problems [{kind, what}], unlisted_files, notes (--repair: dropped "
+                     "[{file, stage, rerun}], unreadable); printed before the error line of a store that fails");
   cmd->callback([a] {
+    const CommandSettings settings(a->common);
     if (a->repair) {
       const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
       const RepairResult r = repair_store(a->store);
-      for (const RepairedFile& d : r.dropped)
-        std::printf("dropped: %s%s; rerun: %s\n", d.file.c_str(),
-                    d.stage.empty() ? "" : (" and the record of stage " + d.stage).c_str(), d.rerun.c_str());
-      for (const StoreProblem& p : r.unreadable) std::printf("kept: unreadable: %s\n", p.what.c_str());
-      std::printf("%s: %zu damaged file(s) dropped\n", a->store.c_str(), r.dropped.size());
+      if (a->common.json) {
+        nlohmann::json out = {{"store", a->store}, {"dropped", nlohmann::json::array()},
+                              {"unreadable", nlohmann::json::array()}};
+        for (const RepairedFile& d : r.dropped)
+          out["dropped"].push_back({{"file", d.file}, {"stage", d.stage}, {"rerun", d.rerun}});
+        for (const StoreProblem& p : r.unreadable) out["unreadable"].push_back(p.what);
+        print_json(out);
+      } else {
+        for (const RepairedFile& d : r.dropped)
+          std::printf("dropped: %s%s; rerun: %s\n", d.file.c_str(),
+                      d.stage.empty() ? "" : (" and the record of stage " + d.stage).c_str(), d.rerun.c_str());
+        for (const StoreProblem& p : r.unreadable) std::printf("kept: unreadable: %s\n", p.what.c_str());
+        std::printf("%s: %zu damaged file(s) dropped\n", a->store.c_str(), r.dropped.size());
+      }
       if (!r.unreadable.empty())
         throw std::runtime_error(a->store + ": " + std::to_string(r.unreadable.size()) +
                                  " file(s) could not be read and were kept as they are; make them readable (or "
                                  "remove them yourself) and run verify again");
       return;
     }
-    for (const std::string& f : unlisted_store_files(a->store))
-      std::printf("note: %s/%s is not in the manifest (a killed run's, replaced by the next run of its stage, or put "
-                  "there by hand); nothing reads it\n",
-                  a->store.c_str(), f.c_str());
+    const std::vector<std::string> unlisted = unlisted_store_files(a->store);
     const std::vector<StoreProblem> problems = verify_store(a->store);
+    if (a->common.json) {
+      nlohmann::json out = {{"store", a->store}, {"ok", problems.empty()}, {"problems", nlohmann::json::array()},
+                            {"unlisted_files", unlisted}, {"notes", nlohmann::json::array()}};
+      for (const StoreProblem& p : problems)
+        out["problems"].push_back({{"kind", problem_kind_name(p.kind)}, {"what", p.what}});
+      if (problems.empty()) out["notes"] = incomplete_stages(a->store);
+      print_json(out);
+    } else {
+      for (const std::string& f : unlisted)
+        std::printf("note: %s/%s is not in the manifest (a killed run's, replaced by the next run of its stage, or "
+                    "put there by hand); nothing reads it\n",
+                    a->store.c_str(), f.c_str());
+    }
     if (problems.empty()) {
+      if (a->common.json) return;
       for (const std::string& note : incomplete_stages(a->store)) std::printf("note: %s\n", note.c_str());
       std::printf("ok: %s verifies\n", a->store.c_str());
       return;
     }
     size_t unreadable = 0;
     for (const StoreProblem& p : problems) {
-      std::printf("problem: %s: %s\n", problem_kind_name(p.kind), p.what.c_str());
+      if (!a->common.json) std::printf("problem: %s: %s\n", problem_kind_name(p.kind), p.what.c_str());
       unreadable += p.kind == ProblemKind::Unreadable;
     }
     throw std::runtime_error(a->store + ": " + std::to_string(problems.size()) + " problem(s) found (" +
@@ -65,17 +91,18 @@ void add_verify_command(CLI::App& app) {
 void add_inspect_command(CLI::App& app) {
   struct Args {
     std::string store;
-    bool json = false;
+    CommonOptions common;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("inspect", "Summarise a store: chunks, tokens, stages, KV modes, sizes");
   cmd->footer("Example:\n  kvprep inspect --store stores/demo --json");
   cmd->add_option("--store", a->store, "store directory")->required();
-  cmd->add_flag("--json", a->json, "one JSON object");
+  add_common_options(*cmd, a->common, "one JSON object: model, chunks, tokens, bytes, stages, kv, settings");
   cmd->callback([a] {
+    const CommandSettings settings(a->common);
     const nlohmann::json s = inspect_store(a->store);
-    if (a->json) {
-      std::printf("%s\n", s.dump().c_str());
+    if (a->common.json) {
+      print_json(s);
       return;
     }
     std::printf("store    %s (model %s, %s)\n", a->store.c_str(), s["model"].get<std::string>().c_str(),

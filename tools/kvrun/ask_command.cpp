@@ -1,5 +1,3 @@
-#include <tbb/global_control.h>
-
 #include <memory>
 
 #include "common/cli.h"
@@ -19,7 +17,7 @@ struct AskArgs {
 
 void run_ask(const AskArgs& a) {
   require_question_text(a.question, "--question");
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a.query.threads));
+  const CommandSettings settings(a.query.common);
   const AnswerOptions options = a.query.answer_options();
   Query q;
   q.id = "ask";
@@ -28,8 +26,8 @@ void run_ask(const AskArgs& a) {
     q.chunk_ids.push_back(parse_hex64(a.chunks[i], "--chunks item " + std::to_string(i + 1)));
   QueryEngine engine(a.query.engine_options());
   const QueryAnswer answer = engine.answer(engine.resolve(q, options.top_k), options);
-  if (a.query.json)
-    std::printf("%s\n", answer_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  if (a.query.common.json)
+    print_json(answer_json(answer));
   else
     print_answer_text(answer);
 }

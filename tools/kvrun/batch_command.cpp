@@ -23,7 +23,7 @@ struct BatchArgs {
 };
 
 void run_batch(const BatchArgs& a) {
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a.query.threads));
+  const CommandSettings settings(a.query.common);
   // Checked before anything is loaded: an --out that cannot be written must not cost a whole batch.
   const std::string target = output_target(a.out, {a.queries}, "--out");
   const AnswerOptions options = a.query.answer_options();
@@ -63,17 +63,22 @@ void run_batch(const BatchArgs& a) {
     out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     out.flush();
     KVF_CHECK(out, partial, ": write failed");
-    if (!a.query.json) print_answer_text(answer);
+    if (!a.query.common.json) print_answer_text(answer);
     progress.advance(1);
   }
   progress.finish();
   const ChunkKvCache::Stats cache = engine.cache_stats();
-  std::fprintf(stderr, "batch: chunk KV cache: %llu hits, %llu misses; holds %llu chunks in %.1f MiB\n",
-               (unsigned long long)cache.hits, (unsigned long long)cache.misses,
-               (unsigned long long)cache.chunks_held, (double)cache.bytes_held / (1024.0 * 1024.0));
+  note("batch: chunk KV cache: %llu hits, %llu misses; holds %llu chunks in %.1f MiB\n",
+       (unsigned long long)cache.hits, (unsigned long long)cache.misses, (unsigned long long)cache.chunks_held,
+       (double)cache.bytes_held / (1024.0 * 1024.0));
   out.close();
   KVF_CHECK(out, partial, ": write failed");
   replace_output(partial, target);
+  if (a.query.common.json)  // the answers are in --out; stdout gets the run's summary
+    print_json({{"out", a.out},
+                {"questions", records.size()},
+                {"cache", {{"hits", cache.hits}, {"misses", cache.misses}, {"chunks_held", cache.chunks_held},
+                           {"bytes_held", cache.bytes_held}}}});
 }
 
 }  // namespace

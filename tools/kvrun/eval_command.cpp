@@ -19,6 +19,7 @@
 #include "prep/prefill_stage.h"
 #include "prep/store_model.h"
 #include "query_commands.h"
+#include "eval_summary.h"
 #include "query_options.h"
 
 namespace kvf::cli {
@@ -32,7 +33,7 @@ struct EvalArgs {
   std::string pipeline, build_store, corpus;
   bool build = false, fresh = false, report_only = false;
   double cache_mb = 2048;
-  int threads = 0;
+  CommonOptions common;
   size_t build_block = 5;
 };
 
@@ -80,16 +81,16 @@ StoreBuild prepare_store_build(const EvalArgs& a, const EvalOptions& o, const st
               "store, corpus, model, embedder); move it away or build into another folder");
   }
   b.overrides = {"store=" + o.store_dir, "corpus=" + corpus, "model=" + o.model, "embedder=" + o.embedder,
-                 "threads=" + std::to_string(a.threads)};
+                 "threads=" + std::to_string(a.common.threads)};
   b.modes.modes = o.kv_modes;
   b.modes.asked_by = "eval --kv";
   check_pipeline(b.pipeline, b.overrides, b.modes);
   if (own_passages) {
     const size_t passages = write_dataset_corpus(records, corpus);
-    std::fprintf(stderr, "eval: building %s from %zu passages of %zu questions (%s)\n", o.store_dir.c_str(),
-                 passages, records.size(), corpus.c_str());
+    note("eval: building %s from %zu passages of %zu questions (%s)\n", o.store_dir.c_str(), passages,
+         records.size(), corpus.c_str());
   } else {
-    std::fprintf(stderr, "eval: building %s from the corpus %s\n", o.store_dir.c_str(), corpus.c_str());
+    note("eval: building %s from the corpus %s\n", o.store_dir.c_str(), corpus.c_str());
   }
   return b;
 }
@@ -97,7 +98,7 @@ StoreBuild prepare_store_build(const EvalArgs& a, const EvalOptions& o, const st
 void run_store_build(const StoreBuild& b) {
   run_pipeline(
       b.pipeline, b.overrides,
-      [](const PipelineStep& s) { std::fprintf(stderr, "  %-22s %s\n", s.name.c_str(), s.outcome.c_str()); },
+      [](const PipelineStep& s) { note("  %-22s %s\n", s.name.c_str(), s.outcome.c_str()); },
       b.modes);
 }
 
@@ -128,14 +129,13 @@ void build_store(const EvalArgs& a, EvalOptions& o) {
       const std::vector<std::string>& docs = docs_of.at(r.query.id);
       block.modes.only_docs.insert(docs.begin(), docs.end());
     }
-    std::fprintf(stderr, "eval: the KV of the next %zu questions (%zu passages)\n", these.size(),
-                 block.modes.only_docs.size());
+    note("eval: the KV of the next %zu questions (%zu passages)\n", these.size(), block.modes.only_docs.size());
     run_store_build(block);
   };
 }
 
 void run_eval(EvalArgs& a, const CLI::App& cmd) {
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, thread_count(a.threads));
+  const CommandSettings settings(a.common);
   EvalOptions& o = a.eval;
   o.methods.clear();
   for (const std::string& m : a.methods) o.methods.push_back(parse_method(m));
@@ -165,11 +165,12 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
     std::getline(in, command);
   }
   const ReportContext context{fs::path(o.dataset).filename().string(), command,
-                              describe_machine(thread_count(a.threads)) + ", " + o.backend + " backend"};
+                              describe_machine(settings.threads()) + ", " + o.backend + " backend"};
   if (a.report_only) {
     KVF_CHECK(fs::is_directory(o.out_dir), "eval --out ", o.out_dir, ": no such folder; run the sweep first");
     const FolderLock lock = lock_eval_out_dir(o.out_dir);
-    write_eval_report(o.out_dir, context);
+    const bool plots = write_eval_report(o.out_dir, context);
+    if (a.common.json) print_json(eval_summary_json(o.out_dir, plots));
     return;
   }
   KVF_CHECK(!o.dataset.empty(), "eval: --dataset is required (or eval.dataset in the pipeline)");
@@ -185,9 +186,10 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
   o.command = command;
   o.machine = context.machine;
   run_eval_sweep(o);
-  if (!write_eval_report(o.out_dir, context))
-    std::fprintf(stderr, "eval: gnuplot not found, plots skipped (scripts/setup.sh installs it)\n");
-  std::fprintf(stderr, "eval: report in %s/report.md\n", o.out_dir.c_str());
+  const bool plots = write_eval_report(o.out_dir, context);
+  if (!plots) note("eval: gnuplot not found, plots skipped (scripts/setup.sh installs it)\n");
+  note("eval: report in %s/report.md\n", o.out_dir.c_str());
+  if (a.common.json) print_json(eval_summary_json(o.out_dir, plots));
 }
 
 }  // namespace
@@ -255,12 +257,14 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--cache-mb", args->cache_mb, "chunk KV kept in memory per KV mode, MiB")
       ->capture_default_str()
       ->check(finite_in(0, 1 << 30));
-  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 4096));
   cmd->add_option("--backend", args->eval.backend, "where the model runs: cpu | cuda")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--fresh", args->fresh, "discard OUT's earlier results instead of resuming");
   cmd->add_flag("--report-only", args->report_only, "only redraw the report from OUT/results.jsonl");
+  add_common_options(*cmd, args->common,
+                     "one JSON object: out, report, plots and points [{method, kv, ratio, n, em, f1, ..., "
+                     "timings_ms {ttft, retrieve, load, select, prefill, decode}, speedup_vs_full}] (OUT/metrics.csv)");
   cmd->callback([args, cmd] {
     if (cmd->count("--build-store") && args->build_store.empty()) args->build = true;
     if (args->eval.ratios.empty()) args->eval.ratios = {0, 0.05, 0.1, 0.15, 0.3};

@@ -1,8 +1,7 @@
 #include "generate_command.h"
 
 #include "common/cli.h"
-
-#include <tbb/global_control.h>
+#include "common/common_options.h"
 
 #include <chrono>
 #include <cstdio>
@@ -28,15 +27,14 @@ struct GenerateArgs {
   std::string system;
   bool chat = false;
   int max_tokens = 128;
-  int threads = 0;
   std::string backend = "cpu";
   std::string compute = "fast";
-  bool json = false;
+  CommonOptions common;
 };
 
 void run_generate(const GenerateArgs& a) {
-  const int threads = thread_count(a.threads);
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+  const CommandSettings settings(a.common);
+  const int threads = settings.threads();
   const std::string path = resolve_model(a.model);
 
   const auto t_load = std::chrono::steady_clock::now();
@@ -50,7 +48,7 @@ void run_generate(const GenerateArgs& a) {
   std::vector<int32_t> prompt_ids;
   if (a.chat) {
     const ChatTemplate tmpl = chat_template_from_gguf(*file);
-    if (!tmpl.note().empty()) std::fprintf(stderr, "note: %s\n", tmpl.note().c_str());
+    if (!tmpl.note().empty()) note("note: %s\n", tmpl.note().c_str());
     std::vector<ChatMessage> messages;
     if (!a.system.empty()) messages.push_back({"system", a.system});
     messages.push_back({"user", a.prompt});
@@ -71,31 +69,28 @@ void run_generate(const GenerateArgs& a) {
     fail("model ", path, ": ", e.what());
   }
   const std::string text = tokenizer.decode(r.tokens);
-  const double prefill_tps = prompt_ids.size() / (r.prefill_ms / 1000.0);
-  const double decode_tps = r.tokens.size() > 1 ? (r.tokens.size() - 1) / (r.decode_ms / 1000.0) : 0.0;
+  const double prefill_tps = r.prefill_ms > 0 ? prompt_ids.size() / (r.prefill_ms / 1000.0) : 0.0;
+  const double decode_tps = decode_tokens_per_s(r.tokens.size(), r.decode_ms);
 
-  if (a.json) {
-    const nlohmann::json out = {{"model", path},
-                                {"text", text},
-                                {"token_ids", r.tokens},
-                                {"prompt_tokens", prompt_ids.size()},
-                                {"generated_tokens", r.tokens.size()},
-                                {"stopped_by", r.ended ? "end_token" : "max_tokens"},
-                                {"threads", threads},
-                                {"compute", a.compute},
-                                {"load_ms", load_ms},
-                                {"ttft_ms", r.prefill_ms},
-                                {"decode_ms", r.decode_ms},
-                                {"prefill_tokens_per_s", prefill_tps},
-                                {"decode_tokens_per_s", decode_tps}};
-    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  // The names kvrun ask, batch and eval give the same timings: with no retrieval, TTFT is the prompt's prefill.
+  if (a.common.json) {
+    print_json({{"model", path},
+                {"text", text},
+                {"token_ids", r.tokens},
+                {"n_prompt_tokens", prompt_ids.size()},
+                {"generated_tokens", r.tokens.size()},
+                {"stopped_by", r.ended ? "end_token" : "max_tokens"},
+                {"threads", threads},
+                {"compute", a.compute},
+                {"timings_ms",
+                 {{"model_load", load_ms}, {"prefill", r.prefill_ms}, {"ttft", r.prefill_ms}, {"decode", r.decode_ms}}},
+                {"tokens_per_s", {{"prefill", prefill_tps}, {"decode", decode_tps}}}});
   } else {
     std::printf("%s\n", text.c_str());
-    std::fprintf(stderr,
-                 "[%zu prompt tokens, %zu generated | load %.0f ms | ttft %.1f ms (%.0f tok/s prefill) | "
-                 "decode %.1f tok/s | %d threads, %s]\n",
-                 prompt_ids.size(), r.tokens.size(), load_ms, r.prefill_ms, prefill_tps, decode_tps, threads,
-                 a.compute.c_str());
+    note("[%zu prompt tokens | model load %.0f ms | ttft %.1f ms = prefill %.1f (%.0f tokens/s) | decode %zu tokens "
+         "in %.1f ms, %.1f tokens/s | %d threads, %s]\n",
+         prompt_ids.size(), load_ms, r.prefill_ms, r.prefill_ms, prefill_tps, r.tokens.size(), r.decode_ms, decode_tps,
+         threads, a.compute.c_str());
   }
 }
 
@@ -120,16 +115,15 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--max-tokens", args->max_tokens, "most tokens to generate")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 4096));
   cmd->add_option("--backend", args->backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--compute", args->compute, "fast: compact weights, the CPU's fastest kernels; f32: the reference math")
       ->capture_default_str()
       ->check(accepted_by(compute_mode_from_name));
-  cmd->add_flag("--json", args->json,
-                "print one JSON object: text, token_ids, prompt_tokens, ttft_ms, prefill_tokens_per_s, "
-                "decode_tokens_per_s, ...");
+  add_common_options(*cmd, args->common,
+                     "print one JSON object: text, token_ids, n_prompt_tokens, generated_tokens, timings_ms "
+                     "{model_load, prefill, ttft, decode}, tokens_per_s {prefill, decode}, ...");
   cmd->callback([args] { run_generate(*args); });
 }
 

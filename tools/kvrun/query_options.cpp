@@ -49,7 +49,6 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--cache-mb", o.cache_mb, "chunk KV kept in memory between questions, MiB")
       ->capture_default_str()
       ->check(finite_in(0, 1 << 30));
-  cmd.add_option("--threads", o.threads, "worker threads (default: all cores)")->check(CLI::Range(0, 4096));
   cmd.add_flag("--decode-low-bit-at-load", o.engine.decode_low_bit_at_load,
                "int4/int3/int2 KV: decode each chunk to f32 once when it is read, instead of holding it as stored and "
                "decoding the rows each forward pass gathers (more memory, less work per question)");
@@ -61,10 +60,12 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
       ->check(accepted_by(compute_mode_from_name));
   add_fusion_scoring_options(cmd, o.answer.fusion_scoring);
   add_exact_first_chunk_option(cmd, o.answer.exact_first_chunk);
-  cmd.add_flag("--json", o.json, "print one JSON object per question");
   cmd.add_flag("--show-recomputed", o.answer.mark_recomputed,
                "after the answer, print each chunk's text with the tokens the method recomputed in [[ ]] (with "
                "--json: the field marked_chunks)");
+  add_common_options(cmd, o.common,
+                     "print one JSON object per question: answer, chunk_ids, sources, token counts, cache, "
+                     "timings_ms {retrieve, load, select, prefill, ttft, decode}, tokens_per_s {decode}, ...");
 }
 
 void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
@@ -149,7 +150,8 @@ nlohmann::json answer_json(const QueryAnswer& a) {
             {"select", a.ms.select},
             {"prefill", a.ms.prefill},
             {"ttft", a.ms.ttft},
-            {"decode", a.ms.decode}}}};
+            {"decode", a.ms.decode}}},
+          {"tokens_per_s", {{"decode", decode_tokens_per_s(a.tokens.size(), a.ms.decode)}}}};
 }
 
 void print_answer_text(const QueryAnswer& a) {
@@ -157,18 +159,18 @@ void print_answer_text(const QueryAnswer& a) {
   std::string cited;
   for (const ChunkSource& source : a.sources)
     cited += (cited.empty() ? "" : "; ") + source.doc_id + (source.title.empty() ? "" : " (" + source.title + ")");
-  std::fprintf(stderr, "[sources: %s]\n", cited.c_str());
+  note("[sources: %s]\n", cited.c_str());
   for (size_t c = 0; c < a.marked_chunks.size(); ++c)
     std::printf("chunk %zu (%s, %lld of %lld tokens recomputed): %s\n", c + 1, hex64(a.chunk_ids[c]).c_str(),
                 (long long)a.recomputed_per_chunk[c], (long long)a.chunk_tokens[c], a.marked_chunks[c].c_str());
   std::fflush(stdout);
-  std::fprintf(stderr,
-               "[%s r=%.2f kv=%s | %zu chunks, %lld context tokens, %lld recomputed | ttft %.1f ms = retrieve %.1f + "
-               "load %.1f + select %.1f + prefill %.1f | %zu tokens in %.1f ms | cache %llu hit / %llu miss]\n",
-               method_name(a.method).c_str(), a.recompute, a.kv_mode.c_str(), a.chunk_ids.size(),
-               (long long)a.n_context_tokens, (long long)a.n_recomputed, a.ms.ttft, a.ms.retrieve, a.ms.load,
-               a.ms.select, a.ms.prefill, a.tokens.size(), a.ms.decode, (unsigned long long)a.cache_hits,
-               (unsigned long long)a.cache_misses);
+  note("[%s r=%.2f kv=%s | %zu chunks, %lld context tokens, %lld recomputed | ttft %.1f ms = retrieve %.1f + "
+       "load %.1f + select %.1f + prefill %.1f | decode %zu tokens in %.1f ms, %.1f tokens/s | cache %llu hit / "
+       "%llu miss]\n",
+       method_name(a.method).c_str(), a.recompute, a.kv_mode.c_str(), a.chunk_ids.size(), (long long)a.n_context_tokens,
+       (long long)a.n_recomputed, a.ms.ttft, a.ms.retrieve, a.ms.load, a.ms.select, a.ms.prefill, a.tokens.size(),
+       a.ms.decode, decode_tokens_per_s(a.tokens.size(), a.ms.decode), (unsigned long long)a.cache_hits,
+       (unsigned long long)a.cache_misses);
 }
 
 }  // namespace kvf::cli

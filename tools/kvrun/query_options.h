@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/common_options.h"
 #include "fusion/query_engine.h"
 
 namespace kvf::cli {
@@ -17,16 +18,15 @@ struct QueryCliOptions {
   std::string method = "fusion";
   std::string compute = "fast";
   double cache_mb = 1024;
-  int threads = 0;
-  bool json = false;
+  CommonOptions common;  // --threads, --json, --quiet
 
   QueryEngineOptions engine_options() const;
   AnswerOptions answer_options() const;  // parses the method; throws kvf::Error naming a bad value
 };
 
 // Registers --store, --model, --embedder, --kv, --method, --recompute, --top-k, --link-tokens, --max-tokens,
-// --stop, --cache-mb, --threads, --backend, --compute, --decode-low-bit-at-load, the fusion scoring options,
-// --exact-first-chunk, --json and --show-recomputed on `cmd`.
+// --stop, --cache-mb, --backend, --compute, --decode-low-bit-at-load, the fusion scoring options,
+// --exact-first-chunk, --show-recomputed and the common options (--threads, --json, --quiet) on `cmd`.
 void add_query_options(CLI::App& cmd, QueryCliOptions& o);
 // --fusion-rows and --fusion-layers (kvrun ask, batch and eval).
 void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s);
@@ -38,7 +38,8 @@ void apply_exact_first_chunk_default(const CLI::App& cmd, const std::vector<std:
                                      bool& exact_first_chunk);
 
 nlohmann::json answer_json(const QueryAnswer& a);
-// The answer, then one line of counts and timings (to stderr, so stdout holds only answers).
+// The answer, then its sources and one line of counts and timings (notes on stderr, so stdout holds only answers;
+// --quiet leaves them out).
 void print_answer_text(const QueryAnswer& a);
 
 }  // namespace kvf::cli
