@@ -49,6 +49,7 @@ quiet_json compress "$kvprep" compress --store "$store" --from independent --to 
 quiet_json share-search "$kvprep" share-search --store "$store" --layers 1 --samples 2 --sample-tokens 8
 quiet_json verify "$kvprep" verify --store "$store"
 quiet_json inspect "$kvprep" inspect --store "$store"
+quiet_json prune "$kvprep" prune --store "$store" --dry-run
 cat >"$work/pipeline.yaml" <<EOF2
 store: $store
 corpus: $work/corpus.jsonl
@@ -70,6 +71,7 @@ assert d("prefill")["computed"] == d("chunk")["chunks"] and d("prefill")["tokens
 assert d("compress")["mode"] == "ind-int8" and d("compress")["computed"] > 0, d("compress")
 assert d("verify")["ok"] is True and d("verify")["problems"] == [], d("verify")
 assert "ind-int8" in d("inspect")["kv"], d("inspect")
+assert d("prune")["dry_run"] is True and d("prune")["dropped"] == 0 and d("prune")["kept"] > 0, d("prune")
 steps = d("run")["steps"]
 assert steps and all(set(s) == {"name", "outcome"} for s in steps), steps
 PY

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "common/common_options.h"
 #include "prep/store_prune.h"
 #include "store/store_lock.h"
 #include "store_lock_option.h"
@@ -14,6 +15,7 @@ void add_prune_command(CLI::App& app) {
   struct Args {
     std::string store;
     bool dry_run = false, wait_lock = false;
+    CommonOptions common;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("prune", "Reclaim the stored KV of removed chunks and superseded entries");
@@ -29,9 +31,19 @@ void add_prune_command(CLI::App& app) {
   cmd->add_option("--store", a->store, "store directory")->required();
   cmd->add_flag("--dry-run", a->dry_run, "count what would be reclaimed; change nothing");
   add_wait_lock_flag(cmd, a->wait_lock);
+  add_common_options(*cmd, a->common,
+                     "one JSON object: store, dry_run, dropped, superseded, kept, shards_rewritten, shards_removed, "
+                     "bytes_before, bytes_after, modes");
   cmd->callback([a] {
+    const CommandSettings settings(a->common);
     const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
     const PruneResult r = prune_store({a->store, a->dry_run});
+    if (a->common.json) {
+      print_json({{"store", a->store}, {"dry_run", a->dry_run}, {"dropped", r.dropped}, {"superseded", r.superseded},
+                  {"kept", r.kept}, {"shards_rewritten", r.shards_rewritten}, {"shards_removed", r.shards_removed},
+                  {"bytes_before", r.bytes_before}, {"bytes_after", r.bytes_after}, {"modes", r.modes}});
+      return;
+    }
     std::printf("%s%s: %s\n", a->dry_run ? "dry run: " : "", a->store.c_str(), describe_prune(r).c_str());
     std::printf("kept %llu KV entries\n", (unsigned long long)r.kept);
   });
