@@ -25,6 +25,7 @@ struct ChunkArgs {
   size_t max_chunk_tokens = 0;
   CommonOptions common;
   bool wait_lock = false;
+  bool keep_removed = false;
 };
 
 void print_summary(const ChunkStageResult& r, const ChunkStageOptions& o) {
@@ -35,8 +36,9 @@ void print_summary(const ChunkStageResult& r, const ChunkStageOptions& o) {
   std::printf("corpus   %llu documents (%llu empty skipped)\n", (unsigned long long)r.documents,
               (unsigned long long)r.skipped_empty);
   if (!r.unchanged) {
-    std::printf("chunks   %llu: %llu new, %llu already stored\n", (unsigned long long)r.chunks,
-                (unsigned long long)r.new_chunks, (unsigned long long)(r.chunks - r.new_chunks));
+    std::printf("chunks   %llu: %llu new, %llu already stored; %llu removed (no document brings them now)\n",
+                (unsigned long long)r.chunks, (unsigned long long)r.new_chunks,
+                (unsigned long long)(r.chunks - r.new_chunks), (unsigned long long)r.removed_chunks);
   } else {
     std::printf("chunks   %llu\n", (unsigned long long)r.chunks);
   }
@@ -56,6 +58,7 @@ nlohmann::json summary_json(const ChunkStageResult& r, const ChunkStageOptions& 
           {"skipped_empty", r.skipped_empty},
           {"chunks", r.chunks},
           {"new_chunks", r.new_chunks},
+          {"removed_chunks", r.removed_chunks},
           {"tokens", r.tokens},
           {"max_chunk_tokens", r.max_chunk_tokens},
           {"chunk_tokens", o.chunker.chunk_tokens},
@@ -76,6 +79,7 @@ void run_chunk(const ChunkArgs& a) {
   o.model_path = resolve_model(model_for_store(a.model, a.store));
   o.chunker.chunk_tokens = a.chunk_tokens;
   o.chunker.max_tokens = a.max_chunk_tokens;
+  o.keep_removed = a.keep_removed;
   const ChunkStageResult r = run_chunk_stage(o);
   if (a.common.json)
     print_json(summary_json(r, o));
@@ -94,8 +98,10 @@ void add_chunk_command(CLI::App& app) {
       "  kvprep chunk --corpus notes/ --store stores/notes --chunk-tokens 128\n"
       "The corpus is JSONL, one {\"id\", \"title\" (optional), \"text\"} per line, or a directory of .txt files\n"
       "(id = relative path, title = file name). Each chunk is shown to the model as \"Title: <title>\\n<text>\\n\\n\".\n"
-      "Rerunning over the same corpus does nothing; over a grown corpus it adds only the new chunks. A store\n"
-      "keeps its model and chunking settings: a run with others is refused.");
+      "Rerunning over the same corpus does nothing; over a changed corpus it adds only the new chunks and drops\n"
+      "those no document brings any more (removed or edited documents; the later stages then drop their\n"
+      "embeddings and neighbours, and `kvprep prune` their KV). A store keeps its model and chunking settings: a\n"
+      "run with others is refused.");
   cmd->add_option("--corpus", args->corpus, "JSONL file or directory of .txt files")->required();
   cmd->add_option("--store", args->store, "store directory (created when missing)")->required();
   cmd->add_option("--model", args->model, std::string(kStoreModelHelp) + "; its tokenizer counts tokens");
@@ -105,6 +111,8 @@ void add_chunk_command(CLI::App& app) {
   cmd->add_option("--max-chunk-tokens", args->max_chunk_tokens,
                   "hard maximum per chunk, title included (default: 1.25 x --chunk-tokens)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_flag("--keep-removed", args->keep_removed,
+                "the corpus only adds documents (a feed of new ones): keep the chunks it does not bring");
   add_wait_lock_flag(cmd, args->wait_lock);
   add_common_options(*cmd, args->common,
                      "one JSON object: documents, chunks, new_chunks, tokens, table_chunks, table_bytes, seconds, ...");

@@ -13,7 +13,7 @@ namespace kvf::cli {
 
 void add_embed_command(CLI::App& app) {
   struct Args {
-    std::string store, embedder = "minilm";
+    std::string store, embedder = "minilm", backend = "cpu";
     int batch = 32;
     CommonOptions common;
     double checkpoint_s = 60;
@@ -31,6 +31,9 @@ void add_embed_command(CLI::App& app) {
   cmd->add_option("--checkpoint-seconds", a->checkpoint_s, "commit embeddings made so far this often")
       ->capture_default_str()
       ->check(finite_in(1e-9, 1e9));
+  cmd->add_option("--backend", a->backend, "where the encoder runs: cpu or cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   add_wait_lock_flag(cmd, a->wait_lock);
   add_common_options(*cmd, a->common, "one JSON object: store, unchanged, chunks, embedded, dim, seconds");
   cmd->callback([a] {
@@ -41,6 +44,7 @@ void add_embed_command(CLI::App& app) {
     o.embedder_dir = resolve_model(a->embedder);
     o.batch_size = a->batch;
     o.checkpoint_seconds = a->checkpoint_s;
+    o.backend = a->backend;
     const EmbedStageResult r = run_embed_stage(o);
     if (a->common.json) {
       print_json({{"store", a->store}, {"unchanged", r.unchanged}, {"chunks", r.chunks}, {"embedded", r.embedded},
