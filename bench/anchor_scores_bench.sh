@@ -3,11 +3,12 @@
 # the similarity prefill with and without --anchor-scores (its cost), then kvprep compress --anchors 0.25
 # (select) reading the recorded scores and computing them again (--recompute-scores), with the content hashes of
 # both results (they must be equal). Writes a markdown report.
-# Usage: bench/anchor_scores_bench.sh [OUT.md]   (env: BUILD_DIR=build, KVFUSE_DATA=../shared/data, DOCS=200)
+# Usage: bench/anchor_scores_bench.sh [OUT.md]   (env: BUILD_DIR=build, KVFUSE_DATA (bench/data_dir.sh), DOCS=200)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
-data=${KVFUSE_DATA:-$here/../shared/data}
+. "$here/bench/data_dir.sh"
+data=$(kvf_data_dir "$here")
 docs=${DOCS:-200}
 out=${1:-$here/docs/results/anchor_scores_cpu.md}
 kvprep=$build/bin/kvprep

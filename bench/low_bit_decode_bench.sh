@@ -10,7 +10,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
-data=${KVFUSE_DATA:-$here/../shared/data}
+. "$here/bench/data_dir.sh"
+data=$(kvf_data_dir "$here")
 threads=${THREADS:-2}
 questions=${QUESTIONS:-10}
 runs=${RUNS:-3}

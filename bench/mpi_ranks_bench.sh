@@ -3,11 +3,12 @@
 # SmolLM2 over the first DOCS passages of the HotpotQA corpus) as 1 rank x 2 threads and as 2 ranks x 1 thread,
 # wall time of each and whether the stores' KV content hashes agree. On a machine of C cores the ranks cannot be
 # faster than the threads; what this shows is the cost of splitting and committing across ranks.
-# Usage: bench/mpi_ranks_bench.sh [OUT.md]   (env: BUILD_DIR=build, KVFUSE_DATA=../shared/data, DOCS=200)
+# Usage: bench/mpi_ranks_bench.sh [OUT.md]   (env: BUILD_DIR=build, KVFUSE_DATA (bench/data_dir.sh), DOCS=200)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
-data=${KVFUSE_DATA:-$here/../shared/data}
+. "$here/bench/data_dir.sh"
+data=$(kvf_data_dir "$here")
 docs=${DOCS:-200}
 out=${1:-$here/docs/results/mpi_ranks_cpu.md}
 work=$(mktemp -d)

@@ -7,7 +7,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
-data=${KVFUSE_DATA:-$here/../shared/data}
+. "$here/bench/data_dir.sh"
+data=$(kvf_data_dir "$here")
 threads=${THREADS:-2}
 corpus=${1:-$data/corpus_demo_hotpotqa30.jsonl}
 out=${2:-$here/docs/results/prefill_store_cpu.md}

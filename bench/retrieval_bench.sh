@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # kvprep front-half benchmark: embedding throughput and neighbour-graph time on the HotpotQA corpus, and FAISS
 # build/query time and recall@10 against Flat on synthetic 384-d unit vectors. Writes a markdown report.
-# Usage: bench/retrieval_bench.sh [OUT.md]   (env: BUILD_DIR=build, KVFUSE_DATA=../shared/data, THREADS=2)
+# Usage: bench/retrieval_bench.sh [OUT.md]   (env: BUILD_DIR=build, KVFUSE_DATA (bench/data_dir.sh), THREADS=2)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
-data=${KVFUSE_DATA:-$here/../shared/data}
+. "$here/bench/data_dir.sh"
+data=$(kvf_data_dir "$here")
 threads=${THREADS:-2}
 out=${1:-$here/docs/results/retrieval_cpu.md}
 corpus=$data/corpus_hotpotqa.jsonl
