@@ -4,24 +4,26 @@ layers, neighbour count, ...): on the questions every sweep answered, each sweep
 and normalized gold-LL recovery (0 = Full Reuse of independent KV, 1 = full attention, FusionRAG eq. 11), the
 share of its recomputed tokens that lie in gold passages (where the data set marks them), and its
 difference from the first sweep, paired over questions, with 95% percentile bootstrap intervals. Reads each
-folder's results.jsonl (committed next to the report since 2026-11-27: question ids, answers and scores, none of
-the data set's text; earlier sweeps' files quoted the data set and were not committed).
+folder's results.jsonl, or results.jsonl.gz (question ids, answers and scores, none of the data set's text). Of
+the sweeps under docs/results, only those docs/eval.md lists under "Per-question results" kept theirs; a folder
+with neither file is refused, naming it.
 
 A setting that leaves full attention and Full Reuse of the independent KV as they were (--exact-first-chunk, the
 fusion options) need not run them again: with --references-from-baseline, a sweep that ran only the compared
 method (`kvrun eval --methods reuse,fusion ...`) takes each question's full and Full Reuse runs from the baseline.
 
   scripts/compare_sweeps.py --method fusion --kv similarity --ratio 0.15 \\
-      baseline=docs/results/eval-hotpotqa-qwen0.5b rows-question=docs/results/scoring/question
+      baseline=eval/hq rows-question=eval/hq-rows-question
 
 A sweep written NAME=METHOD@FOLDER takes METHOD instead of --method, so two methods of different sweeps pair up
-over the same questions (fusion of one sweep against cacheblend of another):
+over the same questions (here fusion against cacheblend of one committed sweep that kept its results):
 
-  scripts/compare_sweeps.py --references-from-baseline --kv similarity --ratio 0.15 \\
-      fusion=fusion@docs/results/scoring-nq-pool20-qwen1.5b/exact-first \\
-      cacheblend=cacheblend@docs/results/scoring-nq-pool20-qwen1.5b/exact-first-selectors
+  scripts/compare_sweeps.py --kv similarity --ratio 0.15 \\
+      fusion=fusion@docs/results/eval-musique-cacheblend-qwen1.5b \\
+      cacheblend=cacheblend@docs/results/eval-musique-cacheblend-qwen1.5b
 """
 import argparse
+import gzip
 import json
 import os
 import random
@@ -30,14 +32,25 @@ import sys
 METHODS = ("full", "reuse", "cacheblend", "a3", "fusion")
 
 
+def results_path(folder):
+    """The file holding a sweep's per-question results: results.jsonl, else results.jsonl.gz."""
+    plain, packed = os.path.join(folder, "results.jsonl"), os.path.join(folder, "results.jsonl.gz")
+    if os.path.exists(plain) and os.path.exists(packed):
+        sys.exit(f"error: {folder} holds both results.jsonl and results.jsonl.gz; keep one")
+    if os.path.exists(plain) or os.path.exists(packed):
+        return plain if os.path.exists(plain) else packed
+    if os.path.exists(os.path.join(folder, "sweep.json")):
+        sys.exit(f"error: {folder}: no results.jsonl or results.jsonl.gz; this sweep's per-question results were "
+                 "not kept (docs/eval.md lists the committed sweeps that have them); rerun its command.txt to get them")
+    sys.exit(f"error: {folder}: no results.jsonl or results.jsonl.gz (run kvrun eval with --out {folder} first)")
+
+
 def read_runs(folder, method, kv, ratio, needed=("x", "full", "reuse")):
     """question id -> {"x": the method's run, "full": full's run, "reuse": reuse over independent KV}, for the
     questions that have every run in `needed`."""
-    path = os.path.join(folder, "results.jsonl")
-    if not os.path.exists(path):
-        sys.exit(f"error: {path}: no such file (run kvrun eval with --out {folder} first)")
+    path = results_path(folder)
     out = {}
-    with open(path) as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue

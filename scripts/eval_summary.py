@@ -7,6 +7,7 @@ top-1 agreement, the share of recomputed tokens in gold passages and TTFT; then 
 """
 import argparse
 import csv
+import gzip
 import json
 import os
 import random
@@ -31,14 +32,22 @@ def read_sweep(folder):
     return sweep, rows, gaps
 
 
+def read_results(folder):
+    """The per-question results of a sweep (results.jsonl, else results.jsonl.gz); None when it kept neither."""
+    for name, opener in (("results.jsonl", open), ("results.jsonl.gz", gzip.open)):
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            with opener(path, "rt") as f:
+                return [json.loads(line) for line in f if line.strip()]
+    return None
+
+
 def paired_differences(folder, ratio, resamples=1000, seed=20261124):
     """Per KV mode: fusion minus cacheblend and minus a3 at `ratio`, F1 and gold LL, paired over questions, with
-    95% percentile bootstrap intervals. Needs OUT/results.jsonl (committed beside the report
-    since 2026-11-27; sweeps from before kept it out)."""
-    path = os.path.join(folder, "results.jsonl")
-    if not os.path.exists(path):
+    95% percentile bootstrap intervals. Needs OUT/results.jsonl or results.jsonl.gz."""
+    questions = read_results(folder)
+    if not questions:
         return []
-    questions = [json.loads(line) for line in open(path) if line.strip()]
     value = lambda run, metric: run[metric] if run[metric] is not None else float("nan")
     rows = []
     for kv in sorted({r["kv"] for r in questions[0]["runs"] if r["kv"] != "-"}):
@@ -61,11 +70,10 @@ def paired_differences(folder, ratio, resamples=1000, seed=20261124):
 def recovered_answers(folder, ratio):
     """Of the questions where Full Reuse (independent KV) scores a lower F1 than full attention, how many each
     point at `ratio` (and reuse per KV mode) brings back to full's F1, and on how many questions in all it scores
-    below full. Needs OUT/results.jsonl."""
-    path = os.path.join(folder, "results.jsonl")
-    if not os.path.exists(path):
+    below full. Needs OUT/results.jsonl or results.jsonl.gz."""
+    questions = read_results(folder)
+    if not questions:
         return None, []
-    questions = [json.loads(line) for line in open(path) if line.strip()]
     def run(q, method, kv):
         for r in q["runs"]:
             if r["method"] == method and r["kv"] == kv and (method in ("full", "reuse") or abs(r["ratio"] - ratio) < 1e-9):
@@ -90,9 +98,16 @@ def main():
     parser.add_argument("--ratio", type=float, default=0.15, help="the selectors' recompute ratio to show")
     parser.add_argument("--paired", action="store_true",
                         help="also fusion minus cacheblend and a3 per KV mode, paired over questions, and the answers each "
-                             "method brings back where Full Reuse lost them (reads results.jsonl)")
+                             "method brings back where Full Reuse lost them (reads results.jsonl or "
+                             "results.jsonl.gz; a folder without either is named and left out)")
     args = parser.parse_args()
     sweeps = [(folder, *read_sweep(folder)) for folder in args.sweeps]
+    if args.paired:
+        lacking = [folder for folder in args.sweeps if read_results(folder) is None]
+        if lacking:
+            print(f"note: --paired reads per-question results, and {', '.join(lacking)} kept none (no results.jsonl "
+                  "or results.jsonl.gz; docs/eval.md lists the committed sweeps that have them): left out of the "
+                  "paired tables", file=sys.stderr)
     print("| data set | model | method | kv | ratio | F1 | F1 / full | normalized F1 | normalized gold LL | KL first "
           "| top-1 | in gold | TTFT ms | vs full |")
     print("|---|---|---|---|---:|---|---|---|---|---:|---:|---:|---:|---:|")

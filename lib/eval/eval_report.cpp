@@ -286,6 +286,23 @@ std::string sweep_text(const nlohmann::json& sweep, const char* key, const std::
 }
 bool sweep_flag(const nlohmann::json& sweep, const char* key) { return sweep.contains(key) && sweep[key] == true; }
 
+// The report's Provenance line: the data set's sha256, the model's fingerprint and the commits of the runs that
+// answered the questions (sweep.json's "provenance"); "" for a sweep from before it was recorded.
+std::string provenance_line(const nlohmann::json& sweep) {
+  if (!sweep.contains("provenance") || !sweep["provenance"].is_object()) return "";
+  const nlohmann::json& p = sweep["provenance"];
+  std::string commits;
+  if (p.contains("runs") && p["runs"].is_array())
+    for (const nlohmann::json& run : p["runs"]) {
+      const std::string commit = sweep_text(run, "commit", "?");
+      if (commits.find("`" + commit + "`") == std::string::npos)
+        commits += (commits.empty() ? "`" : ", `") + commit + "`";
+    }
+  return "- Provenance: data set sha256 `" + sweep_text(p, "dataset_sha256", "?") + "`, model fingerprint `" +
+         sweep_text(p, "model_fingerprint", "?") + "`, kvfuse commit " + (commits.empty() ? "?" : commits) +
+         " (`sweep.json`)\n";
+}
+
 // Whether the timings are the methods' own: other processes' share of the CPUs while each question ran.
 std::string cores_note(const std::vector<EvalQuestion>& questions) {
   std::vector<double> others;
@@ -337,7 +354,8 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
   const nlohmann::json sweep = read_sweep_description(out_dir);
   ReportContext context = given;
   if (context.title.empty()) context.title = fs::path(sweep_text(sweep, "dataset", "")).filename().string();
-  KVF_CHECK(!questions.empty(), out_dir, "/results.jsonl: no results to report; run the sweep first");
+  KVF_CHECK(!questions.empty(), out_dir, "/results.jsonl: no results to report (nor in results.jsonl.gz); run the "
+            "sweep first");
   const std::vector<PointRuns> points = group(questions);
   const auto find = [&](FusionMethod m, const std::string& kv) -> const PointRuns* {
     for (const PointRuns& p : points)
@@ -386,7 +404,8 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
     << "- Store: `" << sweep_text(sweep, "store", "?") << "`, model " << sweep_text(sweep, "model", "?")
     << "; answers are greedy, at most " << sweep_text(sweep, "max_tokens", "?") << " tokens, cut at the first blank line\n"
     << "- Command: `" << context.command << "`\n"
-    << "- Machine: " << machines_answered_on(questions, context.machine) << "; report written " << date << "\n\n"
+    << "- Machine: " << machines_answered_on(questions, context.machine) << "; report written " << date << "\n"
+    << provenance_line(sweep) << "\n"
     << "Intervals are 95% percentile bootstrap intervals over questions (1000 resamples). Normalized scores are\n"
     << "(x - reuse) / (full - reuse) of the means over the same questions (FusionRAG eq. 11), with " << zero
     << " as 0 and full attention as 1: a similarity-mode point above 0 at ratio 0 is what\n"
@@ -443,7 +462,8 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
   else
     r << "gnuplot was not found, so the plots were not drawn (scripts/setup.sh installs it; then rerun with "
          "`--report-only`).\n";
-  r << "\nPer-question answers and scores: `results.jsonl`; the tables as CSV: `metrics.csv`, `kv_deviation.csv`.\n";
+  r << "\nPer-question answers and scores: `" << fs::path(eval_results_path(out_dir)).filename().string()
+    << "`; the tables as CSV: `metrics.csv`, `kv_deviation.csv`.\n";
   write_file(dir / "report.md", r.str());
   return plotted;
 }

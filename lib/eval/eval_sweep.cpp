@@ -8,11 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include <unistd.h>
+#include <zlib.h>
+
 #include "core/cpu_usage.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "eval/answer_metrics.h"
+#include "eval/sweep_provenance.h"
 #include "fusion/query_file.h"
 #include "core/regular_file.h"
 #include "io/file_roles.h"
@@ -25,12 +29,15 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kResultsFile = "results.jsonl";
+constexpr const char* kGzipResultsFile = "results.jsonl.gz";
 constexpr const char* kSweepFile = "sweep.json";
 constexpr const char* kCommandFile = "command.txt";
 constexpr const char* kLockFile = ".kvrun-eval.lock";
 
+}  // namespace
+
 // What makes two sweeps comparable: a results file is only continued by the same sweep.
-json sweep_json(const EvalOptions& o) {
+json sweep_description(const EvalOptions& o) {
   std::vector<std::string> methods;
   for (FusionMethod m : o.methods) methods.push_back(method_name(m));
   json sweep = {{"dataset", fs::absolute(o.dataset).lexically_normal().string()},
@@ -59,8 +66,6 @@ json sweep_json(const EvalOptions& o) {
   }
   return sweep;
 }
-
-}  // namespace
 
 void validate_eval_options(const EvalOptions& o) {
   KVF_CHECK(!o.dataset.empty(), "eval: --dataset is required");
@@ -254,28 +259,33 @@ void repair_torn_tail(const fs::path& path) {
        "its question is answered again\n", path.string().c_str(), text.size() - keep);
 }
 
-// Checks that what OUT holds comes from this same sweep (OUT without results takes any sweep: a run refused before
-// its first answer leaves nothing a corrected rerun must match), then returns the ids already answered.
-std::set<std::string> prepare_out_dir(const EvalOptions& o) {
-  const fs::path sweep = fs::path(o.out_dir) / kSweepFile;
-  const json wanted = sweep_json(o);
-  const std::vector<EvalQuestion> have_results = read_eval_results(o.out_dir);
-  if (!have_results.empty() && fs::exists(sweep)) {
-    const json have = read_sweep_description(o.out_dir);
-    KVF_CHECK(have == wanted, o.out_dir, " holds results of another sweep (", sweep.string(), " differs in ",
-              differing_keys(have, wanted), "); choose another --out or pass --fresh to discard them",
-              !have.contains("exact_first_chunk") && wanted.contains("exact_first_chunk")
-                  ? " (a sweep from before --exact-first-chunk became the default continues with "
-                    "--no-exact-first-chunk)"
-                  : "");
-  }
-  write_output_file(sweep.string(), wanted.dump(2) + "\n");
-  // Only now: a refused command must not replace the one that made the results.
-  if (!o.command.empty()) write_output_file((fs::path(o.out_dir) / kCommandFile).string(), o.command + "\n");
-  repair_torn_tail(fs::path(o.out_dir) / kResultsFile);
-  std::set<std::string> done;
-  for (const EvalQuestion& q : have_results) done.insert(q.id);
-  return done;
+// The whole of a gzip file, decompressed. Throws kvf::Error naming it when it is not one whole gzip stream.
+std::string read_gzip_file(const std::string& path) {
+  const RegularFile file(path);  // gzdopen reads (and closes) a duplicate of this descriptor
+  const int fd = dup(file.fd());
+  KVF_CHECK(fd >= 0, path, ": cannot open");
+  gzFile f = gzdopen(fd, "rb");
+  if (!f) close(fd);
+  KVF_CHECK(f, path, ": cannot open");
+  std::string text;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, (size_t)n);
+  int err = Z_OK;
+  const std::string message = gzerror(f, &err);
+  gzclose(f);
+  KVF_CHECK(n == 0 && (err == Z_OK || err == Z_STREAM_END), path, ": not a whole gzip file (", message, ")");
+  return text;
+}
+
+// A results file kept gzipped (OUT/results.jsonl.gz) becomes OUT/results.jsonl again, byte for byte, before a
+// resumed sweep appends to it.
+void unpack_gzip_results(const std::string& out_dir) {
+  const fs::path gz = fs::path(out_dir) / kGzipResultsFile;
+  if (eval_results_path(out_dir) != gz.string()) return;
+  write_output_file((fs::path(out_dir) / kResultsFile).string(), read_gzip_file(gz.string()));
+  fs::remove(gz);
+  note("eval: unpacked %s into %s to continue the sweep\n", gz.string().c_str(), kResultsFile);
 }
 
 std::map<std::string, QueryEngine> open_engines(const EvalOptions& o) {
@@ -366,22 +376,82 @@ EvalQuestion answer_question(const EvalOptions& o, std::map<std::string, QueryEn
 
 }  // namespace
 
+std::string eval_results_path(const std::string& out_dir) {
+  const fs::path plain = fs::path(out_dir) / kResultsFile, gz = fs::path(out_dir) / kGzipResultsFile;
+  const bool has_plain = file_kind(plain.string()) != "missing", has_gz = file_kind(gz.string()) != "missing";
+  KVF_CHECK(!has_plain || !has_gz, out_dir, " holds both ", kResultsFile, " and ", kGzipResultsFile,
+            "; keep one (eval appends to ", kResultsFile, ", and unpacks ", kGzipResultsFile,
+            " when it is the only one)");
+  return has_plain ? plain.string() : has_gz ? gz.string() : std::string();
+}
+
+void discard_eval_results(const std::string& out_dir) {
+  for (const char* name : {kResultsFile, kGzipResultsFile, kSweepFile}) fs::remove(fs::path(out_dir) / name);
+}
+
+std::set<std::string> prepare_eval_out_dir(const EvalOptions& o, const std::vector<QueryRecord>& records) {
+  const fs::path sweep = fs::path(o.out_dir) / kSweepFile;
+  json wanted = sweep_description(o);
+  json provenance = sweep_inputs(o);
+  const std::vector<EvalQuestion> have_results = read_eval_results(o.out_dir);
+  // OUT without results takes any sweep: a run refused before its first answer leaves nothing a corrected rerun
+  // must match.
+  if (!have_results.empty() && fs::exists(sweep)) {
+    json have = read_sweep_description(o.out_dir);
+    const json recorded = have.contains("provenance") ? have["provenance"] : json::object();
+    have.erase("provenance");  // from before provenance was kept: nothing to compare
+    KVF_CHECK(have == wanted, o.out_dir, " holds results of another sweep (", sweep.string(), " differs in ",
+              differing_keys(have, wanted), "); choose another --out or pass --fresh to discard them",
+              !have.contains("exact_first_chunk") && wanted.contains("exact_first_chunk")
+                  ? " (a sweep from before --exact-first-chunk became the default continues with "
+                    "--no-exact-first-chunk)"
+                  : "");
+    require_same_inputs(recorded, provenance, sweep.string());
+    if (recorded.is_object() && recorded.contains("runs") && recorded["runs"].is_array())
+      provenance["runs"] = recorded["runs"];
+  }
+  std::set<std::string> done;
+  for (const EvalQuestion& q : have_results) done.insert(q.id);
+  const bool to_answer = std::any_of(records.begin(), records.end(),
+                                     [&](const QueryRecord& r) { return !done.count(r.query.id); });
+  if (to_answer || provenance["runs"].empty()) provenance["runs"].push_back(eval_run_record(o, done.size()));
+  wanted["provenance"] = provenance;
+  write_output_file(sweep.string(), wanted.dump(2) + "\n");
+  // Only now: a refused command must not replace the one that made the results.
+  if (!o.command.empty()) write_output_file((fs::path(o.out_dir) / kCommandFile).string(), o.command + "\n");
+  if (to_answer) unpack_gzip_results(o.out_dir);
+  repair_torn_tail(fs::path(o.out_dir) / kResultsFile);
+  return done;
+}
+
 std::vector<EvalQuestion> read_eval_results(const std::string& out_dir) {
-  const fs::path path = fs::path(out_dir) / kResultsFile;
+  const std::string path = eval_results_path(out_dir);
   std::vector<EvalQuestion> out;
-  if (!fs::exists(path)) return out;
-  std::ifstream in(path);
-  std::string line;
+  if (path.empty()) return out;
   std::vector<std::string> lines;
-  while (std::getline(in, line)) lines.push_back(line);
-  const bool torn_tail = !lines.empty() && in.eof() && !lines.back().empty();
+  bool torn_tail = false;
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+    const std::string text = read_gzip_file(path);
+    size_t begin = 0;
+    while (begin < text.size()) {
+      const size_t end = text.find('\n', begin);
+      lines.push_back(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+      if (end == std::string::npos) torn_tail = true;
+      begin = end == std::string::npos ? text.size() : end + 1;
+    }
+  } else {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line);
+    torn_tail = !lines.empty() && in.eof() && !lines.back().empty();
+  }
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
     try {
       out.push_back(question_from_json(json::parse(lines[i])));
     } catch (const std::exception& e) {
       if (i + 1 == lines.size() && torn_tail) break;  // the line a killed run was writing
-      fail(path.string(), ":", i + 1, ": ", e.what());
+      fail(path, ":", i + 1, ": ", e.what());
     }
   }
   return out;
@@ -403,9 +473,9 @@ nlohmann::json read_sweep_description(const std::string& out_dir) {
 
 const std::vector<std::string>& eval_output_files() {
   static const std::vector<std::string> names = {
-      kResultsFile, kSweepFile, kCommandFile, kLockFile, "report.md", "metrics.csv", "kv_deviation.csv",
-      "norm_f1.gp", "norm_f1.png", "norm_ll.gp", "norm_ll.png", "ttft.gp", "ttft.png", "kv_deviation.gp",
-      "kv_deviation.png"};
+      kResultsFile, kGzipResultsFile, kSweepFile, kCommandFile, kLockFile, "report.md", "metrics.csv",
+      "kv_deviation.csv", "norm_f1.gp", "norm_f1.png", "norm_ll.gp", "norm_ll.png", "ttft.gp", "ttft.png",
+      "kv_deviation.gp", "kv_deviation.png"};
   return names;
 }
 
@@ -429,7 +499,7 @@ void run_eval_sweep(const EvalOptions& o) {
     KVF_CHECK(o.setting == "retrieval" || !r.query.contexts.empty() || !r.query.chunk_ids.empty(), o.dataset, ":",
               r.line, ": question '", r.query.id, "' has no contexts for --setting fixed");
   }
-  const std::set<std::string> done = prepare_out_dir(o);
+  const std::set<std::string> done = prepare_eval_out_dir(o, records);
   std::vector<const QueryRecord*> todo;
   for (const QueryRecord& r : records)
     if (!done.count(r.query.id)) todo.push_back(&r);

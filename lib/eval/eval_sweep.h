@@ -2,11 +2,15 @@
 // each recompute ratio over each stored KV mode, scored against the gold answers (answer_metrics.h) and against
 // full attention on the same prompt (fidelity.h). One JSON line per question goes to OUT/results.jsonl as soon as
 // it is done, so a killed sweep resumes where it stopped; eval_report.h turns the file into tables and plots.
+// OUT/sweep.json records the options a resumed sweep must match and, under "provenance" (sweep_provenance.h), the
+// data set's sha256, the model's fingerprint and each run's build and machine. A folder may keep its results
+// gzipped instead (OUT/results.jsonl.gz, as committed sweeps may): every reader takes either.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +41,7 @@ struct EvalOptions {
   std::string out_dir;
   std::string command;                     // the command line, kept in OUT/command.txt once OUT is accepted
   std::string machine;                     // where it runs (CPU, cores, threads, backend), kept per question
+  int threads = 0;                         // the worker threads it runs with, for sweep.json (0: not given)
   // The questions not yet answered go in blocks of `block` (0: one block). Before each, once OUT is accepted,
   // `before_block` (when set) gets the block's records and may add to the store, which is opened after it:
   // kvrun eval --build-store builds just the KV those questions read.
@@ -80,6 +85,24 @@ void validate_eval_options(const EvalOptions& options);
 // naming the file when it is not a JSON object.
 nlohmann::json read_sweep_description(const std::string& out_dir);
 
+// The options of OUT/sweep.json that a resumed sweep must match (its top level less "provenance"). Some are
+// recorded only when not their default, so that sweeps made before an option existed continue.
+nlohmann::json sweep_description(const EvalOptions& options);
+
+// Accepts OUT for this sweep and returns the ids of `records` already answered there. When OUT holds results, its
+// sweep.json must describe the same sweep (sweep_description) over the same data set file (sha256) and model
+// (fingerprint); a changed commit, machine or time is no reason to refuse. Writes sweep.json with the provenance
+// (the recorded runs kept, this run added when it has questions to answer) and command.txt. Throws kvf::Error
+// naming sweep.json and the settings, or the field with its recorded and current value, that differ.
+std::set<std::string> prepare_eval_out_dir(const EvalOptions& options, const std::vector<QueryRecord>& records);
+
+// The file that holds OUT's results: OUT/results.jsonl, else OUT/results.jsonl.gz; "" when neither exists. Throws
+// kvf::Error naming both when both exist.
+std::string eval_results_path(const std::string& out_dir);
+
+// --fresh: removes OUT's results (results.jsonl and results.jsonl.gz) and sweep.json.
+void discard_eval_results(const std::string& out_dir);
+
 // The names of the files eval writes in OUT.
 const std::vector<std::string>& eval_output_files();
 
@@ -91,7 +114,8 @@ FolderLock lock_eval_out_dir(const std::string& out_dir);
 // already in OUT/results.jsonl and appends it there. Throws kvf::Error naming the file, line or option.
 void run_eval_sweep(const EvalOptions& options);
 
-// Reads OUT/results.jsonl (a torn last line from a killed run is ignored).
+// Reads OUT/results.jsonl or OUT/results.jsonl.gz (eval_results_path; a torn last line from a killed run is
+// ignored); none when OUT holds neither.
 std::vector<EvalQuestion> read_eval_results(const std::string& out_dir);
 
 }  // namespace kvf

@@ -178,13 +178,11 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
             ": $KVFUSE_DATA, else $KVFUSE_HOME/data, else ../shared/data; `make data` fetches them)");
   validate_eval_options(o);  // every option before anything is built or written
   const FolderLock lock = lock_eval_out_dir(o.out_dir);
-  if (a.fresh) {
-    fs::remove(fs::path(o.out_dir) / "results.jsonl");
-    fs::remove(fs::path(o.out_dir) / "sweep.json");
-  }
+  if (a.fresh) discard_eval_results(o.out_dir);
   if (a.build || !a.build_store.empty()) build_store(a, o);
   o.command = command;
   o.machine = context.machine;
+  o.threads = settings.threads();
   run_eval_sweep(o);
   const bool plots = write_eval_report(o.out_dir, context);
   if (!plots) note("eval: gnuplot not found, plots skipped (scripts/setup.sh installs it)\n");
@@ -261,7 +259,7 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--fresh", args->fresh, "discard OUT's earlier results instead of resuming");
-  cmd->add_flag("--report-only", args->report_only, "only redraw the report from OUT/results.jsonl");
+  cmd->add_flag("--report-only", args->report_only, "only redraw the report from OUT/results.jsonl (or .jsonl.gz)");
   add_common_options(*cmd, args->common,
                      "one JSON object: out, report, plots and points [{method, kv, ratio, n, em, f1, ..., "
                      "timings_ms {ttft, retrieve, load, select, prefill, decode}, speedup_vs_full}] (OUT/metrics.csv)");
