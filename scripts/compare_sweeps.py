@@ -12,6 +12,9 @@ A setting that leaves full attention and Full Reuse of the independent KV as the
 fusion options) need not run them again: with --references-from-baseline, a sweep that ran only the compared
 method (`kvrun eval --methods reuse,fusion ...`) takes each question's full and Full Reuse runs from the baseline.
 
+  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/hq --limit 20 --out eval/hq
+  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --store stores/hq --limit 20 --fusion-rows question \\
+      --out eval/hq-rows-question
   scripts/compare_sweeps.py --method fusion --kv similarity --ratio 0.15 \\
       baseline=eval/hq rows-question=eval/hq-rows-question
 
