@@ -1,8 +1,5 @@
 #include "fusion/query_file.h"
 
-#include <unistd.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -11,31 +8,10 @@
 
 #include "core/error.h"
 #include "core/hex.h"
-#include "core/regular_file.h"
+#include "io/text_lines.h"
 
 namespace kvf {
 namespace {
-
-// The whole file, decompressed when it is gzip (zlib reads plain files unchanged). A gzip stream must reach its
-// end and its CRC and length trailer: a copy cut short is an error, never a shorter question file.
-std::string read_maybe_gzip(const std::string& path) {
-  const RegularFile file(path);  // never a FIFO or device: gzdopen reads this descriptor
-  const int fd = ::dup(file.fd());
-  KVF_CHECK(fd >= 0, path, ": cannot open");
-  gzFile f = gzdopen(fd, "rb");
-  KVF_CHECK(f, path, ": cannot open");
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, (size_t)n);
-  int err = Z_OK;
-  const std::string message = gzerror(f, &err);
-  gzclose(f);
-  KVF_CHECK(err != Z_BUF_ERROR, path, ": the gzip stream ends early, after ", out.size(),
-            " decompressed bytes: a truncated copy?");
-  KVF_CHECK(n == 0 && err == Z_OK, path, ": read failed: ", message);
-  return out;
-}
 
 bool blank(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
@@ -115,7 +91,7 @@ QueryRecord parse_record(const std::string& line_text, size_t line) {
 }  // namespace
 
 std::vector<QueryRecord> read_query_file(const std::string& path) {
-  const std::string all = read_maybe_gzip(path);
+  const std::string all = read_text_file(path);  // decompressed when gzip; a stream cut short is an error
   std::vector<QueryRecord> records;
   std::vector<std::string> problems;
   std::map<std::string, size_t> line_of_id;  // results are keyed by id: two questions must not share one

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "io/text_lines.h"
 
 namespace kvf {
 namespace {
@@ -166,18 +167,17 @@ class StreamHash {
   XXH3_state_t* state_;
 };
 
-// Each line of a JSONL file, numbered from 1, read a line at a time; feeds `hash` every byte.
+// Each line of a JSONL file (plain or gzip: io/text_lines.h), numbered from 1, read a line at a time; feeds `hash`
+// every byte of the text (so a gzip copy of a corpus hashes as the corpus).
 template <typename Visit>
 void for_each_line(const std::string& path, StreamHash& hash, const Visit& visit) {
-  std::ifstream in(path, std::ios::binary);
-  KVF_CHECK(in, "corpus: cannot open ", path);
+  TextLines lines(path);
   std::string line;
-  for (size_t line_no = 1; std::getline(in, line); ++line_no) {
+  while (lines.next(line)) {
     hash.add(line.data(), line.size());
-    if (!in.eof()) hash.add("\n", 1);
-    visit(line_no == 1 ? without_bom(line) : std::string_view(line), line_no);
+    if (lines.ended_by_newline()) hash.add("\n", 1);
+    visit(lines.line_number() == 1 ? without_bom(line) : std::string_view(line), lines.line_number());
   }
-  KVF_CHECK(!in.bad(), "corpus: error reading ", path);
 }
 
 // Pass 1 over a JSONL file: every record checked, ids unique, documents counted. Holds only the ids.

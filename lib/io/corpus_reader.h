@@ -1,5 +1,6 @@
-// Corpus input of `kvprep chunk`: a JSONL file of documents {"id": ..., "title": ..., "text": ...} or a directory
-// of .txt files.
+// Corpus input of `kvprep chunk`: a JSONL file of documents {"id": ..., "title": ..., "text": ...}, plain or
+// gzip-compressed (io/text_lines.h: told by its magic bytes; a truncated stream is an error naming the file), or a
+// directory of .txt files.
 #pragma once
 #include <cstdint>
 #include <functional>
