@@ -66,16 +66,16 @@ constexpr int kDeviceLoaderThreads = 4;
 Manifest load_store_manifest(const QueryEngineOptions& o) {
   KVF_CHECK(has_manifest(o.store_dir), o.store_dir, ": not a kvfuse store (no manifest.json); build one with `kvprep run`");
   Manifest m = load_manifest(o.store_dir);
-  KVF_CHECK(kv_mode_completed(m, o.kv_mode), o.store_dir, ": no '", o.kv_mode,
+  KVF_CHECK(!o.chunk_kv || kv_mode_completed(m, o.kv_mode), o.store_dir, ": no '", o.kv_mode,
             "' KV in this store; run `kvprep prefill --mode ", o.kv_mode,
             "` or `kvprep compress --to ", o.kv_mode, "` (stored modes are listed by `kvprep inspect`)");
   return m;
 }
 
 // One commit of the store: its manifest, the chunk table it names (the published generation's, reader_table_file)
-// and the KV shards of the system prompt and of the asked mode, opened. A writer may replace or reclaim those files
-// between the manifest's load and their open (a publication, `kvprep prune`); the open then fails and is tried
-// again with the newer manifest. A failure under an unchanged manifest is the store's own problem (damage),
+// and the KV shards of the system prompt and of the asked mode (unless the engine reads no chunk KV), opened. A
+// writer may replace or reclaim those files between the manifest's load and their open (a publication, `kvprep
+// prune`); the open then fails and is tried again with the newer manifest. A failure under an unchanged manifest is the store's own problem (damage),
 // reported as it is. Shards stay readable once open, whatever a writer does to their names.
 struct StoreCommit {
   Manifest manifest;
@@ -89,7 +89,8 @@ StoreCommit load_store_commit(const QueryEngineOptions& o) {
     try {
       ChunkTable chunks = ChunkTable::read(reader_table_file(o.store_dir, m, kChunksFile));
       auto system_kv = std::make_unique<KvModeReader>(o.store_dir, m, kSystemKvMode, m.model_fingerprint);
-      auto kv = std::make_unique<KvModeReader>(o.store_dir, m, o.kv_mode, m.model_fingerprint);
+      std::unique_ptr<KvModeReader> kv;
+      if (o.chunk_kv) kv = std::make_unique<KvModeReader>(o.store_dir, m, o.kv_mode, m.model_fingerprint);
       return {std::move(m), std::move(chunks), std::move(system_kv), std::move(kv)};
     } catch (const Error&) {
       if (attempt == kAttempts || same_commit(m, load_store_manifest(o))) throw;
@@ -116,7 +117,7 @@ struct QueryEngine::State {
   std::unique_ptr<Decoder> stored_decoder;  // a layer-shared mode's model (KVSharer); null: the plain one
   ChunkTable chunks;
   KvSegment system_kv;
-  std::unique_ptr<KvModeReader> kv;
+  std::unique_ptr<KvModeReader> kv;  // null, with cache and loader, when the engine reads no chunk KV
   std::unique_ptr<ChunkKvCache> cache;
   std::unique_ptr<BackgroundLoader> loader;
   std::unique_ptr<StoreSearcher> searcher;  // loaded on the first retrieval
@@ -160,6 +161,7 @@ struct QueryEngine::State {
     // Every question reads the system prefix: its keys are rotated once here.
     system_kv = decoder->with_roped_keys(
         host_to_segment(system_store.read(s_id), system_store.layout(), *backend, positions));
+    if (!kv) return;  // full's answers need neither the stored KV's model nor a cache
     if (kv->shards()) {
       const std::vector<int32_t> sources = kv_sources_of_layout(kv->layout(), decoder->kv_sources());
       for (int l = 0; l < (int)sources.size() && !stored_decoder; ++l)
@@ -259,8 +261,16 @@ ResolvedQuery QueryEngine::resolve(const Query& q, int top_k) {
   return r;
 }
 
-void QueryEngine::prefetch(const std::vector<uint64_t>& chunk_ids) { s_->loader->enqueue(chunk_ids); }
-void QueryEngine::wait_prefetched() { s_->loader->wait_idle(); }
+void QueryEngine::prefetch(const std::vector<uint64_t>& chunk_ids) {
+  if (s_->loader) s_->loader->enqueue(chunk_ids);
+}
+void QueryEngine::wait_prefetched() {
+  if (s_->loader) s_->loader->wait_idle();
+}
+
+bool reads_chunk_kv(const AnswerOptions& o) {
+  return o.method == FusionMethod::Reuse || (o.method != FusionMethod::Full && o.recompute < 1.0);
+}
 
 // One answer between its prefill and its decoding: what decoding reads must stay alive until then.
 struct QueryEngine::Pending {
@@ -314,6 +324,8 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
                             (o.method != FusionMethod::Full && recompute_count(a.recompute, n) < n);
   const auto t_load = Clock::now();
   if (reads_stored) {
+    KVF_CHECK(s.cache, "method ", method_name(o.method),
+              " reads stored chunk KV, but this engine was opened without it");
     // Chunks load side by side: the store reads one at a time, converting and checking them runs in parallel.
     std::vector<ChunkKvCache::Lookup> looked(q.chunk_ids.size());
     ChunkKvCache& first_cache = o.exact_first_chunk ? s.first_chunk_cache() : *s.cache;

@@ -35,6 +35,10 @@ struct QueryEngineOptions {
   // With profile_ops: time only each op's call on the host, nothing waited for, and each stage's wall time
   // (ProfilingBackend's HostCalls); see stage_walls().
   bool profile_host_calls = false;
+  // false: the engine opens no stored chunk KV (no shard of kv_mode, no cache, no background loader) and answers
+  // only what reads none (reads_chunk_kv false: full, or a selector recomputing everything); the system prompt's
+  // KV is still read. For a run by such a method alone (kvrun batch --method full).
+  bool chunk_kv = true;
 };
 
 struct Query {
@@ -70,6 +74,10 @@ struct AnswerOptions {
   // spending the whole budget on the other chunks. Needs the store's independent KV and a mode keeping every layer.
   bool exact_first_chunk = false;
 };
+
+// Whether answering by these options reads stored chunk KV: false for full and for a selector that recomputes every
+// context token (recompute 1: it computes exactly full's tokens), true otherwise.
+bool reads_chunk_kv(const AnswerOptions& options);
 
 struct QueryTimings {
   double retrieve = 0, load = 0, select = 0, prefill = 0, ttft = 0, decode = 0;  // milliseconds
@@ -114,7 +122,8 @@ class QueryEngine {
   // Settles a query's chunks: given ids are checked against the store, passages are chunked as the store chunks
   // and looked up, and otherwise the top_k chunks are retrieved (loading the embedder and index on first use).
   ResolvedQuery resolve(const Query& query, int top_k);
-  // Starts loading these chunks' KV in the background (the next question's, while this one computes).
+  // Starts loading these chunks' KV in the background (the next question's, while this one computes); nothing
+  // without chunk KV (QueryEngineOptions::chunk_kv).
   void prefetch(const std::vector<uint64_t>& chunk_ids);
   void wait_prefetched();  // until the background loader is idle (tests, benchmarks)
   QueryAnswer answer(const ResolvedQuery& query, const AnswerOptions& options);
