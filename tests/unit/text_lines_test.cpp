@@ -114,7 +114,9 @@ TEST(TextLines, TruncatedOrDamagedGzipIsRefused) {
       while (lines.next(line)) lines_before = lines.line_number();
     });
     EXPECT_THAT(message, HasSubstr(cut_path.string() + ": the gzip stream ends early")) << cut;
-    if (cut >= whole.size() - 8) EXPECT_EQ(lines_before, 2000u) << cut;  // every line came before the trailer
+    if (cut >= whole.size() - 8) {
+      EXPECT_EQ(lines_before, 2000u) << cut;  // every line came before the trailer
+    }
     EXPECT_THAT(error_of([&] { read_text_file(cut_path.string()); }), HasSubstr("ends early")) << cut;
   }
   std::string bad_crc = whole;
