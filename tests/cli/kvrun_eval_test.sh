@@ -135,17 +135,23 @@ grep -q "needs --setting retrieval, got 'fixed'" "$work/log6" || fail "message: 
 "$kvrun" eval --dataset "$dataset" --store "$work/store" --exact-first-chunk --methods full,reuse,fusion \
   --ratios 0.5 --kv independent --max-tokens 2 --out "$work/exact-first" 2>"$work/log7" ||
   { cat "$work/log7"; fail "--exact-first-chunk"; }
-grep -q '"exact_first_chunk": true' "$work/exact-first/sweep.json" || fail "--exact-first-chunk not in sweep.json"
+# The sweep's own settings (top level of sweep.json), not the options its provenance lists for each run.
+sweep_setting() {  # sweep_setting SWEEP_JSON KEY: prints the top-level value as JSON, or nothing when absent
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(json.dumps(d[sys.argv[2]]) if sys.argv[2] in d else "")' "$@"
+}
+[ "$(sweep_setting "$work/exact-first/sweep.json" exact_first_chunk)" = true ] ||
+  fail "--exact-first-chunk not in sweep.json"
 grep -q "first chunk's independent KV in every mode" "$work/exact-first/report.md" ||
   fail "--exact-first-chunk not in the report"
 
 # It is the default where the KV modes are independent and similarity; --no-exact-first-chunk turns it off, and
 # a sweep made without it is not continued with it: the refusal names the setting and the flag.
-grep -q '"exact_first_chunk": true' "$work/eval/sweep.json" || fail "the first chunk's exact KV is not the default"
+[ "$(sweep_setting "$work/eval/sweep.json" exact_first_chunk)" = true ] ||
+  fail "the first chunk's exact KV is not the default"
 stored_first=(--dataset "$dataset" --store "$work/store" --methods full,reuse --ratios 0 --kv independent
               --max-tokens 2 --out "$work/stored-first")
 "$kvrun" eval "${stored_first[@]}" --no-exact-first-chunk 2>"$work/log9" || { cat "$work/log9"; fail "--no-exact"; }
-if grep -q exact_first_chunk "$work/stored-first/sweep.json"; then fail "--no-exact-first-chunk recorded as on"; fi
+[ -z "$(sweep_setting "$work/stored-first/sweep.json" exact_first_chunk)" ] || fail "--no-exact-first-chunk recorded as on"
 if "$kvrun" eval "${stored_first[@]}" 2>"$work/log10"; then fail "a sweep continued with another first chunk"; fi
 grep -q "differs in 'exact_first_chunk'.*continues with --no-exact-first-chunk" "$work/log10" ||
   fail "message: $(cat "$work/log10")"
