@@ -24,7 +24,9 @@ void run_ask(const AskArgs& a) {
   q.question = a.question;
   for (size_t i = 0; i < a.chunks.size(); ++i)
     q.chunk_ids.push_back(parse_hex64(a.chunks[i], "--chunks item " + std::to_string(i + 1)));
-  QueryEngine engine(a.query.engine_options());
+  QueryEngineOptions engine_options = a.query.engine_options();
+  engine_options.chunk_kv = reads_chunk_kv(options);  // full (or a selector recomputing everything) reads none
+  QueryEngine engine(engine_options);
   const QueryAnswer answer = engine.answer(engine.resolve(q, options.top_k), options);
   if (a.query.common.json)
     print_json(answer_json(answer));
