@@ -23,8 +23,10 @@ all: build
 setup:
 	@scripts/setup.sh $(MODELS)
 
+# The models above, then the test venv ($KVFUSE_HOME/venv-test: the pinned OpenAI client Serve.OpenAiClients uses).
 setup-test:
 	@scripts/setup.sh $(TEST_MODELS)
+	@scripts/setup-test-venv.sh
 
 $(BUILD_DIR)/CMakeCache.txt:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)

@@ -40,6 +40,7 @@ packages=(
   openmpi-bin          # ... and mpirun, which the 2-rank test in make test launches
   libcli11-dev         # command-line parsing for kvprep / kvrun
   libyaml-cpp-dev      # pipelines and model presets
+  libcpp-httplib-dev   # kvrun serve's HTTP server (the library llama.cpp's server uses)
   gnuplot-nox          # kvrun eval plots (PNG)
   nlohmann-json3-dev   # manifest, JSONL corpora, --json output
   libpcre2-dev         # pre-tokenizer regexes with \p{L} / \p{N}
