@@ -28,6 +28,7 @@ LAYERS = {
     "fusion": ["prep"],
     "pipeline": ["compress", "prep"],
     "eval": ["pipeline", "fusion"],
+    "serve": ["fusion"],  # kvrun serve: HTTP over the query engine
 }
 # Headers a folder may not include even where its layer reaches their folder ("io/" = any header of io).
 FORBIDDEN = {

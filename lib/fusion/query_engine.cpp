@@ -261,6 +261,14 @@ ResolvedQuery QueryEngine::resolve(const Query& q, int top_k) {
   return r;
 }
 
+ChunkSource QueryEngine::chunk_source(uint64_t chunk_id) const {
+  const ChunkRecord* c = s_->chunks.find(chunk_id);
+  KVF_CHECK(c, "chunk ", hex64(chunk_id), " is not in the store ", s_->options.store_dir);
+  return {c->doc_id, c->title, c->text};
+}
+
+std::string QueryEngine::model_name() const { return fs::path(s_->model_path).filename().string(); }
+
 void QueryEngine::prefetch(const std::vector<uint64_t>& chunk_ids) {
   if (s_->loader) s_->loader->enqueue(chunk_ids);
 }
@@ -376,74 +384,122 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   return p;
 }
 
+struct AnswerInProgress::Parts {
+  QueryEngine::Pending pending;
+  DecodeJob job;
+  std::vector<std::string> stop;
+  double decode_ms = 0;
+};
+
+AnswerInProgress::AnswerInProgress(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+AnswerInProgress::~AnswerInProgress() = default;
+bool AnswerInProgress::done() const { return parts_->job.done; }
+const QueryAnswer& AnswerInProgress::prefilled() const { return parts_->pending.answer; }
+const std::vector<int32_t>& AnswerInProgress::tokens() const { return parts_->job.result.tokens; }
+
+std::unique_ptr<AnswerInProgress> QueryEngine::begin_answer(const ResolvedQuery& q, const AnswerOptions& o,
+                                                            SelectionMemo* memo) {
+  State& s = *s_;
+  auto parts = std::make_unique<AnswerInProgress::Parts>();
+  parts->pending = prefill(q, o, memo);
+  parts->stop = o.stop;
+  Pending& p = parts->pending;
+  DecodeJob& job = parts->job;
+  job.base_view = p.fused.base_view();
+  job.own = p.own.get();
+  job.first = p.first;
+  job.next_position = p.end;
+  job.options.max_new_tokens = o.max_tokens;
+  job.options.is_end_token = [&s](int32_t id) { return s.tokenizer.is_eog(id); };
+  if (!o.stop.empty())
+    job.options.should_stop = [&s, &p, stops = o.stop](const std::vector<int32_t>& tokens) {
+      // A stop string appears when the newest token ends it, so only a tail of the answer is decoded at each
+      // step: enough tokens to hold the longest stop string and a character split at the cut.
+      size_t longest = 0;
+      for (const std::string& stop : stops) longest = std::max(longest, stop.size());
+      std::string text;
+      for (size_t tail = longest + 1;; tail *= 2) {
+        tail = std::min(tail, tokens.size());
+        text = s.tokenizer.decode(std::vector<int32_t>(tokens.end() - (long)tail, tokens.end()));
+        if (text.size() >= longest + 4 || tail == tokens.size()) break;
+      }
+      for (const std::string& stop : stops)
+        if (!stop.empty() && text.find(stop) != std::string::npos) return p.stopped_by_string = true;
+      return false;
+    };
+  begin_decode(*p.decoder, job);
+  return std::unique_ptr<AnswerInProgress>(new AnswerInProgress(std::move(parts)));
+}
+
+std::unique_ptr<AnswerInProgress> QueryEngine::begin(const ResolvedQuery& q, const AnswerOptions& o) {
+  SelectionMemo memo;
+  return begin_answer(q, o, &memo);
+}
+
+bool QueryEngine::step(const std::vector<AnswerInProgress*>& answers) {
+  State& s = *s_;
+  bool went_on = false;
+  // One batched step per model (answers over layer-shared KV run the shared model; full runs the plain one).
+  for (const Decoder* d : {s.decoder.get(), s.stored_decoder.get()}) {
+    std::vector<DecodeJob*> group;
+    std::vector<AnswerInProgress*> members;
+    for (AnswerInProgress* a : answers)
+      if (a->parts_->pending.decoder == d && !a->done()) {
+        group.push_back(&a->parts_->job);
+        members.push_back(a);
+      }
+    if (group.empty()) continue;
+    const auto t0 = Clock::now();
+    went_on = decode_step(*d, group) || went_on;
+    const double ms = ms_since(t0);
+    for (AnswerInProgress* a : members) a->parts_->decode_ms += ms;
+  }
+  return went_on;
+}
+
+std::string QueryEngine::answer_text(const std::vector<int32_t>& tokens, const std::vector<std::string>& stop) const {
+  std::string text = without_partial_utf8_tail(s_->tokenizer.decode(tokens));
+  for (const std::string& cut : stop)
+    if (!cut.empty() && text.find(cut) != std::string::npos) text.resize(text.find(cut));
+  const size_t b = text.find_first_not_of(" \t\n\r"), e = text.find_last_not_of(" \t\n\r");
+  return b == std::string::npos ? "" : text.substr(b, e - b + 1);
+}
+
+QueryAnswer QueryEngine::finish(AnswerInProgress& answer) {
+  KVF_CHECK(answer.done(), "finish: the answer is still decoding");
+  AnswerInProgress::Parts& parts = *answer.parts_;
+  QueryAnswer a = std::move(parts.pending.answer);
+  const GreedyResult& gen = parts.job.result;
+  a.ms.decode = parts.decode_ms;
+  a.tokens = gen.tokens;
+  a.answer = answer_text(gen.tokens, parts.stop);
+  a.stopped_by = parts.pending.stopped_by_string ? "stop_string" : gen.ended ? "end_token" : "max_tokens";
+  return a;
+}
+
 QueryAnswer QueryEngine::answer(const ResolvedQuery& q, const AnswerOptions& o) {
   return std::move(answer_all(q, {o})[0]);
 }
 
 std::vector<QueryAnswer> QueryEngine::answer_all(const ResolvedQuery& q, const std::vector<AnswerOptions>& options) {
-  State& s = *s_;
   // Every prefill runs (and is timed) alone, except that a selector's scores are computed once per prompt and
   // stored KV (link tokens and the first chunk's KV change them) and reported at every ratio; then the answers are
   // decoded together.
-  std::vector<Pending> pending;
+  std::vector<std::unique_ptr<AnswerInProgress>> running;
+  std::vector<AnswerInProgress*> all;
   std::map<std::pair<int, bool>, SelectionMemo> memo_by_prompt;  // link tokens, and where the first chunk's KV is from
-  for (const AnswerOptions& o : options)
-    pending.push_back(prefill(q, o, &memo_by_prompt[{o.link_tokens, o.exact_first_chunk}]));
-  std::vector<DecodeJob> jobs(pending.size());
-  for (size_t i = 0; i < pending.size(); ++i) {
-    Pending& p = pending[i];
-    const AnswerOptions& o = options[i];
-    DecodeJob& job = jobs[i];
-    job.base_view = p.fused.base_view();
-    job.own = p.own.get();
-    job.first = p.first;
-    job.next_position = p.end;
-    job.options.max_new_tokens = o.max_tokens;
-    job.options.is_end_token = [&s](int32_t id) { return s.tokenizer.is_eog(id); };
-    if (!o.stop.empty())
-      job.options.should_stop = [&s, &p, stops = o.stop](const std::vector<int32_t>& tokens) {
-        // A stop string appears when the newest token ends it, so only a tail of the answer is decoded at each
-        // step: enough tokens to hold the longest stop string and a character split at the cut.
-        size_t longest = 0;
-        for (const std::string& stop : stops) longest = std::max(longest, stop.size());
-        std::string text;
-        for (size_t tail = longest + 1;; tail *= 2) {
-          tail = std::min(tail, tokens.size());
-          text = s.tokenizer.decode(std::vector<int32_t>(tokens.end() - (long)tail, tokens.end()));
-          if (text.size() >= longest + 4 || tail == tokens.size()) break;
-        }
-        for (const std::string& stop : stops)
-          if (!stop.empty() && text.find(stop) != std::string::npos) return p.stopped_by_string = true;
-        return false;
-      };
+  for (const AnswerOptions& o : options) {
+    running.push_back(begin_answer(q, o, &memo_by_prompt[{o.link_tokens, o.exact_first_chunk}]));
+    all.push_back(running.back().get());
   }
-  // One batched decode per model (answers over layer-shared KV run the shared model; full runs the plain one).
-  for (const Decoder* d : {s.decoder.get(), s.stored_decoder.get()}) {
-    std::vector<DecodeJob> group;
-    std::vector<size_t> members;
-    for (size_t i = 0; i < pending.size(); ++i)
-      if (pending[i].decoder == d) {
-        group.push_back(std::move(jobs[i]));
-        members.push_back(i);
-      }
-    if (group.empty()) continue;
-    decode_greedy_batch(*d, group);
-    for (size_t g = 0; g < members.size(); ++g) jobs[members[g]] = std::move(group[g]);
+  const auto t0 = Clock::now();
+  while (step(all)) {
   }
-
+  const double decode_ms = ms_since(t0);  // each answer's decode time is the batch's
   std::vector<QueryAnswer> answers;
-  for (size_t i = 0; i < pending.size(); ++i) {
-    QueryAnswer& a = pending[i].answer;
-    const GreedyResult& gen = jobs[i].result;
-    a.ms.decode = gen.decode_ms;
-    a.tokens = gen.tokens;
-    a.answer = without_partial_utf8_tail(s.tokenizer.decode(gen.tokens));
-    for (const std::string& stop : options[i].stop)
-      if (!stop.empty() && a.answer.find(stop) != std::string::npos) a.answer.resize(a.answer.find(stop));
-    const size_t b = a.answer.find_first_not_of(" \t\n\r"), e = a.answer.find_last_not_of(" \t\n\r");
-    a.answer = b == std::string::npos ? "" : a.answer.substr(b, e - b + 1);
-    a.stopped_by = pending[i].stopped_by_string ? "stop_string" : gen.ended ? "end_token" : "max_tokens";
-    answers.push_back(std::move(a));
+  for (const auto& r : running) {
+    answers.push_back(finish(*r));
+    answers.back().ms.decode = decode_ms;
   }
   return answers;
 }

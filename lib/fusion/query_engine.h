@@ -110,6 +110,25 @@ struct QueryAnswer {
   QueryTimings ms;
 };
 
+class QueryEngine;
+
+// An answer decoded a step at a time beside others (kvrun serve): QueryEngine::begin prefills it, step decodes one
+// more token of every unfinished answer together, finish makes its QueryAnswer: the answer answer() gives with the
+// same options (on the CPU bit for bit, whichever answers step beside it).
+class AnswerInProgress {
+ public:
+  ~AnswerInProgress();
+  bool done() const;
+  const QueryAnswer& prefilled() const;        // what the prefill settled: chunks, sources, counts, ttft
+  const std::vector<int32_t>& tokens() const;  // generated so far (the end token excluded)
+
+ private:
+  friend class QueryEngine;
+  struct Parts;
+  explicit AnswerInProgress(std::unique_ptr<Parts> parts);
+  std::unique_ptr<Parts> parts_;
+};
+
 class QueryEngine {
  public:
   // Loads the store's manifest, chunk table, decoder and S's KV; checks that the model and the KV mode match the
@@ -131,7 +150,18 @@ class QueryEngine {
   // changes, are computed once and their time reported at every ratio), then all are decoded together (one
   // forward per step for all of them); each answer's decode time is the batch's.
   std::vector<QueryAnswer> answer_all(const ResolvedQuery& query, const std::vector<AnswerOptions>& options);
+  // The step-wise form of answer() (AnswerInProgress): step returns false when no answer went on. An answer's
+  // decode time is that of the steps it took part in.
+  std::unique_ptr<AnswerInProgress> begin(const ResolvedQuery& query, const AnswerOptions& options);
+  bool step(const std::vector<AnswerInProgress*>& answers);
+  QueryAnswer finish(AnswerInProgress& answer);  // once done()
+  // Generated tokens as the answer reads: decoded (a split character at the end left out), cut at the first stop
+  // string, trimmed. What finish() puts in QueryAnswer::answer; a prefix of it while tokens are still coming,
+  // less any whitespace or stop string still being written.
+  std::string answer_text(const std::vector<int32_t>& tokens, const std::vector<std::string>& stop) const;
 
+  ChunkSource chunk_source(uint64_t chunk_id) const;  // a chunk of the store's table; throws for another id
+  std::string model_name() const;  // the decoder's file or folder name
   const std::string& kv_mode() const;
   const LlamaConfig& model_config() const;
   ChunkKvCache::Stats cache_stats() const;  // the chunk KV cache's lookups and what it holds
@@ -147,9 +177,12 @@ class QueryEngine {
   std::vector<int32_t> encode_answer(const std::string& text) const;
 
  private:
+  friend class AnswerInProgress;
   struct State;
   struct Pending;
   Pending prefill(const ResolvedQuery& query, const AnswerOptions& options, SelectionMemo* memo);
+  std::unique_ptr<AnswerInProgress> begin_answer(const ResolvedQuery& query, const AnswerOptions& options,
+                                                 SelectionMemo* memo);
   std::unique_ptr<State> s_;
 };
 

@@ -67,67 +67,73 @@ void decode_greedy(const Decoder& decoder, const std::vector<const KvSegment*>& 
   result = std::move(jobs[0].result);
 }
 
-void decode_greedy_batch(const Decoder& decoder, std::vector<DecodeJob>& jobs) {
+void begin_decode(const Decoder& decoder, DecodeJob& job) {
   const LlamaConfig& c = decoder.config();
+  job.max_new = std::min<int64_t>({job.options.max_new_tokens, c.context_length - job.next_position + 1,
+                                   job.own->capacity() - job.own->rows() + 1});
+  job.step = 0;
+  job.next = job.first;
+  job.done = false;
+}
+
+bool decode_step(const Decoder& decoder, const std::vector<DecodeJob*>& jobs) {
+  const LlamaConfig& c = decoder.config();
+  // Take each running sequence's pending token; those that go on need one more step.
+  std::vector<DecodeJob*> stepping;
+  for (DecodeJob* j : jobs) {
+    if (j->done) continue;
+    if (j->max_new <= 0) {
+      j->done = true;
+      continue;
+    }
+    if (j->options.is_end_token && j->options.is_end_token(j->next)) {
+      j->result.ended = j->done = true;
+      continue;
+    }
+    j->result.tokens.push_back(j->next);
+    if (j->options.should_stop && j->options.should_stop(j->result.tokens)) {
+      j->result.ended = j->done = true;
+      continue;
+    }
+    if (j->step + 1 >= j->max_new) {
+      j->done = true;
+      continue;
+    }
+    stepping.push_back(j);
+  }
+  if (stepping.empty()) return false;
+  std::vector<KvSegment> mine;
+  mine.reserve(stepping.size());
+  std::vector<ForwardRequest> batch;
+  for (DecodeJob* j : stepping) {
+    mine.push_back(j->own->view());
+    ForwardRequest req;
+    req.tokens = {j->next};
+    req.positions = {j->next_position + (int32_t)j->step};
+    req.view = j->base_view;
+    req.view.push_back(&mine.back());
+    req.logit_rows = {0};
+    req.return_kv = true;
+    batch.push_back(std::move(req));
+  }
+  const std::vector<ForwardResult> out = decoder.forward(batch);
+  for (size_t b = 0; b < stepping.size(); ++b) {
+    DecodeJob& j = *stepping[b];
+    j.own->append(out[b].kv);
+    j.next = argmax(out[b].logits.data(), c.vocab);
+    ++j.step;
+  }
+  return true;
+}
+
+void decode_greedy_batch(const Decoder& decoder, std::vector<DecodeJob>& jobs) {
   const auto t0 = std::chrono::steady_clock::now();
-  struct Running {
-    int64_t max_new, step = 0;
-    int32_t next;
-    bool done = false;
-  };
-  std::vector<Running> run;
-  for (DecodeJob& j : jobs)
-    run.push_back({std::min<int64_t>({j.options.max_new_tokens, c.context_length - j.next_position + 1,
-                                      j.own->capacity() - j.own->rows() + 1}),
-                   0, j.first, false});
-  for (;;) {
-    // Take each running sequence's pending token; those that go on need one more step.
-    std::vector<size_t> stepping;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      DecodeJob& j = jobs[i];
-      Running& r = run[i];
-      if (r.done) continue;
-      if (r.max_new <= 0) {
-        r.done = true;
-        continue;
-      }
-      if (j.options.is_end_token && j.options.is_end_token(r.next)) {
-        j.result.ended = r.done = true;
-        continue;
-      }
-      j.result.tokens.push_back(r.next);
-      if (j.options.should_stop && j.options.should_stop(j.result.tokens)) {
-        j.result.ended = r.done = true;
-        continue;
-      }
-      if (r.step + 1 >= r.max_new) {
-        r.done = true;
-        continue;
-      }
-      stepping.push_back(i);
-    }
-    if (stepping.empty()) break;
-    std::vector<KvSegment> mine;
-    mine.reserve(stepping.size());
-    std::vector<ForwardRequest> batch;
-    for (size_t i : stepping) {
-      mine.push_back(jobs[i].own->view());
-      ForwardRequest req;
-      req.tokens = {run[i].next};
-      req.positions = {jobs[i].next_position + (int32_t)run[i].step};
-      req.view = jobs[i].base_view;
-      req.view.push_back(&mine.back());
-      req.logit_rows = {0};
-      req.return_kv = true;
-      batch.push_back(std::move(req));
-    }
-    const std::vector<ForwardResult> out = decoder.forward(batch);
-    for (size_t b = 0; b < stepping.size(); ++b) {
-      const size_t i = stepping[b];
-      jobs[i].own->append(out[b].kv);
-      run[i].next = argmax(out[b].logits.data(), c.vocab);
-      ++run[i].step;
-    }
+  std::vector<DecodeJob*> all;
+  for (DecodeJob& j : jobs) {
+    begin_decode(decoder, j);
+    all.push_back(&j);
+  }
+  while (decode_step(decoder, all)) {
   }
   const double ms = ms_since(t0);
   for (DecodeJob& j : jobs) j.result.decode_ms = ms;

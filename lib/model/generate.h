@@ -56,8 +56,20 @@ struct DecodeJob {
   int32_t first = 0, next_position = 0;
   GreedyOptions options;
   GreedyResult result;
+  // Where the job stands (begin_decode sets it): the token it takes next, steps made, the most it may make.
+  int32_t next = 0;
+  int64_t step = 0, max_new = 0;
+  bool done = false;
 };
 void decode_greedy_batch(const Decoder& decoder, std::vector<DecodeJob>& jobs);
+
+// decode_greedy_batch a step at a time, for sequences that come and go (kvrun serve): begin_decode readies a job,
+// then each decode_step takes every running job's pending token (into result.tokens, or ending the job) and runs
+// one forward call for the jobs that go on. Returns false when no job went on (every job is done). A job gives the
+// tokens decode_greedy gives it (on the CPU bit for bit) whichever jobs step beside it and whenever it joins;
+// decode_ms is left to the caller.
+void begin_decode(const Decoder& decoder, DecodeJob& job);
+bool decode_step(const Decoder& decoder, const std::vector<DecodeJob*>& jobs);
 
 // Teacher forcing after a prefill that is already done: the logits at each of `tokens` ([tokens.size(), vocab]),
 // row 0 being `first_logits` (the prefill's) and row t those after tokens[0..t-1] were fed at `next_position`

@@ -13,6 +13,7 @@
 
 #include "common/cli.h"
 #include "core/log.h"
+#include "fusion/answer_json.h"  // decode_tokens_per_s
 
 namespace kvf::cli {
 
@@ -42,12 +43,6 @@ class CommandSettings {
   int threads_;
   tbb::global_control limit_;
 };
-
-// Decode throughput as every command reports it ("tokens_per_s": {"decode"}): the first token comes with the
-// prefill's logits, so `generated` tokens take generated - 1 decode steps in `decode_ms`.
-inline double decode_tokens_per_s(size_t generated, double decode_ms) {
-  return generated > 1 && decode_ms > 0 ? (double)(generated - 1) / (decode_ms / 1000.0) : 0.0;
-}
 
 // One JSON object on one line of stdout (text that is not UTF-8 is replaced, never an exception).
 inline void print_json(const nlohmann::json& j) {

@@ -12,5 +12,6 @@ int main(int argc, char** argv) {
   kvf::cli::add_batch_command(app);
   kvf::cli::add_eval_command(app);
   kvf::cli::add_generate_command(app);
+  kvf::cli::add_serve_command(app);
   return kvf::cli::run_app(app, argc, argv);
 }

@@ -8,5 +8,6 @@ namespace kvf::cli {
 void add_ask_command(CLI::App& app);
 void add_batch_command(CLI::App& app);
 void add_eval_command(CLI::App& app);  // eval_command.cpp
+void add_serve_command(CLI::App& app);  // serve_command.cpp
 
 }  // namespace kvf::cli

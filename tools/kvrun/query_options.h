@@ -37,7 +37,6 @@ void add_exact_first_chunk_option(CLI::App& cmd, bool& exact_first_chunk);
 void apply_exact_first_chunk_default(const CLI::App& cmd, const std::vector<std::string>& kv_modes,
                                      bool& exact_first_chunk);
 
-nlohmann::json answer_json(const QueryAnswer& a);
 // The answer, then its sources and one line of counts and timings (notes on stderr, so stdout holds only answers;
 // --quiet leaves them out).
 void print_answer_text(const QueryAnswer& a);

@@ -1,0 +1,189 @@
+#include "serve/serve_scheduler.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/hex.h"
+
+namespace kvf {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The part of `text` that stays whatever tokens come next: without its last (longest stop string - 1) bytes, which
+// a stop string may yet claim, cut back to a whole UTF-8 character.
+size_t settled_length(const std::string& text, const std::vector<std::string>& stop) {
+  size_t longest = 0;
+  for (const std::string& s : stop) longest = std::max(longest, s.size());
+  size_t n = longest > 1 ? text.size() - std::min(text.size(), longest - 1) : text.size();
+  while (n > 0 && n < text.size() && ((unsigned char)text[n] & 0xC0) == 0x80) --n;
+  return n;
+}
+
+}  // namespace
+
+void complete_request(ServeRequest& r, std::optional<QueryAnswer> answer, std::optional<ApiError> error) {
+  {
+    const std::lock_guard<std::mutex> lock(r.m);
+    if (r.finished) return;
+    if (answer) r.text = answer->answer;
+    r.answer = std::move(answer);
+    r.error = std::move(error);
+    r.finished = true;
+  }
+  r.changed.notify_all();
+}
+
+ServeScheduler::ServeScheduler(QueryEngine& engine, SchedulerOptions options, ServeMetrics& metrics)
+    : engine_(engine), options_(options), metrics_(metrics) {}
+
+bool ServeScheduler::submit(const std::shared_ptr<ServeRequest>& request) {
+  {
+    const std::lock_guard<std::mutex> lock(m_);
+    if (stopping_ || (int)queue_.size() >= options_.max_queue) return false;
+    queue_.push_back(request);
+  }
+  work_.notify_one();
+  return true;
+}
+
+void ServeScheduler::stop() {
+  stopping_ = true;
+  work_.notify_one();
+}
+
+void ServeScheduler::fail_remaining(const ApiError& error) {
+  {
+    const std::lock_guard<std::mutex> lock(m_);
+    fail_with_ = error;
+    failing_ = true;
+  }
+  work_.notify_one();
+}
+
+void ServeScheduler::admit(std::vector<std::shared_ptr<ServeRequest>> arrived) {
+  for (std::shared_ptr<ServeRequest>& r : arrived) {
+    if (r->abandoned) continue;
+    if (r->kind == ServeRequest::Kind::Retrieve) {
+      try {
+        Query q;
+        q.id = "retrieve";
+        q.question = r->retrieve.query;
+        const ResolvedQuery found = engine_.resolve(q, r->retrieve.top_k);
+        for (size_t i = 0; i < found.chunk_ids.size(); ++i)
+          r->hits.push_back({found.chunk_ids[i], found.scores[i], engine_.chunk_source(found.chunk_ids[i])});
+        complete_request(*r, std::nullopt, std::nullopt);
+      } catch (const std::exception& e) {
+        complete_request(*r, std::nullopt, ApiError(500, e.what()));
+      }
+      continue;
+    }
+    const ChatRequest& chat = r->chat;
+    ResolvedQuery resolved;
+    try {  // what the request names must be in the store: a 400 naming the field
+      for (size_t i = 0; i < chat.query.chunk_ids.size(); ++i) {
+        const uint64_t id = chat.query.chunk_ids[i];
+        try {
+          engine_.chunk_source(id);
+        } catch (const Error&) {
+          const std::string param = "kvfuse.chunk_ids[" + std::to_string(i) + "]";
+          throw ApiError(400, param + ": chunk " + hex64(id) + " is not in the store", param, "unknown_chunk");
+        }
+      }
+      try {
+        resolved = engine_.resolve(chat.query, chat.options.top_k);
+      } catch (const Error& e) {
+        if (chat.query.contexts.empty()) throw;
+        throw ApiError(400, std::string("kvfuse.documents: ") + e.what(), "kvfuse.documents", "unknown_passage");
+      }
+      active_.push_back({r, engine_.begin(resolved, chat.options)});
+      metrics_.observe_ttft(seconds_since(r->received));
+      {
+        const std::lock_guard<std::mutex> lock(r->m);
+        r->admitted = true;
+      }
+      r->changed.notify_all();
+    } catch (const ApiError& e) {
+      complete_request(*r, std::nullopt, e);
+    } catch (const std::exception& e) {
+      complete_request(*r, std::nullopt, ApiError(500, e.what()));
+    }
+  }
+}
+
+void ServeScheduler::publish(Active& a, bool done) {
+  ServeRequest& r = *a.request;
+  if (done) {
+    QueryAnswer answer = engine_.finish(*a.answer);
+    metrics_.add_generated_tokens(answer.tokens.size());
+    metrics_.observe_latency(seconds_since(r.received));
+    complete_request(r, std::move(answer), std::nullopt);
+    return;
+  }
+  const std::string text = engine_.answer_text(a.answer->tokens(), r.chat.options.stop);
+  const size_t settled = settled_length(text, r.chat.options.stop);
+  {
+    const std::lock_guard<std::mutex> lock(r.m);
+    if (settled <= r.text.size() || text.compare(0, r.text.size(), r.text) != 0) return;
+    r.text = text.substr(0, settled);
+  }
+  r.changed.notify_all();
+}
+
+void ServeScheduler::update_load() {
+  size_t queued;
+  {
+    const std::lock_guard<std::mutex> lock(m_);
+    queued = queue_.size();
+  }
+  metrics_.set_load((int)queued, (int)active_.size());
+  metrics_.set_cache(engine_.cache_stats());
+}
+
+void ServeScheduler::run() {
+  for (;;) {
+    std::vector<std::shared_ptr<ServeRequest>> arrived;
+    std::vector<uint64_t> upcoming;  // chunks of queued requests that name them: loaded while others compute
+    {
+      std::unique_lock<std::mutex> lock(m_);
+      work_.wait(lock, [&] { return !queue_.empty() || !active_.empty() || stopping_ || failing_; });
+      if (failing_) {
+        for (const std::shared_ptr<ServeRequest>& r : queue_) complete_request(*r, std::nullopt, *fail_with_);
+        queue_.clear();
+        for (Active& a : active_) complete_request(*a.request, std::nullopt, *fail_with_);
+        active_.clear();
+        break;
+      }
+      if (stopping_ && queue_.empty() && active_.empty()) break;
+      while (!queue_.empty() && (int)(active_.size() + arrived.size()) < options_.max_batch) {
+        arrived.push_back(queue_.front());
+        queue_.pop_front();
+      }
+      for (size_t i = 0; i < queue_.size() && i < (size_t)options_.max_batch; ++i)
+        upcoming.insert(upcoming.end(), queue_[i]->chat.query.chunk_ids.begin(), queue_[i]->chat.query.chunk_ids.end());
+    }
+    admit(std::move(arrived));
+    if (!upcoming.empty()) engine_.prefetch(upcoming);
+    std::vector<AnswerInProgress*> running;
+    for (Active& a : active_)
+      if (!a.answer->done()) running.push_back(a.answer.get());
+    if (!running.empty()) {
+      try {
+        engine_.step(running);
+      } catch (const std::exception& e) {  // the model failed (non-finite logits, say): every answer of the step
+        for (Active& a : active_) complete_request(*a.request, std::nullopt, ApiError(500, e.what()));
+        active_.clear();
+      }
+    }
+    for (Active& a : active_) publish(a, a.answer->done());
+    active_.erase(std::remove_if(active_.begin(), active_.end(),
+                                 [](const Active& a) { return a.answer->done() || a.request->abandoned; }),
+                  active_.end());
+    update_load();
+  }
+  update_load();
+}
+
+}  // namespace kvf
