@@ -31,12 +31,7 @@ quiet_json() {
     fail "$label --json: not one JSON object: $(head -c 300 "$work/$label.json")"
 }
 
-cat >"$work/corpus.jsonl" <<'JSON'
-{"id": 1, "title": "Volcano", "text": "A volcano is a rupture in the crust where lava, ash and gases escape."}
-{"id": 2, "title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}
-{"id": 3, "title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}
-{"id": 4, "title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings."}
-JSON
+cp "$(dirname "$0")/../fixtures/four_topics.jsonl" "$work/corpus.jsonl"  # four short passages
 store=$work/store
 quiet_json chunk "$kvprep" chunk --corpus "$work/corpus.jsonl" --store "$store" --chunk-tokens 32
 quiet_json embed "$kvprep" embed --store "$store"

@@ -9,12 +9,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-cat >"$work/corpus.jsonl" <<'JSON'
-{"id": 1, "title": "Volcano", "text": "A volcano is a rupture in the crust where lava, ash and gases escape."}
-{"id": 2, "title": "Glacier", "text": "A glacier is a persistent body of dense ice that moves under its own weight."}
-{"id": 3, "title": "Violin", "text": "The violin is a wooden string instrument played with a bow."}
-{"id": 4, "title": "Saturn", "text": "Saturn is the sixth planet from the Sun, known for its rings."}
-JSON
+cp "$(dirname "$0")/../fixtures/four_topics.jsonl" "$work/corpus.jsonl"  # four short passages
 store=$work/store
 "$kvprep" chunk --corpus "$work/corpus.jsonl" --store "$store" >/dev/null 2>&1
 "$kvprep" embed --store "$store" >/dev/null 2>&1
