@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Load on an OpenAI-compatible chat server: kvrun serve, or llama.cpp's server given the same passages as text.
+
+Each of C clients sends streamed chat completions back to back (closed loop) for --seconds, cycling through the
+questions of a data set in the format of ../shared/data (question, contexts); --rate instead sends requests at
+that many per second whatever the answers (open loop: Poisson arrivals, at most C in flight). Per level it
+reports TTFT p50 and p99 (request sent to first content token), latency p50, generated tokens/s, answers/s and
+errors. Python's standard library only, so any python3 runs it.
+
+  bench/serve_load.py --url http://127.0.0.1:8080 --kind kvfuse --dataset DATA.jsonl --clients 1,4,16
+  bench/serve_load.py --url http://127.0.0.1:8081 --kind text --dataset DATA.jsonl --clients 1,4,16
+
+--kind kvfuse sends each question's passages as `kvfuse.documents` (the store must hold them: build it from the
+data set, e.g. `kvrun eval --build-store`), with --method and --recompute; --kind text puts the same passages in
+the user message as "Title: ...\\ntext" blocks, for a server that prefills them (llama.cpp). Results go to stdout
+as a Markdown table, and with --out to a JSON file.
+"""
+import argparse
+import gzip
+import http.client
+import json
+import random
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+
+
+def load_questions(path, limit):
+    opener = gzip.open if path.endswith(".gz") else open
+    out = []
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                q = json.loads(line)
+                out.append({"question": q["question"], "contexts": q.get("contexts", [])})
+            if len(out) >= limit:
+                break
+    if not out:
+        sys.exit(f"serve_load: {path}: no questions")
+    return out
+
+
+def request_body(q, args):
+    body = {"messages": [{"role": "user", "content": q["question"]}], "max_tokens": args.max_tokens,
+            "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+    if args.kind == "kvfuse":
+        body["kvfuse"] = {"method": args.method, "recompute": args.recompute,
+                          "documents": [{"title": c.get("title", ""), "text": c["text"]} for c in q["contexts"]]}
+    else:
+        passages = "\n\n".join(f"Title: {c.get('title', '')}\n{c['text']}" for c in q["contexts"])
+        body["messages"][0]["content"] = f"{passages}\n\nAnswer the question from the passages above.\n" \
+                                         f"Question: {q['question']}"
+    return json.dumps(body).encode()
+
+
+def one_request(url, body, timeout):
+    """Sends one streamed completion; returns (ttft_s, latency_s, tokens) or raises. Tokens: the usage the stream
+    ends with, else the count of content deltas."""
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    t0 = time.perf_counter()
+    conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    if resp.status != 200:
+        raise RuntimeError(f"HTTP {resp.status}: {resp.read()[:200]!r}")
+    ttft, chunks, usage_tokens, done = None, 0, None, False
+    for raw in resp:
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data: "):
+            continue
+        data = line[6:]
+        if data == "[DONE]":
+            done = True
+            break
+        event = json.loads(data)
+        if "error" in event:
+            raise RuntimeError(event["error"].get("message", "error event"))
+        if event.get("usage"):
+            usage_tokens = event["usage"].get("completion_tokens")
+        for choice in event.get("choices", []):
+            if choice.get("delta", {}).get("content"):
+                chunks += 1
+                if ttft is None:
+                    ttft = time.perf_counter() - t0
+    conn.close()
+    if not done:
+        raise RuntimeError("the stream ended without [DONE]")
+    latency = time.perf_counter() - t0
+    return (ttft if ttft is not None else latency), latency, usage_tokens if usage_tokens is not None else chunks
+
+
+def run_level(args, questions, clients):
+    results, errors, lock = [], [], threading.Lock()
+    stop_at = time.perf_counter() + args.seconds
+    counter = iter(range(1 << 62))
+    in_flight = threading.Semaphore(clients)
+
+    def send(i):
+        try:
+            ttft, latency, chunks = one_request(args.url, request_body(questions[i % len(questions)], args),
+                                                args.timeout)
+            with lock:
+                results.append((ttft, latency, chunks))
+        except Exception as e:  # noqa: BLE001 - every failure is counted and shown
+            with lock:
+                errors.append(str(e)[:200])
+
+    def closed_loop():
+        while time.perf_counter() < stop_at:
+            with lock:
+                i = next(counter)
+            send(i)
+
+    threads = []
+    t0 = time.perf_counter()
+    if args.rate:
+        rng = random.Random(20261128)
+        while time.perf_counter() < stop_at:
+            time.sleep(rng.expovariate(args.rate))
+            if not in_flight.acquire(blocking=False):
+                with lock:
+                    errors.append("dropped: all clients busy")
+                continue
+            i = next(counter)
+            t = threading.Thread(target=lambda i=i: (send(i), in_flight.release()))
+            t.start()
+            threads.append(t)
+    else:
+        threads = [threading.Thread(target=closed_loop) for _ in range(clients)]
+        for t in threads:
+            t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    row = {"clients": clients, "requests": len(results) + len(errors), "errors": len(errors), "seconds": wall}
+    if results:
+        ttfts = sorted(r[0] for r in results)
+        row.update({
+            "ttft_p50_ms": 1000 * statistics.median(ttfts),
+            "ttft_p99_ms": 1000 * ttfts[min(len(ttfts) - 1, int(0.99 * len(ttfts)))],
+            "latency_p50_ms": 1000 * statistics.median(r[1] for r in results),
+            "tokens_per_s": sum(r[2] for r in results) / wall,
+            "answers_per_s": len(results) / wall,
+        })
+    if errors:
+        row["first_error"] = errors[0]
+    return row
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8080")
+    p.add_argument("--kind", choices=["kvfuse", "text"], required=True,
+                   help="kvfuse: passages as kvfuse.documents; text: passages in the prompt")
+    p.add_argument("--dataset", required=True, help="JSONL(.gz) questions with contexts")
+    p.add_argument("--questions", type=int, default=50, help="questions cycled through")
+    p.add_argument("--clients", default="1,4,16", help="comma-separated concurrency levels")
+    p.add_argument("--seconds", type=float, default=60, help="per level")
+    p.add_argument("--rate", type=float, default=0, help="open loop: requests per second (0: closed loop)")
+    p.add_argument("--max-tokens", type=int, default=16)
+    p.add_argument("--method", default="fusion")
+    p.add_argument("--recompute", type=float, default=0.15)
+    p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--out", help="write the rows as JSON here too")
+    args = p.parse_args()
+    questions = load_questions(args.dataset, args.questions)
+    rows = [run_level(args, questions, int(c)) for c in args.clients.split(",")]
+    print(f"| clients | requests | errors | TTFT p50 ms | TTFT p99 ms | latency p50 ms | tokens/s | answers/s |")
+    print("|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for r in rows:
+        print(f"| {r['clients']} | {r['requests']} | {r['errors']} | {r.get('ttft_p50_ms', 0):.0f} | "
+              f"{r.get('ttft_p99_ms', 0):.0f} | {r.get('latency_p50_ms', 0):.0f} | {r.get('tokens_per_s', 0):.1f} | "
+              f"{r.get('answers_per_s', 0):.2f} |")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
