@@ -267,6 +267,8 @@ ChunkSource QueryEngine::chunk_source(uint64_t chunk_id) const {
   return {c->doc_id, c->title, c->text};
 }
 
+uint64_t QueryEngine::generation() const { return s_->manifest.published.number; }
+
 std::string QueryEngine::model_name() const { return fs::path(s_->model_path).filename().string(); }
 
 void QueryEngine::prefetch(const std::vector<uint64_t>& chunk_ids) {

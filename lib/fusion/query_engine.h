@@ -162,6 +162,7 @@ class QueryEngine {
 
   ChunkSource chunk_source(uint64_t chunk_id) const;  // a chunk of the store's table; throws for another id
   std::string model_name() const;  // the decoder's file or folder name
+  uint64_t generation() const;      // the store generation it answers from (0: the working tables; docs/store.md)
   const std::string& kv_mode() const;
   const LlamaConfig& model_config() const;
   ChunkKvCache::Stats cache_stats() const;  // the chunk KV cache's lookups and what it holds

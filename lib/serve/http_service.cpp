@@ -17,6 +17,7 @@
 #include "core/hex.h"
 #include "core/log.h"
 #include "fusion/answer_json.h"
+#include "store/manifest.h"
 
 namespace kvf {
 namespace {
@@ -288,7 +289,8 @@ int serve(const QueryEngineOptions& engine_options, const ServeOptions& o) {
     http.join();
     throw;
   }
-  ServeScheduler scheduler(*engine, o.scheduler, service.metrics());
+  const std::string model = engine->model_name(), kv_mode = engine->kv_mode();
+  ServeScheduler scheduler(std::move(engine), o.scheduler, service.metrics());
   std::mutex drained_m;
   std::condition_variable drained_cv;
   bool drained = false;
@@ -298,11 +300,37 @@ int serve(const QueryEngineOptions& engine_options, const ServeOptions& o) {
     drained = true;
     drained_cv.notify_all();
   });
-  service.set_engine(scheduler, engine->model_name());
+  // A store updated by kvprep while the service runs: each newly published generation gets an engine of its own,
+  // loaded here beside the one answering, which the scheduler then swaps in.
+  std::mutex watch_m;
+  std::condition_variable watch_cv;
+  bool watch_stop = false;
+  std::thread watcher([&] {
+    if (o.reload_s <= 0) return;
+    uint64_t seen = scheduler.generation();
+    std::unique_lock<std::mutex> lock(watch_m);
+    while (!watch_cv.wait_for(lock, std::chrono::duration<double>(o.reload_s), [&] { return watch_stop; })) {
+      lock.unlock();
+      try {
+        const uint64_t published = load_manifest(engine_options.store_dir).published.number;
+        if (published != seen) {
+          note("kvrun serve: store generation %llu is published; loading it beside the one answering\n",
+               (unsigned long long)published);
+          auto next = std::make_unique<QueryEngine>(engine_options);
+          seen = next->generation();
+          scheduler.offer_engine(std::move(next));
+        }
+      } catch (const std::exception& e) {  // a writer mid-commit, say: the next check tries again
+        note("kvrun serve: the store's new generation does not load yet: %s\n", e.what());
+      }
+      lock.lock();
+    }
+  });
+  service.set_engine(scheduler, model);
   std::printf("kvrun serve: listening on http://%s:%d (store %s, model %s, %s KV, %s at %.2f; Ctrl-C or SIGTERM "
               "stops it)\n",
-              o.host.c_str(), port, engine_options.store_dir.c_str(), engine->model_name().c_str(),
-              engine->kv_mode().c_str(), method_name(o.defaults.method).c_str(), o.defaults.recompute);
+              o.host.c_str(), port, engine_options.store_dir.c_str(), model.c_str(), kv_mode.c_str(),
+              method_name(o.defaults.method).c_str(), o.defaults.recompute);
   std::fflush(stdout);
 
   int sig = 0;
@@ -317,6 +345,12 @@ int serve(const QueryEngineOptions& engine_options, const ServeOptions& o) {
     if (!drained_cv.wait_for(lock, limit, [&] { return drained; }))
       scheduler.fail_remaining(ApiError(503, "the server stopped before this request was answered", "", "stopping"));
   }
+  {
+    const std::lock_guard<std::mutex> lock(watch_m);
+    watch_stop = true;
+  }
+  watch_cv.notify_all();
+  watcher.join();
   worker.join();
   http.join();
   note("kvrun serve: stopped\n");

@@ -17,6 +17,7 @@ struct ServeOptions {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   double request_timeout_s = 300;   // a request not answered by then gets 504 and leaves the engine
   double drain_s = 30;              // after SIGTERM: how long requests in flight may take to finish
+  double reload_s = 5;              // how often the store's manifest is checked for a new generation (0: never)
   ServeDefaults defaults;
   SchedulerOptions scheduler;
 };

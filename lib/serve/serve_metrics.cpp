@@ -56,6 +56,11 @@ void ServeMetrics::set_cache(const ChunkKvCache::Stats& stats) {
   cache_ = stats;
 }
 
+void ServeMetrics::set_generation(uint64_t generation) {
+  const std::lock_guard<std::mutex> lock(m_);
+  generation_ = generation;
+}
+
 std::string ServeMetrics::prometheus_text() const {
   const std::lock_guard<std::mutex> lock(m_);
   std::string out;
@@ -90,6 +95,8 @@ std::string ServeMetrics::prometheus_text() const {
   out += "kvfuse_chunk_cache_misses_total " + std::to_string(cache_.misses) + "\n";
   head("kvfuse_chunk_cache_bytes", "gauge", "chunk KV held in memory");
   out += "kvfuse_chunk_cache_bytes " + std::to_string(cache_.bytes_held) + "\n";
+  head("kvfuse_store_generation", "gauge", "the store generation answers come from (0: the working tables)");
+  out += "kvfuse_store_generation " + std::to_string(generation_) + "\n";
   return out;
 }
 

@@ -20,6 +20,7 @@ class ServeMetrics {
   void add_generated_tokens(uint64_t tokens);
   void set_load(int queued, int active);
   void set_cache(const ChunkKvCache::Stats& stats);
+  void set_generation(uint64_t generation);
   std::string prometheus_text() const;
 
  private:
@@ -35,6 +36,7 @@ class ServeMetrics {
   uint64_t generated_ = 0;
   int queued_ = 0, active_ = 0;
   ChunkKvCache::Stats cache_;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace kvf

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/hex.h"
+#include "core/log.h"
 
 namespace kvf {
 namespace {
@@ -36,8 +37,18 @@ void complete_request(ServeRequest& r, std::optional<QueryAnswer> answer, std::o
   r.changed.notify_all();
 }
 
-ServeScheduler::ServeScheduler(QueryEngine& engine, SchedulerOptions options, ServeMetrics& metrics)
-    : engine_(engine), options_(options), metrics_(metrics) {}
+ServeScheduler::ServeScheduler(std::unique_ptr<QueryEngine> engine, SchedulerOptions options, ServeMetrics& metrics)
+    : owned_(std::move(engine)), generation_(owned_->generation()), options_(options), metrics_(metrics) {
+  metrics_.set_generation(generation_);
+}
+
+void ServeScheduler::offer_engine(std::unique_ptr<QueryEngine> engine) {
+  {
+    const std::lock_guard<std::mutex> lock(m_);
+    offered_ = std::move(engine);
+  }
+  work_.notify_one();
+}
 
 bool ServeScheduler::submit(const std::shared_ptr<ServeRequest>& request) {
   {
@@ -71,9 +82,9 @@ void ServeScheduler::admit(std::vector<std::shared_ptr<ServeRequest>> arrived) {
         Query q;
         q.id = "retrieve";
         q.question = r->retrieve.query;
-        const ResolvedQuery found = engine_.resolve(q, r->retrieve.top_k);
+        const ResolvedQuery found = engine().resolve(q, r->retrieve.top_k);
         for (size_t i = 0; i < found.chunk_ids.size(); ++i)
-          r->hits.push_back({found.chunk_ids[i], found.scores[i], engine_.chunk_source(found.chunk_ids[i])});
+          r->hits.push_back({found.chunk_ids[i], found.scores[i], engine().chunk_source(found.chunk_ids[i])});
         complete_request(*r, std::nullopt, std::nullopt);
       } catch (const std::exception& e) {
         complete_request(*r, std::nullopt, ApiError(500, e.what()));
@@ -86,19 +97,19 @@ void ServeScheduler::admit(std::vector<std::shared_ptr<ServeRequest>> arrived) {
       for (size_t i = 0; i < chat.query.chunk_ids.size(); ++i) {
         const uint64_t id = chat.query.chunk_ids[i];
         try {
-          engine_.chunk_source(id);
+          engine().chunk_source(id);
         } catch (const Error&) {
           const std::string param = "kvfuse.chunk_ids[" + std::to_string(i) + "]";
           throw ApiError(400, param + ": chunk " + hex64(id) + " is not in the store", param, "unknown_chunk");
         }
       }
       try {
-        resolved = engine_.resolve(chat.query, chat.options.top_k);
+        resolved = engine().resolve(chat.query, chat.options.top_k);
       } catch (const Error& e) {
         if (chat.query.contexts.empty()) throw;
         throw ApiError(400, std::string("kvfuse.documents: ") + e.what(), "kvfuse.documents", "unknown_passage");
       }
-      active_.push_back({r, engine_.begin(resolved, chat.options)});
+      active_.push_back({r, engine().begin(resolved, chat.options)});
       metrics_.observe_ttft(seconds_since(r->received));
       {
         const std::lock_guard<std::mutex> lock(r->m);
@@ -116,13 +127,13 @@ void ServeScheduler::admit(std::vector<std::shared_ptr<ServeRequest>> arrived) {
 void ServeScheduler::publish(Active& a, bool done) {
   ServeRequest& r = *a.request;
   if (done) {
-    QueryAnswer answer = engine_.finish(*a.answer);
+    QueryAnswer answer = engine().finish(*a.answer);
     metrics_.add_generated_tokens(answer.tokens.size());
     metrics_.observe_latency(seconds_since(r.received));
     complete_request(r, std::move(answer), std::nullopt);
     return;
   }
-  const std::string text = engine_.answer_text(a.answer->tokens(), r.chat.options.stop);
+  const std::string text = engine().answer_text(a.answer->tokens(), r.chat.options.stop);
   const size_t settled = settled_length(text, r.chat.options.stop);
   {
     const std::lock_guard<std::mutex> lock(r.m);
@@ -139,7 +150,7 @@ void ServeScheduler::update_load() {
     queued = queue_.size();
   }
   metrics_.set_load((int)queued, (int)active_.size());
-  metrics_.set_cache(engine_.cache_stats());
+  metrics_.set_cache(engine().cache_stats());
 }
 
 void ServeScheduler::run() {
@@ -148,7 +159,8 @@ void ServeScheduler::run() {
     std::vector<uint64_t> upcoming;  // chunks of queued requests that name them: loaded while others compute
     {
       std::unique_lock<std::mutex> lock(m_);
-      work_.wait(lock, [&] { return !queue_.empty() || !active_.empty() || stopping_ || failing_; });
+      work_.wait(lock,
+                 [&] { return !queue_.empty() || !active_.empty() || stopping_ || failing_ || offered_; });
       if (failing_) {
         for (const std::shared_ptr<ServeRequest>& r : queue_) complete_request(*r, std::nullopt, *fail_with_);
         queue_.clear();
@@ -157,7 +169,13 @@ void ServeScheduler::run() {
         break;
       }
       if (stopping_ && queue_.empty() && active_.empty()) break;
-      while (!queue_.empty() && (int)(active_.size() + arrived.size()) < options_.max_batch) {
+      if (offered_ && active_.empty()) {  // the new generation takes over once the old one's answers are done
+        owned_ = std::move(offered_);
+        generation_ = owned_->generation();
+        metrics_.set_generation(generation_);
+        note("kvrun serve: answering from store generation %llu\n", (unsigned long long)generation_);
+      }
+      while (!offered_ && !queue_.empty() && (int)(active_.size() + arrived.size()) < options_.max_batch) {
         arrived.push_back(queue_.front());
         queue_.pop_front();
       }
@@ -165,13 +183,13 @@ void ServeScheduler::run() {
         upcoming.insert(upcoming.end(), queue_[i]->chat.query.chunk_ids.begin(), queue_[i]->chat.query.chunk_ids.end());
     }
     admit(std::move(arrived));
-    if (!upcoming.empty()) engine_.prefetch(upcoming);
+    if (!upcoming.empty()) engine().prefetch(upcoming);
     std::vector<AnswerInProgress*> running;
     for (Active& a : active_)
       if (!a.answer->done()) running.push_back(a.answer.get());
     if (!running.empty()) {
       try {
-        engine_.step(running);
+        engine().step(running);
       } catch (const std::exception& e) {  // the model failed (non-finite logits, say): every answer of the step
         for (Active& a : active_) complete_request(*a.request, std::nullopt, ApiError(500, e.what()));
         active_.clear();

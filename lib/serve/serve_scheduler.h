@@ -51,7 +51,11 @@ struct SchedulerOptions {
 
 class ServeScheduler {
  public:
-  ServeScheduler(QueryEngine& engine, SchedulerOptions options, ServeMetrics& metrics);
+  ServeScheduler(std::unique_ptr<QueryEngine> engine, SchedulerOptions options, ServeMetrics& metrics);
+  // A newer store generation's engine (docs/serve.md, "Store updates"): the engine thread stops admitting, lets the
+  // answers in progress finish on the old engine, then answers from this one. Any thread.
+  void offer_engine(std::unique_ptr<QueryEngine> engine);
+  uint64_t generation() const { return generation_; }  // of the engine answering now
   // Queues a request; false when the queue is full or the scheduler is stopping.
   bool submit(const std::shared_ptr<ServeRequest>& request);
   // The engine thread: serves until stop(), then until every queued and active request is done.
@@ -70,7 +74,10 @@ class ServeScheduler {
   void publish(Active& a, bool done);
   void update_load();
 
-  QueryEngine& engine_;
+  std::unique_ptr<QueryEngine> owned_;
+  QueryEngine& engine() { return *owned_; }
+  std::unique_ptr<QueryEngine> offered_;  // under m_
+  std::atomic<uint64_t> generation_{0};
   SchedulerOptions options_;
   ServeMetrics& metrics_;
   std::mutex m_;

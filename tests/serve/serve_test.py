@@ -712,8 +712,47 @@ def test_h_sigterm_drains(ctx):
           f"signal):\n    " + "\n    ".join(problems) + (server.output() if status != 0 else ""))
 
 
+def test_i_new_store_generation(ctx):
+    """A running server moves to a generation kvprep publishes while it runs: a document added to its store's corpus
+    is found by the next questions, without a restart (docs/serve.md, "Store updates")."""
+    work = os.path.join(ctx.work, "generation")
+    os.makedirs(work)
+    store = build_store(ctx.kvprep, work)
+    server = Server(ctx.kvrun, store, work, "serve-generation", ["--reload-seconds", "0.5"])
+    try:
+        question = "Which bird is the emperor penguin?"
+        client = server.client()
+        model = client.models.list().data[0].id
+
+        def sources():
+            resp = client.chat.completions.create(model=model, messages=[{"role": "user", "content": question}],
+                                                  max_tokens=4, temperature=0, extra_body={"kvfuse": {"top_k": 1}})
+            return [s["title"] for s in kvfuse_of(resp, "chat")["sources"]]
+
+        check("Penguin" not in sources(), "the store holds no penguin yet, but the server cites one")
+        with open(os.path.join(work, "corpus.jsonl"), "a") as f:
+            f.write(json.dumps({"id": 99, "title": "Penguin", "text": "The emperor penguin is the largest penguin, "
+                                "a flightless bird that breeds in the Antarctic winter."}) + "\n")
+        run_cli([ctx.kvprep, "run", os.path.join(work, "pipeline.yaml")], "kvprep run (update)")
+        deadline = time.monotonic() + 60
+        cited = []
+        while time.monotonic() < deadline:
+            cited = sources()
+            if "Penguin" in cited:
+                break
+            time.sleep(0.5)
+        check("Penguin" in cited, f"60 s after the update the server still cites {cited}{server.output()}")
+        status, _, body = http_request(server.port, "GET", "/metrics")
+        check(status == 200 and re.search(rb"^kvfuse_store_generation 2$", body, re.M),
+              f"/metrics does not give generation 2: {short(body)}")
+    finally:
+        server.close_clients()
+        server.stop()
+    check(server.proc.returncode == 0, f"the server exited {server.proc.returncode}{server.output()}")
+
+
 TESTS = [test_a_health_and_models, test_b_methods_match_kvrun_ask, test_c_streaming, test_d_concurrent_clients,
-         test_e_bad_requests, test_f_metrics, test_g_retrieve, test_h_sigterm_drains]
+         test_e_bad_requests, test_f_metrics, test_g_retrieve, test_i_new_store_generation, test_h_sigterm_drains]
 
 
 def main():

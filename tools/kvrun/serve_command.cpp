@@ -81,6 +81,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--drain-seconds", a->serve.drain_s, "after SIGTERM, how long requests in flight may take")
       ->capture_default_str()
       ->check(finite_in(0, 86400));
+  cmd->add_option("--reload-seconds", a->serve.reload_s,
+                  "how often to look for a newly published store generation, which then answers (0: never)")
+      ->capture_default_str()
+      ->check(finite_in(0, 86400));
   cmd->add_option("--cache-mb", a->cache_mb, "chunk KV kept in memory, MiB")->capture_default_str()->check(finite_in(0, 1 << 30));
   cmd->add_option("--backend", a->engine.backend, "where the model runs: cpu | cuda")
       ->capture_default_str()
