@@ -1,6 +1,5 @@
 #include "eval/sweep_provenance.h"
 
-#include <ctime>
 #include <exception>
 #include <filesystem>
 #include <string>
@@ -16,21 +15,13 @@
 #include "model/fingerprint.h"
 #include "model/llama_weights.h"
 #include "prep/store_model.h"
+#include "store/manifest.h"  // utc_timestamp
 
 namespace kvf {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 // The kernels the CPU backend's dispatch picks on this CPU (as `--version` prints them).
 std::string cpu_kernels() {
@@ -87,7 +78,7 @@ json eval_options_json(const EvalOptions& o) {
 json eval_run_record(const EvalOptions& o, size_t answered_before) {
   const BuildInfo& b = build_info();
   const cpu::CpuFeatures& f = cpu::cpu_features();
-  return {{"started", utc_now()},
+  return {{"started", utc_timestamp()},
           {"kvfuse", b.version},
           {"commit", b.commit},
           {"build_type", b.build_type},
