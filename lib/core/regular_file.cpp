@@ -65,8 +65,6 @@ std::string file_kind(const std::string& path) {
   return errno == ENOENT ? "missing" : std::string("unreadable (") + std::strerror(errno) + ")";
 }
 
-void require_regular_file(const std::string& path) { stat_regular(path); }
-
 std::string read_regular_file(const std::string& path, uint64_t max_bytes) {
   const RegularFile file(path);
   KVF_CHECK(file.size() <= max_bytes, path, ": ", file.size(), " bytes, more than the ", max_bytes,

@@ -29,10 +29,6 @@ class RegularFile {
 // "a block device"; "missing" when it does not exist; "unreadable (<reason>)" when stat fails otherwise.
 std::string file_kind(const std::string& path);
 
-// Throws the same errors as RegularFile without opening anything (for readers that open by path, e.g. gzopen;
-// RegularFile's descriptor suits gzdopen better: no window between the check and the open).
-void require_regular_file(const std::string& path);
-
 // The whole content of a regular file of at most max_bytes (a larger one is refused, naming both sizes).
 std::string read_regular_file(const std::string& path, uint64_t max_bytes = uint64_t(1) << 30);
 

@@ -16,12 +16,6 @@ struct PublishResult {
   std::vector<std::string> removed;  // generation files reclaimed: older than the one before the current one
 };
 
-// Why the working tables (chunks.h5, index.faiss) cannot be published yet: the index does not cover the chunk
-// table, or a stored KV mode lacks chunks of it (a prefill limited to some documents over the current corpus,
-// as kvrun eval builds a store, counts as complete: its missing chunks were left out on purpose). "" when they
-// can.
-std::string unpublishable_reason(const std::string& store_dir);
-
 // Publishes the working tables as generation g + 1 when they are complete and differ from generation g: links
 // chunks.<g+1>.h5 and index.<g+1>.faiss to them (a copy where the file system has no hard links), records them
 // and the publication in the manifest, then removes generations older than g (and unlisted generation files a

@@ -138,12 +138,6 @@ bool kv_mode_completed(const Manifest& m, const std::string& mode) {
   return m.find_stage("prefill-" + mode) || m.find_stage("compress-" + mode);
 }
 
-size_t count_kv_shards(const Manifest& m, const std::string& mode) {
-  size_t n = 0;
-  for (const CommittedFile& f : m.files) n += kv_mode_of_shard(f.path) == mode;
-  return n;
-}
-
 size_t next_kv_shard_number(const Manifest& m, const std::string& mode) {
   size_t next = 0;
   for (const CommittedFile& f : m.files)

@@ -52,8 +52,6 @@ std::string kv_shard_name(const std::string& mode, size_t number);
 std::string kv_mode_of_shard(const std::string& path);
 // Whether a run completed `mode`: kvprep prefill (stage prefill-<mode>) or compress (stage compress-<mode>).
 bool kv_mode_completed(const Manifest& manifest, const std::string& mode);
-// Shards of `mode` the manifest records.
-size_t count_kv_shards(const Manifest& manifest, const std::string& mode);
 // The number the next shard of `mode` gets: one past the highest the manifest records, so a shard dropped from
 // the manifest (kvprep verify --repair) never makes a new one overwrite a recorded one.
 size_t next_kv_shard_number(const Manifest& manifest, const std::string& mode);

@@ -130,11 +130,6 @@ bool dtype_is_interleaved(DType t) {
   return l && l->interleaved == t;
 }
 
-DType base_dtype(DType t) {
-  const Layout* l = layout_of(t);
-  return l ? l->base : t;
-}
-
 DType interleaved_dtype_for(DType t, int64_t rows, int64_t k) {
   static const bool vnni = cpu_features().avx512_vnni;
   // The panels of many-row passes are packed from this layout by the bf16 kernels only.

@@ -26,8 +26,6 @@ namespace kvf::cpu {
 constexpr int64_t kInterleavedRows = 16;
 
 bool dtype_is_interleaved(DType t);
-// Q8_0_X16 -> Q8_0; other types are their own base.
-DType base_dtype(DType t);
 // The interleaved type for matmul weights of type t with `rows` rows of k values where this CPU's kernels take one
 // (AVX-512 VNNI with the bf16 panels active; Q4_1, Q5_0, Q8_0, Q4_K and Q6_K; rows a multiple of 16), else t.
 DType interleaved_dtype_for(DType t, int64_t rows, int64_t k);
