@@ -15,7 +15,7 @@ convert_packages=(  # tests/reference/gguf_to_hf.py
   "safetensors==0.8.0"                # the embedder reference reads the same weights; Hugging Face folders
 )
 packages=(
-  "llama-cpp-python==$llama_version"  # the independent decoder reference and the prefill peer in bench/
+  "llama-cpp-python[server]==$llama_version"  # the decoder reference, the prefill peer and the server peer in bench/
   "${convert_packages[@]}"
   "jinja2==3.1.6"                     # rendering the model's own chat template
   "sentence-transformers==6.2.0"      # the embedder reference (pulls torch, CPU use only)
@@ -28,6 +28,7 @@ installed() {
 import sys
 import gguf, jinja2, numpy, safetensors, sentence_transformers, tokenizers  # noqa: F401
 import llama_cpp
+import llama_cpp.server.app  # noqa: F401  (the [server] extra: bench/serve_load.py's peer)
 sys.exit(0 if llama_cpp.__version__ == sys.argv[1] else 1)
 PY
 }
