@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Paired comparison of one method across kvrun eval sweeps that differ in a setting (fusion's scoring rows or
-layers, neighbour count, ...): on the questions every sweep answered, each sweep's F1, F1 / full, normalized F1
+"""Paired comparison of one method across kvrun eval sweeps that differ in a setting (the first chunk's KV, chunk
+order, neighbour count, ...): on the questions every sweep answered, each sweep's F1, F1 / full, normalized F1
 and normalized gold-LL recovery (0 = Full Reuse of independent KV, 1 = full attention, FusionRAG eq. 11), the
 share of its recomputed tokens that lie in gold passages (where the data set marks them), and its
 difference from the first sweep, paired over questions, with 95% percentile bootstrap intervals. Reads each
@@ -8,15 +8,15 @@ folder's results.jsonl, or results.jsonl.gz (question ids, answers and scores, n
 the sweeps under docs/results, only those docs/eval.md lists under "Per-question results" kept theirs; a folder
 with neither file is refused, naming it.
 
-A setting that leaves full attention and Full Reuse of the independent KV as they were (--exact-first-chunk, the
-fusion options) need not run them again: with --references-from-baseline, a sweep that ran only the compared
+A setting that leaves full attention and Full Reuse of the independent KV as they were (--exact-first-chunk) need
+not run them again: with --references-from-baseline, a sweep that ran only the compared
 method (`kvrun eval --methods reuse,fusion ...`) takes each question's full and Full Reuse runs from the baseline.
 
   kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/hq --limit 20 --out eval/hq
-  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --store stores/hq --limit 20 --fusion-rows question \\
-      --out eval/hq-rows-question
+  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --store stores/hq --limit 20 --no-exact-first-chunk \\
+      --out eval/hq-no-exact-first
   scripts/compare_sweeps.py --method fusion --kv similarity --ratio 0.15 \\
-      baseline=eval/hq rows-question=eval/hq-rows-question
+      baseline=eval/hq no-exact-first=eval/hq-no-exact-first
 
 A sweep written NAME=METHOD@FOLDER takes METHOD instead of --method, so two methods of different sweeps pair up
 over the same questions (here fusion against cacheblend of one committed sweep that kept its results):

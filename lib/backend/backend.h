@@ -35,10 +35,9 @@ struct AttentionArgs {
   // The fast compute mode: Q, K, the softmax weights and V may be rounded to bf16 (sums stay f32). A backend
   // without such a kernel computes in f32.
   bool bf16_inputs = false;
-  // Optional probe: probe_colsum[j] += sum over probe_rows r and heads h of softmax weight P[r, h, j]; shaped
-  // [n_heads, m], each head's sums apart: probe_colsum[h, j] += sum over r of P[r, h, j].
+  // Optional probe: probe_colsum[j] += sum over probe_rows r and heads h of softmax weight P[r, h, j].
   Tensor probe_rows;    // i32 [r] indices into q rows (undefined: no probe)
-  Tensor probe_colsum;  // f32 [m], or [n_heads, m] per head
+  Tensor probe_colsum;  // f32 [m]
 };
 
 // Keys of one attention call read where they lie, with no staging copy: rows of a K/V pair (all of them, or the

@@ -21,12 +21,9 @@ AttentionDims attention_dims(const AttentionArgs& a) {
             d.n_heads, " query heads over ", d.n_kv_heads, " kv heads of dim ", a.k.dim(2), " vs ", d.head_dim);
   KVF_CHECK(a.q_pos.numel() == d.n && a.k_pos.numel() == d.m, "attention: position counts do not match rows");
   d.probing = a.probe_rows.defined() && a.probe_rows.numel() > 0;
-  if (d.probing) {
-    d.probe_per_head = a.probe_colsum.shape.size() == 2;
-    const int64_t expected = d.probe_per_head ? d.n_heads * d.m : d.m;
-    KVF_CHECK(a.probe_colsum.numel() == expected && a.probe_colsum.shape.size() <= 2, "attention: probe_colsum ",
-              shape_str(a.probe_colsum.shape), " for ", d.n_heads, " heads and ", d.m, " keys");
-  }
+  if (d.probing)
+    KVF_CHECK(a.probe_colsum.numel() == d.m && a.probe_colsum.shape.size() == 1, "attention: probe_colsum ",
+              shape_str(a.probe_colsum.shape), " for ", d.m, " keys");
   return d;
 }
 

@@ -15,7 +15,6 @@ MatmulDims matmul_dims(const Tensor& x, const Tensor& w, const Tensor& y);
 struct AttentionDims {
   int64_t n = 0, m = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;  // query rows, keys, heads, dims
   bool probing = false;                                              // probe_rows given (and probe_colsum sized)
-  bool probe_per_head = false;                                       // probe_colsum is [n_heads, m]
 };
 // Throws kvf::Error naming the shapes, the head counts or the position counts when they do not fit.
 AttentionDims attention_dims(const AttentionArgs& args);

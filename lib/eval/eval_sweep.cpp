@@ -53,17 +53,6 @@ json sweep_description(const EvalOptions& o) {
                {"question_instruction", kRagQuestionInstruction}};  // the prompt's S comes with the store
   if (o.best_last) sweep["best_last"] = true;  // recorded only when set, as below
   if (o.exact_first_chunk) sweep["exact_first_chunk"] = true;
-  // Recorded only when not the default, so that sweeps made before the option existed continue.
-  const FusionScoring& f = o.fusion_scoring;
-  const bool max_heads = f.heads == FusionScoring::Heads::Max;
-  if (f.rows != FusionScoring::Rows::All || !f.layers.empty() || f.spread != 0 || f.per_chunk || max_heads ||
-      f.rounds != 1) {
-    sweep["fusion_scoring"] = {{"rows", fusion_rows_name(f.rows)}, {"layers", f.layers}};
-    if (f.spread != 0) sweep["fusion_scoring"]["spread"] = f.spread;
-    if (f.per_chunk) sweep["fusion_scoring"]["per_chunk"] = true;
-    if (max_heads) sweep["fusion_scoring"]["heads"] = fusion_heads_name(f.heads);
-    if (f.rounds != 1) sweep["fusion_scoring"]["rounds"] = f.rounds;
-  }
   return sweep;
 }
 
@@ -329,7 +318,6 @@ EvalQuestion answer_question(const EvalOptions& o, std::map<std::string, QueryEn
   base.top_k = o.top_k;
   base.max_tokens = o.max_tokens;
   base.link_tokens = o.link_tokens;
-  base.fusion_scoring = o.fusion_scoring;
   base.exact_first_chunk = o.exact_first_chunk;
   base.stop = {"\n\n"};  // small models often put the answer on the line after "The answer is:"
   base.teacher_tokens = first.encode_answer(rec.answers[0]);

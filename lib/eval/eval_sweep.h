@@ -34,7 +34,6 @@ struct EvalOptions {
   size_t limit = 0;                        // the first N questions; 0: all
   int max_tokens = 32;
   int link_tokens = 0;
-  FusionScoring fusion_scoring;            // fusion's selection: which rows of Q, which layers
   bool exact_first_chunk = false;          // AnswerOptions::exact_first_chunk, for every method and KV mode
   uint64_t cache_bytes = 1ull << 30;
   std::string backend = "cpu";             // where the model runs: cpu | cuda

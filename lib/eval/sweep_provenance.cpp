@@ -46,7 +46,6 @@ std::string absolute(const std::string& path) {
 json eval_options_json(const EvalOptions& o) {
   std::vector<std::string> methods;
   for (FusionMethod m : o.methods) methods.push_back(method_name(m));
-  const FusionScoring& f = o.fusion_scoring;
   return {{"dataset", absolute(o.dataset)},
           {"store", absolute(o.store_dir)},
           {"model", o.model},
@@ -60,13 +59,6 @@ json eval_options_json(const EvalOptions& o) {
           {"limit", o.limit},
           {"max_tokens", o.max_tokens},
           {"link_tokens", o.link_tokens},
-          {"fusion_scoring",
-           {{"rows", fusion_rows_name(f.rows)},
-            {"layers", f.layers},
-            {"spread", f.spread},
-            {"per_chunk", f.per_chunk},
-            {"heads", fusion_heads_name(f.heads)},
-            {"rounds", f.rounds}}},
           {"exact_first_chunk", o.exact_first_chunk},
           {"cache_mb", (double)o.cache_bytes / (1024.0 * 1024.0)},
           {"backend", o.backend},

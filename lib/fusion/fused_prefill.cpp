@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <iterator>
 #include <numeric>
 
 #include "core/error.h"
@@ -126,105 +125,25 @@ std::vector<float> a3_scores(const Decoder& d, const FusionInputs& in) {
   return scores;
 }
 
-// Each score raised to the highest within `spread` tokens either side in the same chunk.
-std::vector<float> spread_within_chunks(const std::vector<float>& scores, const RagLayout& layout, int spread) {
-  std::vector<float> out(scores.size());
-  for (const RagLayout::Chunk& c : layout.chunks)
-    for (int64_t i = 0; i < c.tokens; ++i) {
-      const int64_t from = std::max<int64_t>(0, i - spread), to = std::min<int64_t>(c.tokens, i + spread + 1);
-      out[(size_t)(c.first_index + i)] = *std::max_element(scores.begin() + c.first_index + from,
-                                                           scores.begin() + c.first_index + to);
-    }
-  return out;
-}
-
-// Each chunk's scores as shares of the chunk's total (a chunk scored all 0 stays 0).
-std::vector<float> per_chunk_shares(std::vector<float> scores, const RagLayout& layout) {
-  for (const RagLayout::Chunk& c : layout.chunks) {
-    const auto first = scores.begin() + c.first_index, last = first + c.tokens;
-    double total = 0;
-    for (auto it = first; it != last; ++it) total += *it;
-    if (total > 0)
-      for (auto it = first; it != last; ++it) *it = (float)(*it / total);
-  }
-  return scores;
-}
-
-// Per-head sums ([heads, keys]) pooled to the highest head's for each key.
-std::vector<float> highest_head(const std::vector<float>& per_head, int64_t heads) {
-  const size_t keys = per_head.size() / (size_t)heads;
-  std::vector<float> pooled(per_head.begin(), per_head.begin() + (std::ptrdiff_t)keys);
-  for (size_t h = 1; h < (size_t)heads; ++h)
-    for (size_t j = 0; j < keys; ++j) pooled[j] = std::max(pooled[j], per_head[h * keys + j]);
-  return pooled;
-}
-
-// fusion: attention of Q's rows (computed over the stored KV, and over the `recomputed` context tokens computed
-// with them) on each stored context row, pooled over heads, the scoring's rows (all of Q by default) and layers
-// (the last by default). The recomputed tokens' own stored rows are superseded and score 0.
-std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const std::vector<KvSegment>& placed,
-                                 const std::vector<int64_t>& recomputed = {}) {
-  ComputedSet probe = computed_set(in.layout, recomputed, true, true);
+// fusion: the last layer's attention of Q's rows, computed over the stored KV, on each stored context row, summed
+// over Q's rows and the heads.
+std::vector<float> fusion_scores(const Decoder& d, const FusionInputs& in, const std::vector<KvSegment>& placed) {
+  ComputedSet probe = computed_set(in.layout, {}, true, true);
   probe.request.view = {in.system};
   for (const KvSegment& seg : placed) probe.request.view.push_back(&seg);
-  const int n_layers = d.config().n_layers;
-  for (int l : in.scoring.layers.empty() ? std::vector<int>{-1} : in.scoring.layers) {
-    const int layer = l < 0 ? n_layers + l : l;
-    KVF_CHECK(layer >= 0 && layer < n_layers, "fusion: scoring layer ", l, " outside the model's ", n_layers,
-              " layers");
-    probe.request.probe_layers.push_back(layer);
-  }
-  const std::vector<int32_t>& q = probe.question_rows;
-  KVF_CHECK(in.question_text_from >= 0 && in.question_text_from < (int64_t)q.size(),
-            "fusion: the question starts at Q's token ", in.question_text_from, " of ", q.size());
-  switch (in.scoring.rows) {
-    case FusionScoring::Rows::All: probe.request.probe_rows = q; break;
-    case FusionScoring::Rows::Question:
-      probe.request.probe_rows.assign(q.begin() + in.question_text_from, q.end());
-      break;
-    case FusionScoring::Rows::Last: probe.request.probe_rows = {q.back()}; break;
-  }
-  probe.request.probe_per_head = in.scoring.heads == FusionScoring::Heads::Max;
+  probe.request.probe_layers = {d.config().n_layers - 1};
+  probe.request.probe_rows = probe.question_rows;
   const ForwardResult out = d.forward(probe.request);
-  std::vector<float> colsum = out.attn_colsum[0];  // S's rows, then each chunk's rows, then computed (per head)
-  for (size_t p = 1; p < out.attn_colsum.size(); ++p)
-    for (size_t j = 0; j < colsum.size(); ++j) colsum[j] += out.attn_colsum[p][j];
-  if (probe.request.probe_per_head) colsum = highest_head(colsum, d.config().n_heads);
+  const std::vector<float>& colsum = out.attn_colsum[0];  // S's rows, then each chunk's rows, then computed
   std::vector<float> scores((size_t)in.layout.n_context(), 0.0f);
   int64_t slot = in.system->rows();
   for (size_t ch = 0; ch < in.chunks.size(); ++ch)
     for (int64_t r = 0; r < in.chunks[ch]->rows(); ++r, ++slot)
       scores[(size_t)(in.layout.chunks[ch].first_index + in.chunks[ch]->positions[r])] = colsum[(size_t)slot];
-  if (in.scoring.per_chunk) scores = per_chunk_shares(scores, in.layout);
-  return in.scoring.spread > 0 ? spread_within_chunks(scores, in.layout, in.scoring.spread) : scores;
+  return scores;
 }
 
 }  // namespace
-
-const char* fusion_rows_name(FusionScoring::Rows rows) {
-  switch (rows) {
-    case FusionScoring::Rows::All: return "all";
-    case FusionScoring::Rows::Question: return "question";
-    case FusionScoring::Rows::Last: return "last";
-  }
-  return "?";
-}
-
-FusionScoring::Rows fusion_rows_from_name(const std::string& name) {
-  for (FusionScoring::Rows r : {FusionScoring::Rows::All, FusionScoring::Rows::Question, FusionScoring::Rows::Last})
-    if (name == fusion_rows_name(r)) return r;
-  fail("fusion rows must be all, question or last, got '", name, "'");
-}
-
-const char* fusion_heads_name(FusionScoring::Heads heads) {
-  return heads == FusionScoring::Heads::Max ? "max" : "sum";
-}
-
-FusionScoring::Heads fusion_heads_from_name(const std::string& name) {
-  for (FusionScoring::Heads h : {FusionScoring::Heads::Sum, FusionScoring::Heads::Max})
-    if (name == fusion_heads_name(h)) return h;
-  fail("fusion heads '", name, "': expected sum or max");
-}
 
 std::vector<const KvSegment*> FusedPrefill::base_view() const {
   std::vector<const KvSegment*> view{system};
@@ -279,21 +198,9 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
       std::vector<float> scores = known->second.scores;
       std::fill_n(scores.begin(), in.exact_context, -INFINITY);  // ranked below every other token's
       const int64_t budget = std::min(count, l.n_context() - in.exact_context);
-      const bool two_rounds = method == FusionMethod::Fusion && in.scoring.rounds == 2 && budget >= 2;
-      res.selected = top_scored(scores, two_rounds ? budget / 2 : budget);
+      res.selected = top_scored(scores, budget);
       scored_ms = known->second.ms;
       if (shared) res.shared_select_ms = scored_ms;
-      if (two_rounds) {
-        const auto t_again = Clock::now();
-        std::vector<float> again = fusion_scores(d, in, res.placed, res.selected);
-        std::fill_n(again.begin(), in.exact_context, -INFINITY);
-        for (int64_t i : res.selected) again[(size_t)i] = -INFINITY;
-        const std::vector<int64_t> more = top_scored(again, budget - (int64_t)res.selected.size());
-        std::vector<int64_t> both;
-        std::merge(res.selected.begin(), res.selected.end(), more.begin(), more.end(), std::back_inserter(both));
-        res.selected = std::move(both);
-        scored_ms += ms_since(t_again);
-      }
     }
   }
   res.select_ms = scored_ms >= 0 ? scored_ms : ms_since(t_select);

@@ -109,7 +109,6 @@ struct QueryEngine::State {
   BpeTokenizer tokenizer;
   ChatTemplate chat;
   std::string system_text;
-  std::vector<int32_t> empty_question;  // Q's tokens for an empty question: where the question's own text starts
   std::unique_ptr<Backend> device_backend;  // where the decoder runs
   std::unique_ptr<ProfilingBackend> profiler;  // with profile_ops, in front of device_backend
   Backend* backend = nullptr;  // what the engine calls: the profiler when there is one
@@ -139,7 +138,6 @@ struct QueryEngine::State {
         kv(std::move(commit.kv)) {
     require_same_model(manifest, fingerprint, fs::path(model_path).filename().string(), o.store_dir);
     system_text = manifest.settings.at("prefill").at("system_prompt").get<std::string>();
-    empty_question = tokenizer.encode(rag_question_suffix(chat, "", ""), false, true);
     if (!o.system_message.empty()) {
       const std::string wanted = rag_system_prefix(chat, o.system_message);
       KVF_CHECK(wanted == system_text, o.store_dir, ": the store's KV was computed after another system prompt; "
@@ -320,11 +318,6 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOp
   }
   const std::vector<int32_t> question =
       s.tokenizer.encode(rag_question_suffix(s.chat, "", q.question), false, true);
-  // The question's own text starts where Q stops matching the suffix of an empty question (the fixed instruction).
-  const auto differ =
-      std::mismatch(question.begin(), question.end(), s.empty_question.begin(), s.empty_question.end());
-  in.question_text_from = std::min<int64_t>(differ.first - question.begin(), (int64_t)question.size() - 1);
-  in.scoring = o.fusion_scoring;
   in.layout = make_rag_layout(s.system_kv.rows(), chunk_tokens, link_token_ids(o.link_tokens), question,
                               c.context_length);
   // A method that recomputes every context token computes exactly full attention: it need not load chunk KV

@@ -62,7 +62,6 @@ struct AnswerOptions {
   double recompute = 0.15;
   int top_k = 5;                   // chunks retrieved when a query has none given
   int link_tokens = 0;             // KVLink link tokens after each chunk
-  FusionScoring fusion_scoring;    // fusion: which of Q's rows and which layers drive the selection
   int max_tokens = 64;             // generated tokens at most
   std::vector<std::string> stop;   // generation ends when the answer text contains one of these
   // For eval: tokens to score under teacher forcing after the prefill (a gold answer, see encode_answer) ...

@@ -141,8 +141,7 @@ class ForwardPass {
           res.kv.v.push_back(own ? b_.empty(DType::F32, {plans_[s].n, c_.n_kv_heads, c_.head_dim}) : Tensor());
         }
       }
-      const int64_t heads = batch_[s].probe_per_head ? c_.n_heads : 1;
-      res.attn_colsum.assign(batch_[s].probe_layers.size(), std::vector<float>(heads * plans_[s].n_slots, 0.0f));
+      res.attn_colsum.assign(batch_[s].probe_layers.size(), std::vector<float>(plans_[s].n_slots, 0.0f));
     }
   }
 
@@ -239,10 +238,10 @@ class ForwardPass {
     }
     stage_keys(r, p, src, ks, vs, nullptr);
     AttentionArgs args = attention_args(p, qs, mask_pos);
-    if (probe != r.probe_layers.end()) attach_probe(p, r.probe_per_head, args);
+    if (probe != r.probe_layers.end()) attach_probe(p, args);
     b_.attention(args);
     if (probe != r.probe_layers.end())
-      collect_probe(p, r.probe_per_head, args, results_[s].attn_colsum[probe - r.probe_layers.begin()]);
+      collect_probe(p, args, results_[s].attn_colsum[probe - r.probe_layers.begin()]);
   }
 
   // Keys: the kept view rows, then the computed tokens, staged in p.keys_k/keys_v; RoPE applied at each row's
@@ -330,23 +329,18 @@ class ForwardPass {
     return args;
   }
 
-  void attach_probe(const SequencePlan& p, bool per_head, AttentionArgs& args) {
-    const int64_t keys = (int64_t)p.key_slot.size();
+  void attach_probe(const SequencePlan& p, AttentionArgs& args) {
     args.probe_rows = p.probe_rows;
-    args.probe_colsum = per_head ? b_.empty(DType::F32, {c_.n_heads, keys}) : b_.empty(DType::F32, {keys});
-    const std::vector<float> zeros((size_t)args.probe_colsum.numel(), 0.0f);
+    args.probe_colsum = b_.empty(DType::F32, {(int64_t)p.key_slot.size()});
+    const std::vector<float> zeros(p.key_slot.size(), 0.0f);
     b_.copy_from_host(args.probe_colsum, zeros.data(), zeros.size() * sizeof(float));
   }
 
-  // Column sums back to the caller's key order: view rows in segment order (superseded ones stay 0), then tokens;
-  // per head, each head's run in turn.
-  void collect_probe(const SequencePlan& p, bool per_head, const AttentionArgs& args, std::vector<float>& out) {
-    std::vector<float> colsum((size_t)args.probe_colsum.numel());
+  // Column sums back to the caller's key order: view rows in segment order (superseded ones stay 0), then tokens.
+  void collect_probe(const SequencePlan& p, const AttentionArgs& args, std::vector<float>& out) {
+    std::vector<float> colsum(p.key_slot.size());
     b_.copy_to_host(args.probe_colsum, colsum.data(), colsum.size() * sizeof(float));
-    const size_t keys = p.key_slot.size(), heads = per_head ? (size_t)c_.n_heads : 1;
-    const size_t slots = out.size() / heads;
-    for (size_t h = 0; h < heads; ++h)
-      for (size_t j = 0; j < keys; ++j) out[h * slots + p.key_slot[j]] = colsum[h * keys + j];
+    for (size_t j = 0; j < colsum.size(); ++j) out[p.key_slot[j]] = colsum[j];
   }
 
   // The attention output projection and the SwiGLU MLP, each added to the residual stream.

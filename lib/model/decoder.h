@@ -29,7 +29,6 @@ struct ForwardRequest {
   bool return_kv = false;                  // return each layer's K (pre-RoPE) and V of the computed tokens
   std::vector<int> probe_layers;           // layers whose attention column sums are returned ...
   std::vector<int32_t> probe_rows;         // ... summed over these query rows (indices into tokens) and heads
-  bool probe_per_head = false;             // each query head's sums apart (the CPU backend only)
   int run_layers = 0;                      // > 0: stop after this many layers (no logits; KV of those layers)
   bool return_hidden = false;              // return the last layer's output (before the final norm)
   int condensed_passes = 0;  // condensed-KV (LCKV) models: passes over the span (0: the model's; see condensed_kv.h)
@@ -38,8 +37,7 @@ struct ForwardRequest {
 struct ForwardResult {
   std::vector<float> logits;  // [logit_rows.size(), vocab], row-major
   KvSegment kv;               // when return_kv: rows = computed tokens, in request order; one entry per layer run
-  // Per probe layer: one value per key, view rows first (segment order, superseded rows 0), then computed tokens;
-  // with probe_per_head, n_heads such runs one after another (head h's value for key j at h * keys + j).
+  // Per probe layer: one value per key, view rows first (segment order, superseded rows 0), then computed tokens.
   std::vector<std::vector<float>> attn_colsum;
   std::vector<float> hidden;  // when return_hidden: [tokens, hidden] of the last layer run, request order
 };

@@ -57,7 +57,7 @@ assert [r["id"] for r in rows] == ["a", "b"], rows
 assert rows[1]["gold_answers"] == ["instrument"]
 PY
 # A name the library's parser refuses is a usage error (status 2) naming the option and the value.
-for bad in "--method blend" "--compute f16" "--fusion-rows first" "--fusion-heads mean"; do
+for bad in "--method blend" "--compute f16"; do
   set +e
   "$kvrun" ask --store "$store" --question "q" $bad 2>"$work/bad.err"
   status=$?

@@ -140,12 +140,11 @@ TEST_F(CpuOps, RopeTableAgreesWithDirectComputationAndBeyondIt) {
 }
 
 // Naive attention by the forward rule: query at p reads keys with position <= p; GQA maps head h to h / group.
-// colsum: the probe's sums over heads ([m]), or each head's ([H, m]) when per_head.
 void naive_attention(const AttentionArgs& a, std::vector<double>& out, std::vector<double>& colsum,
-                     const std::vector<int32_t>& probe_rows, bool per_head = false) {
+                     const std::vector<int32_t>& probe_rows) {
   const int64_t n = a.q.dim(0), H = a.q.dim(1), D = a.q.dim(2), m = a.k.dim(0), KV = a.k.dim(1);
   out.assign(n * H * D, 0.0);
-  colsum.assign(per_head ? H * m : m, 0.0);
+  colsum.assign(m, 0.0);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t h = 0; h < H; ++h) {
       const int64_t g = h / (H / KV);
@@ -164,8 +163,7 @@ void naive_attention(const AttentionArgs& a, std::vector<double>& out, std::vect
       for (int64_t j = 0; j < m; ++j) {
         const double p = sum > 0 ? w[j] / sum : 0;
         for (int64_t d = 0; d < D; ++d) out[(i * H + h) * D + d] += p * a.v.data<float>()[(j * KV + g) * D + d];
-        if (std::find(probe_rows.begin(), probe_rows.end(), i) != probe_rows.end())
-          colsum[(per_head ? h * m : 0) + j] += p;
+        if (std::find(probe_rows.begin(), probe_rows.end(), i) != probe_rows.end()) colsum[j] += p;
       }
     }
 }
@@ -198,20 +196,6 @@ TEST_F(CpuOps, AttentionFollowsTheForwardRuleWithGqaAndProbes) {
     naive_attention(a, ref, colsum, probe);
     for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(a.out.data<float>()[i], ref[i], 2e-5) << "n=" << c.n;
     for (int j = 0; j < c.m; ++j) ASSERT_NEAR(a.probe_colsum.data<float>()[j], colsum[j], 2e-5) << "key " << j;
-
-    // Each head's sums apart ([heads, m]), in the f32 kernel and through the fast mode's probe alike.
-    for (const bool bf16 : {false, true}) {
-      AttentionArgs per_head = a;
-      per_head.bf16_inputs = bf16;
-      per_head.out = b->empty(DType::F32, {c.n, c.heads, 16});
-      per_head.probe_colsum = b->empty(DType::F32, {c.heads, c.m});
-      std::fill_n(per_head.probe_colsum.data<float>(), c.heads * c.m, 0.0f);
-      b->attention(per_head);
-      naive_attention(a, ref, colsum, probe, true);
-      for (int j = 0; j < c.heads * c.m; ++j)
-        ASSERT_NEAR(per_head.probe_colsum.data<float>()[j], colsum[j], 2e-5)
-            << "head " << j / c.m << " key " << j % c.m;
-    }
   }
   AttentionArgs bad;
   bad.q = b->empty(DType::F32, {2, 4, 16});
@@ -223,7 +207,7 @@ TEST_F(CpuOps, AttentionFollowsTheForwardRuleWithGqaAndProbes) {
   bad.probe_rows = make_i32({1});
   bad.probe_colsum = b->empty(DType::F32, {2, 3});
   EXPECT_THAT(test::error_of([&] { b->attention(bad); }),
-              ::testing::HasSubstr("probe_colsum [2, 3] for 4 heads and 3 keys"));
+              ::testing::HasSubstr("probe_colsum [2, 3] for 3 keys"));
 }
 
 // attention_blocks (keys read in place, flash-style, split over spans of keys) against the naive rule over the

@@ -143,10 +143,10 @@ TEST(EvalSweepProvenance, SweepJsonRecordsInputsBuildMachineAndEveryOption) {
   const json& options = run.at("options");
   EXPECT_EQ(options, eval_options_json(s.o));
   for (const char* key : {"dataset", "store", "model", "embedder", "methods", "ratios", "kv", "setting", "top_k",
-                          "best_last", "limit", "max_tokens", "link_tokens", "fusion_scoring", "exact_first_chunk",
-                          "cache_mb", "backend", "build_block", "threads", "out"})
+                          "best_last", "limit", "max_tokens", "link_tokens", "exact_first_chunk", "cache_mb",
+                          "backend", "build_block", "threads", "out"})
     EXPECT_TRUE(options.contains(key)) << key;
-  EXPECT_EQ(options.at("fusion_scoring").at("rows"), "all");  // defaults written out, unlike the top level
+  EXPECT_EQ(options.at("best_last"), false);  // defaults written out, unlike the top level
   EXPECT_EQ(options.at("methods"), json({"full", "reuse", "fusion"}));
   EXPECT_EQ(read_regular_file((fs::path(s.o.out_dir) / "command.txt").string()), s.o.command + "\n");
 }

@@ -1,7 +1,6 @@
 // kvrun's token selectors (DESIGN.md §6) and KVLink link-token visibility, checked by brute force: every score is
 // recomputed from the papers' definitions with the double-precision reference decoder (support/reference_decoder),
 // whose only engine input is the stored chunk KV itself.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -200,48 +199,18 @@ struct RagSetup {
   }
 
   // fusion (FusionRAG §3.2): links and Q over [S, placed stored chunks]; last-layer weights from Q's rows on each
-  // stored context row, summed over rows and heads. With a scoring: only its rows of Q (the question's text from
-  // Q's token `text_from`), summed over its layers.
-  // `recomputed`: context tokens computed with Q (their stored rows superseded).
-  std::vector<double> fusion_scores(const FusionScoring& scoring = {}, int64_t text_from = 0,
-                                    const std::vector<int64_t>& recomputed = {}) const {
-    const auto [tokens, positions] = computed(recomputed);
+  // stored context row, summed over rows and heads.
+  std::vector<double> fusion_scores() const {
+    const auto [tokens, positions] = computed({});
     const auto trace = test::reference_forward(path, reference_view(), tokens, positions);
     const auto slot = stored_slots();
-    std::vector<int> layers;
-    for (int l : scoring.layers.empty() ? std::vector<int>{-1} : scoring.layers)
-      layers.push_back(l < 0 ? n_layers() + l : l);
-    const int64_t n_q = (int64_t)layout.question_positions.size();
-    std::vector<std::vector<double>> per_head(trace.n_heads, std::vector<double>((size_t)layout.n_context(), 0.0));
+    std::vector<double> scores((size_t)layout.n_context(), 0.0);
     for (size_t row = 0; row < positions.size(); ++row) {
       if (positions[row] < layout.question_positions[0]) continue;  // a link token
-      const int64_t qi = positions[row] - layout.question_positions[0];  // Q's rows are consecutive
-      if ((scoring.rows == FusionScoring::Rows::Question && qi < text_from) ||
-          (scoring.rows == FusionScoring::Rows::Last && qi != n_q - 1))
-        continue;
-      for (int layer : layers)
-        for (int h = 0; h < trace.n_heads; ++h)
-          for (size_t i = 0; i < per_head[h].size(); ++i)
-            per_head[h][i] += trace.prob(layer, h, (int64_t)row, slot[i]);
+      for (int h = 0; h < trace.n_heads; ++h)
+        for (size_t i = 0; i < scores.size(); ++i) scores[i] += trace.prob(n_layers() - 1, h, (int64_t)row, slot[i]);
     }
-    std::vector<double> scores = per_head[0];  // pooled over heads: summed, or the highest head's
-    for (int h = 1; h < trace.n_heads; ++h)
-      for (size_t i = 0; i < scores.size(); ++i)
-        scores[i] = scoring.heads == FusionScoring::Heads::Max ? std::max(scores[i], per_head[h][i])
-                                                               : scores[i] + per_head[h][i];
-    if (scoring.per_chunk)  // each chunk's scores as shares of its total
-      for (const RagLayout::Chunk& c : layout.chunks) {
-        double total = 0;
-        for (int64_t i = c.first_index; i < c.first_index + c.tokens; ++i) total += scores[i];
-        for (int64_t i = c.first_index; i < c.first_index + c.tokens; ++i) scores[i] /= total;
-      }
-    if (scoring.spread == 0) return scores;
-    std::vector<double> spread(scores.size());  // the highest score within `spread` tokens, same chunk
-    for (const RagLayout::Chunk& c : layout.chunks)
-      for (int64_t i = c.first_index; i < c.first_index + c.tokens; ++i)
-        for (int64_t j = i - scoring.spread; j <= i + scoring.spread; ++j)
-          if (j >= c.first_index && j < c.first_index + c.tokens) spread[i] = std::max(spread[i], scores[j]);
-    return spread;
+    return scores;
   }
 
   // The reference's logits of Q's last token when `context` (plus links and Q) is computed over the stored view.
@@ -306,61 +275,6 @@ TEST_P(FusionSelection, A3PicksWhatTheQuestionAttendsToAtLayer1) {
 
 TEST_P(FusionSelection, FusionPicksWhatTheQuestionAttendsToAtTheLastLayerOverStoredKv) {
   expect_selection(rag, FusionMethod::Fusion, rag.fusion_scores());
-}
-
-// Which of Q's rows and which layers drive fusion's selection (kvrun --fusion-rows, --fusion-layers).
-TEST_P(FusionSelection, FusionScoringPicksByTheRowsAndLayersItNames) {
-  rag.inputs.question_text_from = 2;
-  for (const auto& [rows, layers] :
-       std::vector<std::pair<FusionScoring::Rows, std::vector<int>>>{{FusionScoring::Rows::Question, {}},
-                                                                     {FusionScoring::Rows::Last, {}},
-                                                                     {FusionScoring::Rows::All, {0, -1}},
-                                                                     {FusionScoring::Rows::Question, {1}}}) {
-    SCOPED_TRACE(std::string(fusion_rows_name(rows)) + " rows, " + std::to_string(layers.size()) + " layers");
-    rag.inputs.scoring = {rows, layers};
-    expect_selection(rag, FusionMethod::Fusion, rag.fusion_scores(rag.inputs.scoring, 2));
-  }
-  rag.inputs.scoring = {FusionScoring::Rows::All, {rag.n_layers()}};
-  EXPECT_THAT(test::error_of([&] { fused_prefill(*rag.decoder, rag.inputs, FusionMethod::Fusion, kRatio); }),
-              ::testing::HasSubstr("scoring layer " + std::to_string(rag.n_layers()) + " outside the model's"));
-  const std::vector<std::pair<int, bool>> spreads_and_per_chunk{{1, false}, {3, false}, {0, true}, {1, true}};
-  for (const auto& [spread, per_chunk] : spreads_and_per_chunk) {
-    SCOPED_TRACE("spread " + std::to_string(spread) + (per_chunk ? ", per chunk" : ""));
-    rag.inputs.scoring = {};
-    rag.inputs.scoring.spread = spread;  // a token scored as its best neighbour in the chunk
-    rag.inputs.scoring.per_chunk = per_chunk;  // as its share of its chunk's total
-    expect_selection(rag, FusionMethod::Fusion, rag.fusion_scores(rag.inputs.scoring));
-  }
-  for (const auto& [rows, layers] : std::vector<std::pair<FusionScoring::Rows, std::vector<int>>>{
-           {FusionScoring::Rows::All, {}}, {FusionScoring::Rows::Last, {0, -1}}}) {
-    SCOPED_TRACE(std::string("highest head, ") + fusion_rows_name(rows) + " rows");
-    rag.inputs.scoring = {rows, layers};
-    rag.inputs.scoring.heads = FusionScoring::Heads::Max;  // a token scored by the head that reads it most
-    const std::vector<double> highest = rag.fusion_scores(rag.inputs.scoring, 2);
-    expect_selection(rag, FusionMethod::Fusion, highest);
-    rag.inputs.scoring.heads = FusionScoring::Heads::Sum;
-    EXPECT_NE(highest, rag.fusion_scores(rag.inputs.scoring, 2));  // the pooling changes the scores
-  }
-  // Two rounds: half the budget by the scores over the stored KV, the rest by the scores with that half recomputed.
-  rag.inputs.scoring = {};
-  rag.inputs.scoring.rounds = 2;
-  const int64_t budget = std::lround(kRatio * (double)rag.layout.n_context());
-  ASSERT_GE(budget, 4);
-  const std::vector<int64_t> first = reference_top(rag.fusion_scores(), budget / 2);
-  std::vector<double> two_rounds = rag.fusion_scores({}, 0, first);
-  for (int64_t i : first) {
-    EXPECT_EQ(two_rounds[(size_t)i], 0.0) << "a recomputed token's stored row is superseded";
-    two_rounds[(size_t)i] = 1e9;  // chosen in the first round
-  }
-  expect_selection(rag, FusionMethod::Fusion, two_rounds);
-  EXPECT_NE(reference_top(two_rounds, budget), reference_top(rag.fusion_scores(), budget))
-      << "the second round should choose differently here, or this case shows nothing";
-  EXPECT_EQ(fusion_heads_from_name("max"), FusionScoring::Heads::Max);
-  EXPECT_THAT(test::error_of([] { fusion_heads_from_name("mean"); }),
-              ::testing::HasSubstr("fusion heads 'mean': expected sum or max"));
-  EXPECT_EQ(fusion_rows_from_name("question"), FusionScoring::Rows::Question);
-  EXPECT_THAT(test::error_of([] { fusion_rows_from_name("middle"); }),
-              ::testing::HasSubstr("fusion rows must be all, question or last, got 'middle'"));
 }
 
 TEST_P(FusionSelection, RatioZeroIsReuseAndRatioOneIsFull) {

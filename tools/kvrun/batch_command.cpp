@@ -45,7 +45,6 @@ namespace fs = std::filesystem;
 nlohmann::json batch_settings(const BatchArgs& a, const AnswerOptions& o) {
   const QueryEngineOptions e = a.query.engine_options();
   const std::string questions = read_text_file(a.queries);
-  const FusionScoring& f = o.fusion_scoring;
   return {{"--queries", hex64(XXH3_64bits(questions.data(), questions.size()))},
           {"--store", fs::absolute(e.store_dir).lexically_normal().string()},
           {"--model", e.model},
@@ -60,12 +59,6 @@ nlohmann::json batch_settings(const BatchArgs& a, const AnswerOptions& o) {
           {"--link-tokens", o.link_tokens},
           {"--max-tokens", o.max_tokens},
           {"--stop", o.stop},
-          {"--fusion-rows", fusion_rows_name(f.rows)},
-          {"--fusion-layers", f.layers},
-          {"--fusion-spread", f.spread},
-          {"--fusion-per-chunk", f.per_chunk},
-          {"--fusion-heads", fusion_heads_name(f.heads)},
-          {"--fusion-rounds", f.rounds},
           {"--exact-first-chunk", o.exact_first_chunk},
           {"--show-recomputed", o.mark_recomputed}};
 }

@@ -246,7 +246,6 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--max-tokens", args->eval.max_tokens, "answer length limit (answers also stop at a blank line)")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxAnswerTokens));
-  add_fusion_scoring_options(*cmd, args->eval.fusion_scoring);
   add_exact_first_chunk_option(*cmd, args->eval.exact_first_chunk);
   cmd->add_option("--link-tokens", args->eval.link_tokens, "KVLink link tokens after each chunk")
       ->capture_default_str()

@@ -58,7 +58,6 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--compute", o.compute, "fast: compact weights, the CPU's fastest kernels; f32: the reference math")
       ->capture_default_str()
       ->check(accepted_by(compute_mode_from_name));
-  add_fusion_scoring_options(cmd, o.answer.fusion_scoring);
   add_exact_first_chunk_option(cmd, o.answer.exact_first_chunk);
   cmd.add_flag("--show-recomputed", o.answer.mark_recomputed,
                "after the answer, print each chunk's text with the tokens the method recomputed in [[ ]] (with "
@@ -66,38 +65,6 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   add_common_options(cmd, o.common,
                      "print one JSON object per question: answer, chunk_ids, sources, token counts, cache, "
                      "timings_ms {retrieve, load, select, prefill, ttft, decode}, tokens_per_s {decode}, ...");
-}
-
-void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s) {
-  cmd.add_option_function<std::string>(
-         "--fusion-rows", [&s](const std::string& name) { s.rows = fusion_rows_from_name(name); },
-         "fusion: the question-side rows whose attention picks the tokens: all (the instruction, the question and "
-         "the turn's end) | question (from the question's own text on) | last (the last one)")
-      ->check(accepted_by(fusion_rows_from_name))
-      ->default_str("all");
-  cmd.add_option("--fusion-layers", s.layers,
-                 "fusion: layers whose attention is summed, negative from the end (e.g. -1 or 0,-1; default -1)")
-      ->delimiter(',');
-  cmd.add_option("--fusion-spread", s.spread,
-                 "fusion: score each token as the highest of the tokens up to this many either side in its chunk, "
-                 "so the rest of a strongly attended word or number is recomputed with it (0: its own score)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 64));
-  cmd.add_option_function<std::string>(
-         "--fusion-heads", [&s](const std::string& name) { s.heads = fusion_heads_from_name(name); },
-         "fusion: how the heads' attention makes a token's score: sum (FusionRAG) | max (the highest head's, so a "
-         "token one head reads sharply counts as much as one many heads read a little; CPU backend)")
-      ->check(accepted_by(fusion_heads_from_name))
-      ->default_str("sum");
-  cmd.add_option("--fusion-rounds", s.rounds,
-                 "fusion: 2 chooses half the budget by the question's attention over the stored KV and the other half "
-                 "by its attention with that half recomputed, so what the first half brings in from other chunks "
-                 "steers the rest (multi-hop questions); its second probe costs time at every ratio")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 2));
-  cmd.add_flag("--fusion-per-chunk", s.per_chunk,
-               "fusion: score each token by its share of its chunk's total, so every chunk carries the same weight "
-               "and the recomputed tokens spread over the chunks instead of gathering near the question");
 }
 
 void add_exact_first_chunk_option(CLI::App& cmd, bool& exact_first_chunk) {

@@ -25,11 +25,9 @@ struct QueryCliOptions {
 };
 
 // Registers --store, --model, --embedder, --kv, --method, --recompute, --top-k, --link-tokens, --max-tokens,
-// --stop, --cache-mb, --backend, --compute, --decode-low-bit-at-load, the fusion scoring options,
-// --exact-first-chunk, --show-recomputed and the common options (--threads, --json, --quiet) on `cmd`.
+// --stop, --cache-mb, --backend, --compute, --decode-low-bit-at-load, --exact-first-chunk, --show-recomputed and
+// the common options (--threads, --json, --quiet) on `cmd`.
 void add_query_options(CLI::App& cmd, QueryCliOptions& o);
-// --fusion-rows and --fusion-layers (kvrun ask, batch and eval).
-void add_fusion_scoring_options(CLI::App& cmd, FusionScoring& s);
 // --exact-first-chunk and --no-exact-first-chunk (kvrun ask, batch and eval); after parsing,
 // apply_exact_first_chunk_default sets the value neither flag gave: on where every KV mode in `kv_modes` is
 // independent or similarity (measured in docs/eval.md, "The first chunk's KV").

@@ -39,10 +39,8 @@ void attention_f32(AttentionArgs& a) {
       is_probe[pr[i]] = 1;
     }
   }
-  // Per-task partial column sums (per head of the task's group when asked for), added in task order afterwards so
-  // the result does not depend on scheduling.
+  // Per-task partial column sums, added in task order afterwards so the result does not depend on scheduling.
   std::vector<std::vector<float>> probe_partial;
-  const int64_t partial_heads = dims.probe_per_head ? group : 1;
 
   // One task per (kv head, block of query rows): the query heads sharing that kv head are stacked into one
   // matrix, so each key block is packed once for all of them. Blocks of 16 rows: a block scores every key up to its
@@ -98,9 +96,8 @@ void attention_f32(AttentionArgs& a) {
         for (int64_t j = 0; j < mk; ++j)
           if (kp[j] > p) row[j] = 0.0f;
       if (probe_acc && is_probe[qi]) {
-        if (probe_acc->empty()) probe_acc->assign(partial_heads * mk, 0.0f);
-        float* acc = probe_acc->data() + (dims.probe_per_head ? i / rows : 0) * mk;
-        for (int64_t j = 0; j < mk; ++j) acc[j] += row[j];
+        if (probe_acc->empty()) probe_acc->assign(mk, 0.0f);
+        for (int64_t j = 0; j < mk; ++j) (*probe_acc)[j] += row[j];
       }
     }
     if (mk > 0)
@@ -113,15 +110,8 @@ void attention_f32(AttentionArgs& a) {
         std::copy_n(os + (h * rows + r) * hd, hd, out + ((r0 + r) * n_heads + g * group + h) * hd);
   });
   float* colsum = probing ? a.probe_colsum.data<float>() : nullptr;
-  for (int64_t task = 0; task < (int64_t)probe_partial.size(); ++task) {
-    const std::vector<float>& part = probe_partial[task];
-    if (part.empty()) continue;
-    const int64_t mk = (int64_t)part.size() / partial_heads;
-    for (int64_t h = 0; h < partial_heads; ++h) {
-      float* to = colsum + (dims.probe_per_head ? (task / n_blocks * group + h) * m : 0);
-      for (int64_t j = 0; j < mk; ++j) to[j] += part[h * mk + j];
-    }
-  }
+  for (const auto& part : probe_partial)
+    for (size_t j = 0; j < part.size(); ++j) colsum[j] += part[j];
 }
 
 }  // namespace

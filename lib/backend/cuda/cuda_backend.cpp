@@ -326,8 +326,6 @@ class CudaBackend final : public Backend {
   }
   void attention(AttentionArgs& a) override {
     const AttentionDims dims = attention_dims(a);
-    KVF_CHECK(!dims.probe_per_head, "attention: per-head probe sums (fusion --fusion-heads max) run on the CPU "
-              "backend only");
     const cuda::AttentionShape sh = shape_of(dims, a.scale);
     Tensor row_max, row_sum;
     if (dims.probing) {
