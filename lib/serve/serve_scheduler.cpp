@@ -74,53 +74,51 @@ void ServeScheduler::fail_remaining(const ApiError& error) {
   work_.notify_one();
 }
 
-void ServeScheduler::admit(std::vector<std::shared_ptr<ServeRequest>> arrived) {
-  for (std::shared_ptr<ServeRequest>& r : arrived) {
-    if (r->abandoned) continue;
-    if (r->kind == ServeRequest::Kind::Retrieve) {
-      try {
-        Query q;
-        q.id = "retrieve";
-        q.question = r->retrieve.query;
-        const ResolvedQuery found = engine().resolve(q, r->retrieve.top_k);
-        for (size_t i = 0; i < found.chunk_ids.size(); ++i)
-          r->hits.push_back({found.chunk_ids[i], found.scores[i], engine().chunk_source(found.chunk_ids[i])});
-        complete_request(*r, std::nullopt, std::nullopt);
-      } catch (const std::exception& e) {
-        complete_request(*r, std::nullopt, ApiError(500, e.what()));
-      }
-      continue;
-    }
-    const ChatRequest& chat = r->chat;
-    ResolvedQuery resolved;
-    try {  // what the request names must be in the store: a 400 naming the field
-      for (size_t i = 0; i < chat.query.chunk_ids.size(); ++i) {
-        const uint64_t id = chat.query.chunk_ids[i];
-        try {
-          engine().chunk_source(id);
-        } catch (const Error&) {
-          const std::string param = "kvfuse.chunk_ids[" + std::to_string(i) + "]";
-          throw ApiError(400, param + ": chunk " + hex64(id) + " is not in the store", param, "unknown_chunk");
-        }
-      }
-      try {
-        resolved = engine().resolve(chat.query, chat.options.top_k);
-      } catch (const Error& e) {
-        if (chat.query.contexts.empty()) throw;
-        throw ApiError(400, std::string("kvfuse.documents: ") + e.what(), "kvfuse.documents", "unknown_passage");
-      }
-      active_.push_back({r, engine().begin(resolved, chat.options)});
-      metrics_.observe_ttft(seconds_since(r->received));
-      {
-        const std::lock_guard<std::mutex> lock(r->m);
-        r->admitted = true;
-      }
-      r->changed.notify_all();
-    } catch (const ApiError& e) {
-      complete_request(*r, std::nullopt, e);
+void ServeScheduler::admit(const std::shared_ptr<ServeRequest>& r) {
+  if (r->abandoned) return;
+  if (r->kind == ServeRequest::Kind::Retrieve) {
+    try {
+      Query q;
+      q.id = "retrieve";
+      q.question = r->retrieve.query;
+      const ResolvedQuery found = engine().resolve(q, r->retrieve.top_k);
+      for (size_t i = 0; i < found.chunk_ids.size(); ++i)
+        r->hits.push_back({found.chunk_ids[i], found.scores[i], engine().chunk_source(found.chunk_ids[i])});
+      complete_request(*r, std::nullopt, std::nullopt);
     } catch (const std::exception& e) {
       complete_request(*r, std::nullopt, ApiError(500, e.what()));
     }
+    return;
+  }
+  const ChatRequest& chat = r->chat;
+  ResolvedQuery resolved;
+  try {  // what the request names must be in the store: a 400 naming the field
+    for (size_t i = 0; i < chat.query.chunk_ids.size(); ++i) {
+      const uint64_t id = chat.query.chunk_ids[i];
+      try {
+        engine().chunk_source(id);
+      } catch (const Error&) {
+        const std::string param = "kvfuse.chunk_ids[" + std::to_string(i) + "]";
+        throw ApiError(400, param + ": chunk " + hex64(id) + " is not in the store", param, "unknown_chunk");
+      }
+    }
+    try {
+      resolved = engine().resolve(chat.query, chat.options.top_k);
+    } catch (const Error& e) {
+      if (chat.query.contexts.empty()) throw;
+      throw ApiError(400, std::string("kvfuse.documents: ") + e.what(), "kvfuse.documents", "unknown_passage");
+    }
+    active_.push_back({r, engine().begin(resolved, chat.options)});
+    metrics_.observe_ttft(seconds_since(r->received));
+    {
+      const std::lock_guard<std::mutex> lock(r->m);
+      r->admitted = true;
+    }
+    r->changed.notify_all();
+  } catch (const ApiError& e) {
+    complete_request(*r, std::nullopt, e);
+  } catch (const std::exception& e) {
+    complete_request(*r, std::nullopt, ApiError(500, e.what()));
   }
 }
 
@@ -155,7 +153,7 @@ void ServeScheduler::update_load() {
 
 void ServeScheduler::run() {
   for (;;) {
-    std::vector<std::shared_ptr<ServeRequest>> arrived;
+    std::shared_ptr<ServeRequest> arrived;
     std::vector<uint64_t> upcoming;  // chunks of queued requests that name them: loaded while others compute
     {
       std::unique_lock<std::mutex> lock(m_);
@@ -175,14 +173,16 @@ void ServeScheduler::run() {
         metrics_.set_generation(generation_);
         note("kvrun serve: answering from store generation %llu\n", (unsigned long long)generation_);
       }
-      while (!offered_ && !queue_.empty() && (int)(active_.size() + arrived.size()) < options_.max_batch) {
-        arrived.push_back(queue_.front());
+      // One admission per turn: an answer's first tokens go out before the next prefill starts, and the answers
+      // already decoding take a step between prefills rather than waiting for a whole burst of them.
+      if (!offered_ && !queue_.empty() && (int)active_.size() < options_.max_batch) {
+        arrived = queue_.front();
         queue_.pop_front();
       }
       for (size_t i = 0; i < queue_.size() && i < (size_t)options_.max_batch; ++i)
         upcoming.insert(upcoming.end(), queue_[i]->chat.query.chunk_ids.begin(), queue_[i]->chat.query.chunk_ids.end());
     }
-    admit(std::move(arrived));
+    if (arrived) admit(arrived);
     if (!upcoming.empty()) engine().prefetch(upcoming);
     std::vector<AnswerInProgress*> running;
     for (Active& a : active_)

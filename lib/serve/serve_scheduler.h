@@ -1,5 +1,5 @@
-// kvrun serve's engine thread (docs/serve.md, "Scheduling"): requests queue; each loop admits queued requests
-// into free decoding slots (retrieval and the fused prefill, one request at a time), then runs one decoding step
+// kvrun serve's engine thread (docs/serve.md, "Scheduling"): requests queue; each turn admits the next queued
+// request into a free decoding slot (retrieval and the fused prefill), then runs one decoding step
 // for every active answer together (one forward call per model), publishes each answer's new text, and completes
 // the answers that are done. The QueryEngine is used from this thread only.
 #pragma once
@@ -70,7 +70,7 @@ class ServeScheduler {
     std::shared_ptr<ServeRequest> request;
     std::unique_ptr<AnswerInProgress> answer;
   };
-  void admit(std::vector<std::shared_ptr<ServeRequest>> arrived);
+  void admit(const std::shared_ptr<ServeRequest>& request);
   void publish(Active& a, bool done);
   void update_load();
 
