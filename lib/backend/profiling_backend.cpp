@@ -2,11 +2,12 @@
 
 #include <chrono>
 
+#include "core/stopwatch.h"
+
 namespace kvf {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
 // OpsWaited: each op is waited for (synchronize) so an asynchronous backend's op is charged its own device time.

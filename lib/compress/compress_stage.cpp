@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "compress/anchors.h"
 #include "core/error.h"
+#include "core/stopwatch.h"
 #include "io/gguf.h"
 #include "io/hf_folder.h"
 #include "model/decoder.h"
@@ -306,9 +307,8 @@ class CompressJob {
     for (int l = 0; l < c_.n_layers; ++l)
       layout_.layer_map[l] = (int32_t)(std::find(kept_layers_.begin(), kept_layers_.end(),
                                                  from_layout_.layer_map[sources_[l]]) - kept_layers_.begin());
-    if (o_.quant == "int8") layout_.dtype = KvDtype::Int8;
-    if (o_.quant == "int4" || o_.quant == "int3" || o_.quant == "int2") {
-      layout_.dtype = o_.quant == "int4" ? KvDtype::Int4 : o_.quant == "int3" ? KvDtype::Int3 : KvDtype::Int2;
+    if (!o_.quant.empty()) layout_.dtype = parse_kv_dtype(o_.quant, "--quant");
+    if (!o_.quant.empty() && layout_.low_bit()) {
       layout_.quant_group = o_.quant_group;
       layout_.keep_first = o_.keep_first;
       check_low_bit_spec(layout_.low_bit_spec(), layout_.head_dim, "--quant " + o_.quant);
@@ -465,7 +465,7 @@ CompressStageResult run_compress_stage(const CompressStageOptions& o) {
   const auto t0 = Clock::now();
   check_compress_options(o);
   CompressStageResult res = CompressJob(o).run();
-  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  res.seconds = seconds_since(t0);
   return res;
 }
 

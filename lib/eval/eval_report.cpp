@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -13,6 +12,7 @@
 #include <sstream>
 
 #include "core/child_process.h"
+#include "core/cpu_info.h"
 #include "core/cpu_usage.h"
 #include "core/error.h"
 #include "eval/bootstrap.h"
@@ -339,14 +339,8 @@ std::string machines_answered_on(const std::vector<EvalQuestion>& questions, con
 }  // namespace
 
 std::string describe_machine(int threads) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model = "unknown CPU";
-  int cores = 0;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0 && model == "unknown CPU") model = line.substr(line.find(':') + 2);
-    if (line.rfind("processor", 0) == 0) ++cores;
-  }
-  return model + ", " + std::to_string(cores) + " cores, " + std::to_string(threads) + " threads";
+  const CpuInfo cpu = read_cpu_info();
+  return cpu.model + ", " + std::to_string(cpu.processors) + " cores, " + std::to_string(threads) + " threads";
 }
 
 bool write_eval_report(const std::string& out_dir, const ReportContext& given) {

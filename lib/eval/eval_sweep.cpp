@@ -13,6 +13,7 @@
 
 #include "core/cpu_usage.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "eval/answer_metrics.h"
@@ -448,13 +449,7 @@ std::vector<EvalQuestion> read_eval_results(const std::string& out_dir) {
 nlohmann::json read_sweep_description(const std::string& out_dir) {
   const fs::path path = fs::path(out_dir) / kSweepFile;
   if (file_kind(path.string()) == "missing") return json::object();
-  const std::string text = read_regular_file(path.string());
-  json have;
-  try {
-    have = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(path.string(), ": unreadable (", e.what(), ")");
-  }
+  const json have = read_json_file(path.string());
   KVF_CHECK(have.is_object(), path.string(), ": expected a JSON object, got ", have.dump().substr(0, 60));
   return have;
 }

@@ -23,6 +23,7 @@
 #include "prep/store_model.h"
 #include "prep/store_prune.h"
 #include "prep/store_publish.h"
+#include "store/kv_shard.h"
 #include "store/store_lock.h"
 
 namespace kvf {
@@ -365,7 +366,7 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
     p.mode = mode;
     p.top_n = neighbors.top_n;
     p.neighbor_order = neighbor_order_from_name(cfg.get<std::string>("prefill", "neighbor_order", "best-first"));
-    p.dtype = dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
+    p.dtype = parse_kv_dtype(dtype, "prefill.dtype");
     p.compute = compute;
     p.backend = cfg.get<std::string>("prefill", "backend", "cpu");
     p.system_message = cfg.get<std::string>("prefill", "system", "");

@@ -11,6 +11,7 @@
 #include "cluster/cluster.h"
 #include "core/error.h"
 #include "core/hex.h"
+#include "core/stopwatch.h"
 #include "io/corpus_reader.h"
 #include "io/gguf.h"
 #include "io/hf_folder.h"
@@ -130,10 +131,6 @@ ChunkTable without_removed(const ChunkTable& table, const ChunkPlaces& brought) 
     kept.add(std::move(record));
   }
   return kept;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 ChunkStageResult chunk_into_store(const ChunkStageOptions& options) {

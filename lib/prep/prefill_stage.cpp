@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "cluster/cluster.h"
 #include "core/error.h"
+#include "core/stopwatch.h"
 #include "io/gguf.h"
 #include "io/hf_folder.h"
 #include "model/decoder.h"
@@ -30,8 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::vector<int32_t> iota(int64_t n, int32_t start) {
   std::vector<int32_t> v((size_t)n);
@@ -118,7 +117,7 @@ PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
   if (m.settings.contains("prefill") && !m.settings["prefill"].contains("compute")) m.settings["prefill"]["compute"] = "f32";
   require_settings(m, "prefill",
                    {{"system_prompt", system_text},
-                    {"dtype", o.dtype == KvDtype::F16 ? "f16" : "bf16"},
+                    {"dtype", kv_dtype_name(o.dtype)},
                     {"compute", compute_mode_name(o.compute)}},
                    o.store_dir);
   if (similarity) {

@@ -11,6 +11,7 @@
 #include "cluster/cluster.h"
 #include "core/error.h"
 #include "core/hex.h"
+#include "core/stopwatch.h"
 #include "model/bert_encoder.h"
 #include "store/chunk_table.h"
 #include "store/embedding_table.h"
@@ -23,8 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string in_store(const std::string& dir, const char* name) { return (fs::path(dir) / name).string(); }
 

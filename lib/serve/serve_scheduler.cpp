@@ -5,13 +5,10 @@
 #include "core/error.h"
 #include "core/hex.h"
 #include "core/log.h"
+#include "core/stopwatch.h"
 
 namespace kvf {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // The part of `text` that stays whatever tokens come next: without its last (longest stop string - 1) bytes, which
 // a stop string may yet claim, cut back to a whole UTF-8 character.

@@ -41,6 +41,12 @@ const char* kv_dtype_name(KvDtype d) {
   return "?";
 }
 
+KvDtype parse_kv_dtype(const std::string& name, const std::string& what) {
+  for (KvDtype d : {KvDtype::F16, KvDtype::BF16, KvDtype::Int8, KvDtype::Int4, KvDtype::Int3, KvDtype::Int2})
+    if (name == kv_dtype_name(d)) return d;
+  fail(what, " is '", name, "', expected f16, bf16, int8, int4, int3 or int2");
+}
+
 namespace {
 
 h5::Handle dtype_h5_type(KvDtype d) {
@@ -340,11 +346,7 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
   l.stored_layers = int_attribute(f, "stored_layers");
   l.kv_heads = int_attribute(f, "kv_heads");
   l.head_dim = int_attribute(f, "head_dim");
-  const std::string dtype = f.read_string_attribute("dtype");
-  bool known = false;
-  for (KvDtype d : {KvDtype::F16, KvDtype::BF16, KvDtype::Int8, KvDtype::Int4, KvDtype::Int3, KvDtype::Int2})
-    if (dtype == kv_dtype_name(d)) l.dtype = d, known = true;
-  KVF_CHECK(known, path, ": attribute 'dtype' is '", dtype, "', expected f16, bf16, int8, int4, int3 or int2");
+  l.dtype = parse_kv_dtype(f.read_string_attribute("dtype"), path + ": attribute 'dtype'");
   if (l.low_bit()) {
     l.quant_group = int_attribute(f, "quant_group");
     const int64_t keep = f.read_int_attribute("keep_first");

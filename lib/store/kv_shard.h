@@ -21,6 +21,9 @@ class File;
 enum class KvDtype : uint8_t { F16, BF16, Int8, Int4, Int2, Int3 };
 
 const char* kv_dtype_name(KvDtype dtype);  // "f16", "bf16", "int8", "int4", "int3", "int2"
+// The dtype kv_dtype_name calls `name`; any other name throws kvf::Error "<what> is '<name>', expected f16, bf16,
+// int8, int4, int3 or int2".
+KvDtype parse_kv_dtype(const std::string& name, const std::string& what = "the KV dtype");
 
 struct KvShardLayout {
   std::string mode;                  // "independent", "similarity", ...

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/folder_path.h"
 #include "core/hex.h"
+#include "core/json_file.h"
 #include "io/durable_file.h"
 #include "store/store_files.h"
 
@@ -138,14 +139,7 @@ bool has_manifest(const std::string& store_dir) { return fs::exists(manifest_pat
 
 Manifest load_manifest(const std::string& store_dir) {
   const std::string path = manifest_path(store_dir);
-  std::ifstream in(path, std::ios::binary);
-  KVF_CHECK(in, path, ": cannot open");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large for a double
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
+  const json j = read_json_file(path);
   const Reader r(path);
   KVF_CHECK(j.is_object(), path, ": expected a JSON object, got ", j.type_name());
   const std::string magic = r.string(j, "magic", "magic");

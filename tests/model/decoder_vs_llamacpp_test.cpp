@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/json_file.h"
 #include "model/decoder.h"
 #include "model/generate.h"
 #include "support/model_files.h"
@@ -47,10 +48,7 @@ class DecoderVsLlamaCpp : public ::testing::TestWithParam<std::tuple<DecoderCase
     static const std::unique_ptr<Backend> backend = make_cpu_backend();
     auto& [fixture, decoder] = loaded[c.preset + compute_mode_name(std::get<1>(GetParam()))];
     if (!decoder) {
-      const std::string path = test::fixture_path("logits_" + c.preset + ".json");
-      std::ifstream in(path);
-      ASSERT_TRUE(in) << "missing fixture " << path;
-      fixture = json::parse(in);
+      fixture = read_json_file(test::fixture_path("logits_" + c.preset + ".json"));
       decoder = Decoder::load(resolve_model(c.preset), *backend, std::get<1>(GetParam()));
     }
     fixture_ = &fixture;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "core/json_file.h"
 #include "model/bert_encoder.h"
 #include "support/model_files.h"
 
@@ -21,11 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-json read_fixture(const std::string& name) {
-  std::ifstream in(test::fixture_path(name));
-  if (!in) throw std::runtime_error("missing fixture " + test::fixture_path(name));
-  return json::parse(in);
-}
+json read_fixture(const std::string& name) { return read_json_file(test::fixture_path(name)); }
 
 std::string minilm_dir() { return resolve_model("minilm"); }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/json_file.h"
 #include "io/gguf.h"
 #include "support/model_files.h"
 
@@ -44,8 +45,7 @@ TEST(GgufSmolLM2, Inventory) {
 
 TEST(GgufSmolLM2, RowsMatchGgufPyBitExact) {
   const auto f = smollm2();
-  std::ifstream in(test::fixture_path("quant/smollm2_rows.json"));
-  const nlohmann::json rows = nlohmann::json::parse(in);
+  const nlohmann::json rows = read_json_file(test::fixture_path("quant/smollm2_rows.json"));
   ASSERT_EQ(rows.size(), 2u);
   for (const auto& [name, want] : rows.items()) {
     const TensorInfo& t = f->tensor(name);

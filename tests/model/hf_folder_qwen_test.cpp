@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/json_file.h"
 #include "io/hf_folder.h"
 #include "model/decoder.h"
 #include "model/generate.h"
@@ -19,12 +20,6 @@ namespace kvf {
 namespace {
 
 using nlohmann::json;
-
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
-  return json::parse(in);
-}
 
 std::vector<int32_t> ids_of(const json& j) { return j.get<std::vector<int32_t>>(); }
 
@@ -51,7 +46,7 @@ TEST_F(HfFolderQwen, SameVocabularyAndTokens) {
 
   // Hugging Face `tokenizers` over the folder's tokenizer.json (which splits special tokens out of text and, as
   // Qwen2's published one, normalizes the rest to NFC).
-  const json hf_tokens = read_json(dir_ + "/hf_tokens.json");
+  const json hf_tokens = read_json_file(dir_ + "/hf_tokens.json");
   std::set<std::string> nfc_stable;
   int hf_compared = 0;
   for (const json& c : hf_tokens["cases"]) {
@@ -61,7 +56,7 @@ TEST_F(HfFolderQwen, SameVocabularyAndTokens) {
   }
   // The committed llama.cpp fixture (no normalizer: only texts NFC leaves alone), with and without special-token
   // parsing.
-  const json fixture = read_json(test::fixture_path("tokens_qwen0.5b.json"));
+  const json fixture = read_json_file(test::fixture_path("tokens_qwen0.5b.json"));
   int compared = 0;
   for (const json& c : fixture["cases"]) {
     if (!c.contains("text") || !nfc_stable.count(c["text"].get<std::string>())) continue;
@@ -86,7 +81,7 @@ TEST_F(HfFolderQwen, SameLogitsAndGreedyAnswers) {
   const auto backend = make_cpu_backend();
   const auto folder = Decoder::load(dir_, *backend, ComputeMode::F32);
   const auto gguf = Decoder::load(resolve_model("qwen0.5b"), *backend, ComputeMode::F32);
-  const json fixture = read_json(test::fixture_path("logits_qwen0.5b.json"));
+  const json fixture = read_json_file(test::fixture_path("logits_qwen0.5b.json"));
   double max_diff = 0;
   int positions = 0;
   for (const json& p : fixture["prompts"]) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/json_file.h"
 #include "io/gguf.h"
 #include "model/gguf_tokenizer.h"
 #include "support/model_files.h"
@@ -33,11 +34,7 @@ class TokenizerVsLlamaCpp : public ::testing::TestWithParam<TokenizerCase> {
   const json& fixture() const {
     static std::map<std::string, json> loaded;
     const std::string name = "tokens_" + GetParam().preset + ".json";
-    if (!loaded.count(name)) {
-      std::ifstream in(test::fixture_path(name));
-      EXPECT_TRUE(in) << "missing fixture " << test::fixture_path(name);
-      loaded[name] = json::parse(in);
-    }
+    if (!loaded.count(name)) loaded[name] = read_json_file(test::fixture_path(name));
     return loaded[name];
   }
   const BpeTokenizer& tokenizer() const { return test::decoder_tokenizer(GetParam().preset); }

@@ -12,6 +12,7 @@
 #include "core/build_info.h"
 #include "core/error.h"
 #include "core/hex.h"
+#include "core/json_file.h"
 #include "core/regular_file.h"
 #include "core/sha256.h"
 #include "eval/eval_sweep.h"
@@ -102,7 +103,7 @@ struct Sweep {
            "\n";
   }
   void write_results(const std::string& text) const { std::ofstream(fs::path(o.out_dir) / "results.jsonl") << text; }
-  json sweep_file() const { return json::parse(read_regular_file((fs::path(o.out_dir) / "sweep.json").string())); }
+  json sweep_file() const { return read_json_file((fs::path(o.out_dir) / "sweep.json").string()); }
   void write_sweep_file(const json& j) const { std::ofstream(fs::path(o.out_dir) / "sweep.json") << j.dump(2); }
   // The message prepare_eval_out_dir refuses with ("" when it accepts).
   std::string refusal() const {

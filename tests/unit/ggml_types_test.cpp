@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/json_file.h"
 #include "io/gguf.h"
 #include "support/model_files.h"
 
@@ -190,8 +191,7 @@ struct Reference {
   nlohmann::json expected;
   std::vector<float> values;
   Reference() {
-    std::ifstream json(test::fixture_path("quant/expected.json"));
-    expected = nlohmann::json::parse(json);
+    expected = read_json_file(test::fixture_path("quant/expected.json"));
     std::ifstream bin(test::fixture_path("quant/expected.f32"), std::ios::binary);
     std::vector<char> bytes((std::istreambuf_iterator<char>(bin)), {});
     values.resize(bytes.size() / 4);

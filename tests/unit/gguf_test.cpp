@@ -14,6 +14,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "io/gguf_writer.h"
 #include "support/model_files.h"
 
@@ -406,8 +407,7 @@ void expect_json_value(const Value& v, const nlohmann::json& want, const std::st
 
 TEST(GgufReader, ReadsGgufPyReferenceFile) {
   const auto f = File::open(test::fixture_path("quant/reference.gguf.fixture"));
-  std::ifstream in(test::fixture_path("quant/expected.json"));
-  const nlohmann::json expected = nlohmann::json::parse(in);
+  const nlohmann::json expected = read_json_file(test::fixture_path("quant/expected.json"));
   EXPECT_EQ(f->version(), 3u);
   EXPECT_EQ(f->alignment(), 64u);
   EXPECT_EQ(f->get_string("general.architecture"), "kvf-test");

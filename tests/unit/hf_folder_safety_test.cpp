@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "io/gguf_writer.h"
 #include "io/hf_folder.h"
 #include "model/gguf_tokenizer.h"
@@ -81,7 +82,7 @@ class HfFolderSafety : public ::testing::Test {
     dir_ = (root_ / "model").string();
     test::write_hf_folder(test::write_tiny_model({}), dir_, {2});
   }
-  json read(const std::string& file) const { return json::parse(std::ifstream(dir_ + "/" + file)); }
+  json read(const std::string& file) const { return read_json_file(dir_ + "/" + file); }
   void write(const std::string& file, const json& j) const { std::ofstream(dir_ + "/" + file) << j.dump(); }
   void write_text(const fs::path& path, const std::string& text) const {
     std::ofstream(path, std::ios::binary) << text;

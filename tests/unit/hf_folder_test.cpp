@@ -10,6 +10,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "core/json_file.h"
 #include "io/hf_config.h"
 #include "model/decoder.h"
 #include "model/gguf_tokenizer.h"
@@ -83,7 +84,7 @@ class HfFolderErrors : public ::testing::Test {
     dir_ = (test::fresh_test_dir() / "model").string();
     test::write_hf_folder(test::write_tiny_model({}), dir_, {2});
   }
-  json read(const std::string& file) const { return json::parse(std::ifstream(dir_ + "/" + file)); }
+  json read(const std::string& file) const { return read_json_file(dir_ + "/" + file); }
   void write(const std::string& file, const json& j) const { std::ofstream(dir_ + "/" + file) << j.dump(); }
   void edit_config(const std::function<void(json&)>& edit) const {
     json j = read("config.json");
@@ -206,7 +207,7 @@ TEST(HfTokenizer, NfcNormalizerComposesTextFirst) {
                         "e\xcc\x81",
                     composed = "Caf\xc3\xa9";
   EXPECT_NE(encode(decomposed), encode(composed));
-  json tok = json::parse(std::ifstream(dir + "/tokenizer.json"));
+  json tok = read_json_file(dir + "/tokenizer.json");
   tok["normalizer"] = {{"type", "NFC"}};
   std::ofstream(dir + "/tokenizer.json") << tok.dump();
   EXPECT_EQ(encode(decomposed), encode(composed));

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/hex.h"
+#include "core/json_file.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/fingerprint.h"
@@ -51,9 +52,7 @@ Manifest sample_manifest() {
 }
 
 void rewrite_manifest(const fs::path& dir, const std::function<void(json&)>& edit) {
-  std::ifstream in(manifest_path(dir.string()));
-  json j = json::parse(in);
-  in.close();
+  json j = read_json_file(manifest_path(dir.string()));
   edit(j);
   std::ofstream(manifest_path(dir.string()), std::ios::trunc) << j.dump(2);
 }
@@ -77,8 +76,7 @@ TEST(Manifest, RoundTrip) {
   EXPECT_EQ(m.files[0].bytes, 1234u);
   EXPECT_EQ(m.files[0].xxh3, 0xabcULL);
 
-  std::ifstream in(manifest_path(dir.string()));
-  const json j = json::parse(in);
+  const json j = read_json_file(manifest_path(dir.string()));
   EXPECT_EQ(j.at("magic"), "kvfuse-store");
   EXPECT_EQ(j.at("format_version"), 1);
   EXPECT_EQ(j.at("model_fingerprint"), "0123456789abcdef");

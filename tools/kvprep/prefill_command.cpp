@@ -4,6 +4,7 @@
 #include "common/cli.h"
 #include "common/common_options.h"
 #include "model/decoder.h"
+#include "store/kv_shard.h"
 #include "store/store_lock.h"
 #include "store_lock_option.h"
 #include "io/model_paths.h"
@@ -86,7 +87,7 @@ void add_prefill_command(CLI::App& app) {
     o.top_n = a->top_n;
     o.neighbor_order = neighbor_order_from_name(a->neighbor_order);
     o.system_message = a->system;
-    o.dtype = a->dtype == "bf16" ? KvDtype::BF16 : KvDtype::F16;
+    o.dtype = parse_kv_dtype(a->dtype, "--dtype");
     o.compute = compute_mode_from_name(a->compute);
     o.backend = a->backend;
     o.batch_tokens = a->batch_tokens;

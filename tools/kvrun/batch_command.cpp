@@ -17,6 +17,7 @@
 #include "common/cli.h"
 #include "core/error.h"
 #include "core/hex.h"
+#include "core/json_file.h"
 #include "core/progress.h"
 #include "core/regular_file.h"
 #include "eval/answer_metrics.h"
@@ -200,9 +201,9 @@ void run_batch(const BatchArgs& a) {
               settings_file, "); rerun with --restart to answer every question again");
     nlohmann::json recorded;
     try {
-      recorded = nlohmann::json::parse(read_text_file(settings_file));
-    } catch (const nlohmann::json::exception& e) {
-      fail(settings_file, ": not JSON (", e.what(), "); rerun with --restart to answer every question again");
+      recorded = read_json_file(settings_file);
+    } catch (const Error& e) {
+      fail(e.what(), "; rerun with --restart to answer every question again");
     }
     std::string differ;
     for (const std::string& name : differing_options(recorded, settings_now))

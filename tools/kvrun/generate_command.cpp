@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/stopwatch.h"
 #include "io/gguf.h"
 #include "io/hf_folder.h"
 #include "io/model_paths.h"
@@ -42,8 +43,7 @@ void run_generate(const GenerateArgs& a) {
   const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*file));
   auto backend = make_backend(a.backend);
   auto decoder = Decoder::load(path, *backend, compute_mode_from_name(a.compute));
-  const double load_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
+  const double load_ms = ms_since(t_load);
 
   std::vector<int32_t> prompt_ids;
   if (a.chat) {

@@ -1,30 +1,19 @@
 #include "backend/cpu/cpu_features.h"
 
 #include <cstdlib>
-#include <fstream>
 
 #include "backend/cpu/gemm_isa.h"
+#include "core/cpu_info.h"
 #include "core/cpuid.h"
 #include "core/error.h"
 
 namespace kvf::cpu {
 namespace {
 
-std::string read_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      const size_t colon = line.find(':');
-      return colon == std::string::npos ? line : line.substr(line.find_first_not_of(" \t", colon + 1));
-    }
-  return "unknown CPU";
-}
-
 CpuFeatures detect() {
   __builtin_cpu_init();
   CpuFeatures f;
-  f.model = read_model_name();
+  f.model = read_cpu_info().model;
   f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
