@@ -14,11 +14,18 @@ errors. Python's standard library only, so any python3 runs it.
 data set, e.g. `kvrun eval --build-store`), with --method and --recompute; --kind text puts the same passages in
 the user message as "Title: ...\\ntext" blocks, for a server that prefills them (llama.cpp). Results go to stdout
 as a Markdown table, and with --out to a JSON file.
+
+--requests-per-client K ends a closed-loop level once each client has had K answers (a fixed count instead of
+--seconds). A soak: --malformed 0.05 makes that share of requests bad on purpose (broken JSON, wrong types, unknown
+fields, a ratio outside [0, 1], an unknown chunk id, a body over the limit); each must get a 4xx in OpenAI's error
+shape and is counted apart from the valid requests, whose failures stay errors. --server-pid PID samples the
+server's resident memory every 5 s and reports it after the first --warmup seconds and at the end.
 """
 import argparse
 import gzip
 import http.client
 import json
+import os
 import random
 import statistics
 import sys
@@ -53,6 +60,49 @@ def request_body(q, args):
         body["messages"][0]["content"] = f"{passages}\n\nAnswer the question from the passages above.\n" \
                                          f"Question: {q['question']}"
     return json.dumps(body).encode()
+
+
+MALFORMED = [  # (what, body): each must be refused with a 4xx in OpenAI's error shape
+    ("broken JSON", b'{"messages": [{"role": "user", "content": "x"}'),
+    ("messages not a list", json.dumps({"messages": "hello"}).encode()),
+    ("max_tokens a string", json.dumps({"messages": [{"role": "user", "content": "x"}], "max_tokens": "9"}).encode()),
+    ("unknown kvfuse field", json.dumps({"messages": [{"role": "user", "content": "x"}],
+                                         "kvfuse": {"recompute_ratio": 0.1}}).encode()),
+    ("recompute 1.5", json.dumps({"messages": [{"role": "user", "content": "x"}],
+                                  "kvfuse": {"recompute": 1.5}}).encode()),
+    ("unknown chunk id", json.dumps({"messages": [{"role": "user", "content": "x"}],
+                                     "kvfuse": {"chunk_ids": ["ffffffffffffffff"]}}).encode()),
+    ("temperature 0.7", json.dumps({"messages": [{"role": "user", "content": "x"}], "temperature": 0.7}).encode()),
+    ("body over the limit", json.dumps({"messages": [{"role": "user", "content": "x" * (2 << 20)}]}).encode()),
+]
+
+
+def malformed_request(url, body, timeout):
+    """Sends a bad request; raises unless the answer is a 4xx with an OpenAI error object."""
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        payload = resp.read()
+    except (ConnectionError, http.client.HTTPException):
+        if len(body) > (1 << 20):  # a server may close on an oversized body before reading it all
+            return
+        raise
+    finally:
+        conn.close()
+    if not 400 <= resp.status < 500:
+        raise RuntimeError(f"HTTP {resp.status} for a bad request")
+    if "message" not in json.loads(payload).get("error", {}):
+        raise RuntimeError(f"HTTP {resp.status} without an error message: {payload[:200]!r}")
+
+
+def resident_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"/proc/{pid}/status: no VmRSS")
 
 
 def one_request(url, body, timeout):
@@ -93,11 +143,27 @@ def one_request(url, body, timeout):
 
 def run_level(args, questions, clients):
     results, errors, lock = [], [], threading.Lock()
+    malformed = {"sent": 0, "refused": 0, "wrong": []}
     stop_at = time.perf_counter() + args.seconds
     counter = iter(range(1 << 62))
     in_flight = threading.Semaphore(clients)
+    bad_rng = random.Random(7)
 
     def send(i):
+        with lock:
+            bad = args.malformed > 0 and bad_rng.random() < args.malformed
+        if bad:
+            what, body = MALFORMED[i % len(MALFORMED)]
+            try:
+                malformed_request(args.url, body, args.timeout)
+                with lock:
+                    malformed["sent"] += 1
+                    malformed["refused"] += 1
+            except Exception as e:  # noqa: BLE001
+                with lock:
+                    malformed["sent"] += 1
+                    malformed["wrong"].append(f"{what}: {str(e)[:160]}")
+            return
         try:
             ttft, latency, chunks = one_request(args.url, request_body(questions[i % len(questions)], args),
                                                 args.timeout)
@@ -108,10 +174,24 @@ def run_level(args, questions, clients):
                 errors.append(str(e)[:200])
 
     def closed_loop():
-        while time.perf_counter() < stop_at:
+        answered = 0
+        while time.perf_counter() < stop_at and (not args.requests_per_client or answered < args.requests_per_client):
             with lock:
                 i = next(counter)
             send(i)
+            answered += 1
+
+    memory, sampling = [], threading.Event()
+
+    def sample_memory():
+        start = time.perf_counter()
+        while not sampling.wait(5):
+            memory.append((time.perf_counter() - start, resident_mib(args.server_pid)))
+
+    sampler = threading.Thread(target=sample_memory)
+    if args.server_pid:
+        memory.append((0.0, resident_mib(args.server_pid)))
+        sampler.start()
 
     threads = []
     t0 = time.perf_counter()
@@ -134,7 +214,18 @@ def run_level(args, questions, clients):
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
+    if args.server_pid:
+        sampling.set()
+        sampler.join()
+        memory.append((wall, resident_mib(args.server_pid)))
     row = {"clients": clients, "requests": len(results) + len(errors), "errors": len(errors), "seconds": wall}
+    if args.malformed:
+        row.update({"malformed": malformed["sent"], "malformed_refused": malformed["refused"],
+                    "malformed_wrong": malformed["wrong"][:5]})
+    if memory:
+        after_warmup = [m for t, m in memory if t >= args.warmup] or [memory[-1][1]]
+        row.update({"rss_after_warmup_mib": after_warmup[0], "rss_end_mib": memory[-1][1],
+                    "rss_peak_mib": max(m for _, m in memory), "rss_samples": memory})
     if results:
         ttfts = sorted(r[0] for r in results)
         row.update({
@@ -158,7 +249,12 @@ def main():
     p.add_argument("--questions", type=int, default=50, help="questions cycled through")
     p.add_argument("--clients", default="1,4,16", help="comma-separated concurrency levels")
     p.add_argument("--seconds", type=float, default=60, help="per level")
+    p.add_argument("--requests-per-client", type=int, default=0,
+                   help="closed loop: end a level after this many requests per client (0: run --seconds)")
     p.add_argument("--rate", type=float, default=0, help="open loop: requests per second (0: closed loop)")
+    p.add_argument("--malformed", type=float, default=0, help="share of requests made bad on purpose (soak)")
+    p.add_argument("--server-pid", type=int, default=0, help="sample this process's resident memory")
+    p.add_argument("--warmup", type=float, default=60, help="with --server-pid: seconds before the baseline")
     p.add_argument("--max-tokens", type=int, default=16)
     p.add_argument("--method", default="fusion")
     p.add_argument("--recompute", type=float, default=0.15)
@@ -173,6 +269,17 @@ def main():
         print(f"| {r['clients']} | {r['requests']} | {r['errors']} | {r.get('ttft_p50_ms', 0):.0f} | "
               f"{r.get('ttft_p99_ms', 0):.0f} | {r.get('latency_p50_ms', 0):.0f} | {r.get('tokens_per_s', 0):.1f} | "
               f"{r.get('answers_per_s', 0):.2f} |")
+    for r in rows:
+        if "malformed" in r:
+            print(f"\n{r['clients']} clients: {r['malformed']} malformed requests, {r['malformed_refused']} refused with "
+                  f"a 4xx and an error message; wrong: {r['malformed_wrong'] or 'none'}")
+        if "rss_end_mib" in r:
+            growth = 100 * (r["rss_end_mib"] / r["rss_after_warmup_mib"] - 1)
+            print(f"{r['clients']} clients: server resident memory {r['rss_after_warmup_mib']:.0f} MiB after "
+                  f"{args.warmup:.0f} s, {r['rss_end_mib']:.0f} MiB at the end ({growth:+.1f}%), peak "
+                  f"{r['rss_peak_mib']:.0f} MiB")
+        if "first_error" in r:
+            print(f"{r['clients']} clients: first error: {r['first_error']}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"args": vars(args), "rows": rows}, f, indent=1)
