@@ -88,23 +88,8 @@ void ServeScheduler::admit(const std::shared_ptr<ServeRequest>& r) {
     return;
   }
   const ChatRequest& chat = r->chat;
-  ResolvedQuery resolved;
-  try {  // what the request names must be in the store: a 400 naming the field
-    for (size_t i = 0; i < chat.query.chunk_ids.size(); ++i) {
-      const uint64_t id = chat.query.chunk_ids[i];
-      try {
-        engine().chunk_source(id);
-      } catch (const Error&) {
-        const std::string param = "kvfuse.chunk_ids[" + std::to_string(i) + "]";
-        throw ApiError(400, param + ": chunk " + hex64(id) + " is not in the store", param, "unknown_chunk");
-      }
-    }
-    try {
-      resolved = engine().resolve(chat.query, chat.options.top_k);
-    } catch (const Error& e) {
-      if (chat.query.contexts.empty()) throw;
-      throw ApiError(400, std::string("kvfuse.documents: ") + e.what(), "kvfuse.documents", "unknown_passage");
-    }
+  try {
+    const ResolvedQuery resolved = resolve_chat(*r);
     active_.push_back({r, engine().begin(resolved, chat.options)});
     metrics_.observe_ttft(seconds_since(r->received));
     {
@@ -116,6 +101,41 @@ void ServeScheduler::admit(const std::shared_ptr<ServeRequest>& r) {
     complete_request(*r, std::nullopt, e);
   } catch (const std::exception& e) {
     complete_request(*r, std::nullopt, ApiError(500, e.what()));
+  }
+}
+
+ResolvedQuery ServeScheduler::resolve_chat(ServeRequest& r) {
+  if (r.resolved && r.resolved_generation == generation_) return *r.resolved;
+  const ChatRequest& chat = r.chat;
+  for (size_t i = 0; i < chat.query.chunk_ids.size(); ++i) {  // what the request names must be in the store
+    const uint64_t id = chat.query.chunk_ids[i];
+    try {
+      engine().chunk_source(id);
+    } catch (const Error&) {
+      const std::string param = "kvfuse.chunk_ids[" + std::to_string(i) + "]";
+      throw ApiError(400, param + ": chunk " + hex64(id) + " is not in the store", param, "unknown_chunk");
+    }
+  }
+  try {
+    r.resolved = engine().resolve(chat.query, chat.options.top_k);
+    r.resolved_generation = generation_;
+    return *r.resolved;
+  } catch (const Error& e) {
+    if (chat.query.contexts.empty()) throw;
+    throw ApiError(400, std::string("kvfuse.documents: ") + e.what(), "kvfuse.documents", "unknown_passage");
+  }
+}
+
+void ServeScheduler::prefetch_waiting(const std::vector<std::shared_ptr<ServeRequest>>& waiting) {
+  for (const std::shared_ptr<ServeRequest>& r : waiting) {
+    if (r->kind != ServeRequest::Kind::Chat || r->abandoned || r->unsettled) continue;
+    if (r->resolved && r->resolved_generation == generation_) continue;
+    try {
+      engine().prefetch(resolve_chat(*r).chunk_ids);
+    } catch (const std::exception&) {
+      r->unsettled = true;
+    }
+    return;
   }
 }
 
@@ -151,7 +171,7 @@ void ServeScheduler::update_load() {
 void ServeScheduler::run() {
   for (;;) {
     std::shared_ptr<ServeRequest> arrived;
-    std::vector<uint64_t> upcoming;  // chunks of queued requests that name them: loaded while others compute
+    std::vector<std::shared_ptr<ServeRequest>> waiting;  // the next to be admitted: their KV loads meanwhile
     {
       std::unique_lock<std::mutex> lock(m_);
       work_.wait(lock,
@@ -176,11 +196,10 @@ void ServeScheduler::run() {
         arrived = queue_.front();
         queue_.pop_front();
       }
-      for (size_t i = 0; i < queue_.size() && i < (size_t)options_.max_batch; ++i)
-        upcoming.insert(upcoming.end(), queue_[i]->chat.query.chunk_ids.begin(), queue_[i]->chat.query.chunk_ids.end());
+      waiting.assign(queue_.begin(), queue_.begin() + (ptrdiff_t)std::min(queue_.size(), (size_t)options_.max_batch));
     }
     if (arrived) admit(arrived);
-    if (!upcoming.empty()) engine().prefetch(upcoming);
+    if (!offered_) prefetch_waiting(waiting);
     std::vector<AnswerInProgress*> running;
     for (Active& a : active_)
       if (!a.answer->done()) running.push_back(a.answer.get());

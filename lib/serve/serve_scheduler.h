@@ -42,6 +42,12 @@ struct ServeRequest {
   std::vector<RetrievedHit> hits;     // Retrieve
   std::optional<ApiError> error;
   std::atomic<bool> abandoned{false};  // the client went away or timed out: the engine drops the request
+
+  // Engine thread only: the chunks settled while the request waited (retrieved or mapped from its documents), so
+  // that their KV loads in the background before its turn; kept for the store generation that settled them.
+  std::optional<ResolvedQuery> resolved;
+  uint64_t resolved_generation = 0;
+  bool unsettled = false;  // settling it failed: left to its admission, which reports why
 };
 
 struct SchedulerOptions {
@@ -71,6 +77,12 @@ class ServeScheduler {
     std::unique_ptr<AnswerInProgress> answer;
   };
   void admit(const std::shared_ptr<ServeRequest>& request);
+  // The chunks a chat request answers from: those settled while it waited, or settled now. Throws ApiError (400)
+  // for a chunk id or passage the store lacks.
+  ResolvedQuery resolve_chat(ServeRequest& request);
+  // Settles the first waiting request whose chunks are not yet settled and starts loading its chunk KV; one per
+  // turn, so that a retrieval's embedding never holds up a decoding step by more than one question.
+  void prefetch_waiting(const std::vector<std::shared_ptr<ServeRequest>>& waiting);
   void publish(Active& a, bool done);
   void update_load();
 

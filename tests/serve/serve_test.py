@@ -14,6 +14,8 @@ Builds a small SmolLM2 store with `kvprep run` (independent and similarity KV), 
   f. GET /metrics is Prometheus text with kvfuse_requests_total, the kvfuse_ttft_seconds histogram and
      kvfuse_queue_depth;
   g. POST /v1/retrieve gives the chunks `kvprep search --json` gives;
+  j. a second server with --max-batch 1: a retrieval question queued behind an answer in progress has its chunks
+     retrieved and their KV loaded while it waits (chunk-cache hits at its admission, no extra misses);
   h. SIGTERM with 4 streams in flight: each finishes in full with [DONE], new connections are refused, the
      server exits 0 within the drain time.
 Every check runs and reports PASS or FAIL; the exit status is 1 if any failed.
@@ -133,10 +135,10 @@ def search_json(kvprep, store, query, top_k):
 class Server:
     """`kvrun serve` as a subprocess: stdout read by a thread (so the pipe never fills), stderr in a file."""
 
-    def __init__(self, kvrun, store, work, name, extra=()):
+    def __init__(self, kvrun, store, work, name, extra=(), max_batch=8):
         self.name = name
         self.argv = [kvrun, "serve", "--store", store, "--port", "0", "--threads", str(THREADS),
-                     "--max-batch", "8", *extra]
+                     "--max-batch", str(max_batch), *extra]
         self.stderr_path = os.path.join(work, f"{name}.stderr")
         self.stdout_lines = []
         self.clients = []
@@ -751,8 +753,64 @@ def test_i_new_store_generation(ctx):
     check(server.proc.returncode == 0, f"the server exited {server.proc.returncode}{server.output()}")
 
 
+def metric_values(port, names):
+    status, _, body = http_request(port, "GET", "/metrics")
+    check(status == 200, f"GET /metrics: status {status}: {short(body)}")
+    samples, _ = parse_prometheus(body.decode())
+    return [samples[n][0][1] for n in names]
+
+
+def test_j_queued_requests_prefetch(ctx):
+    """With one decoding slot, a question that waits behind an answer in progress is retrieved and its chunks' KV
+    loaded in the meantime, so its admission finds them in the chunk cache (docs/serve.md, "Scheduling")."""
+    work = os.path.join(ctx.work, "prefetch")
+    os.makedirs(work)
+    server = Server(ctx.kvrun, ctx.store, work, "serve-one-slot", max_batch=1)
+    try:
+        client = server.client()
+        model = client.models.list().data[0].id
+        # The first answer runs its 64 tokens (about a second here), long enough for the second question to queue.
+        first_q, queued_q = "Describe each of these places and things in detail, one paragraph each.", QUESTIONS[5]
+        first_result, first_done = {}, [None]
+
+        def first():
+            try:
+                first_result["resp"] = chat(client, model, first_q, "reuse", max_tokens=64)
+            except Exception as e:  # reported below
+                first_result["error"] = e
+            first_done[0] = time.monotonic()
+
+        t = threading.Thread(target=first)
+        t.start()
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        while metric_values(server.port, ["kvfuse_active_sequences"])[0] < 1 and first_done[0] is None:
+            check(time.monotonic() < deadline, "the first answer never became active")
+            time.sleep(0.01)
+        queued_sent = time.monotonic()
+        queued = chat(server.client(), model, queued_q, "reuse")
+        t.join(timeout=REQUEST_TIMEOUT_S)
+        check("error" not in first_result, f"the first request failed: {first_result.get('error')!r}")
+        check(first_done[0] is not None and first_done[0] > queued_sent,
+              f"the first answer ({first_result['resp'].usage.completion_tokens} tokens) ended before the second "
+              "question was sent: nothing was queued behind it")
+        first_ids = kvfuse_of(first_result["resp"], "first")["chunk_ids"]
+        queued_ids = kvfuse_of(queued, "queued")["chunk_ids"]
+        check(set(queued_ids) - set(first_ids), f"the queued question reads only chunks the first read: {queued_ids}")
+        hits, misses = metric_values(server.port, ["kvfuse_chunk_cache_hits_total",
+                                                   "kvfuse_chunk_cache_misses_total"])
+        distinct = len(set(first_ids) | set(queued_ids))
+        check(misses == distinct, f"{misses} chunk-cache misses for {distinct} distinct chunks")
+        check(hits >= len(queued_ids), f"{hits} chunk-cache hits: the queued question's {len(queued_ids)} chunks "
+              "were not loaded while it waited")
+    finally:
+        server.close_clients()
+        server.stop()
+    check(server.proc.returncode == 0, f"the server exited {server.proc.returncode}{server.output()}")
+
+
 TESTS = [test_a_health_and_models, test_b_methods_match_kvrun_ask, test_c_streaming, test_d_concurrent_clients,
-         test_e_bad_requests, test_f_metrics, test_g_retrieve, test_i_new_store_generation, test_h_sigterm_drains]
+         test_e_bad_requests, test_f_metrics, test_g_retrieve, test_i_new_store_generation, test_j_queued_requests_prefetch,
+         test_h_sigterm_drains]
 
 
 def main():
