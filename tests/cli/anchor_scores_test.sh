@@ -5,12 +5,9 @@
 #      exactly the anchors it chooses when it computes the scores again (--recompute-scores): same content hash;
 #   3. the store verifies.
 # Usage: anchor_scores_test.sh KVPREP_BINARY
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1
 here=$(dirname "$0")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 "$here/small_corpus.py" "$work/corpus.jsonl" 24
 cat >"$work/p.yaml" <<YAML

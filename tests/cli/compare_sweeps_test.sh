@@ -3,11 +3,8 @@
 # is refused unless --references-from-baseline (or --references-from) lends it another's, and then its paired figures
 # are exact; NAME=METHOD@FOLDER pairs one sweep's method against another's.
 # Usage: compare_sweeps_test.sh [REPO_ROOT]
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; [ -f "$work/out" ] && { echo "--- output"; cat "$work/out"; }; exit 1; }
 
 # Four questions. Baseline: full F1 1, Full Reuse 0, fusion 0.5 (gold LL the same). The other sweep ran only
 # fusion, at 0.75, and cacheblend at 0.25, and one question more, which the baseline lacks and the pairing must

@@ -4,11 +4,8 @@
 # prints one JSON object on stdout that parses, and nothing on stderr when it succeeds; ask, generate, batch and
 # eval name the same timings alike.
 # Usage: conventions_test.sh KVPREP KVRUN
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1 kvrun=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 for tool in "$kvprep" "$kvrun"; do
   name=$(basename "$tool")

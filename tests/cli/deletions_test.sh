@@ -4,11 +4,8 @@
 # removed), counts the similarity KV whose neighbours changed as stale, and leaves a store that verifies and
 # answers; `chunk.keep_removed` (a feed of new documents) removes nothing.
 # Usage: deletions_test.sh KVPREP KVRUN
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1 kvrun=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 store=$work/store
 
 python3 - "$work" <<'PY'

@@ -3,12 +3,9 @@
 # appears after the first batch; killed then, the store verifies and the rerun embeds only the chunks the
 # checkpoint did not hold (more than none, fewer than all).
 # Usage: embed_checkpoint_test.sh KVPREP_BINARY
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1
 here=$(dirname "$0")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 "$here/small_corpus.py" "$work/corpus.jsonl" 200
 "$kvprep" chunk --corpus "$work/corpus.jsonl" --store "$work/store" --threads 2 >/dev/null

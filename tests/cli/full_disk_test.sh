@@ -3,12 +3,9 @@
 # kvprep index and kvprep prefill: exit 1 with one error line naming the file, no temporary left, the manifest
 # as it was and the store verifying; with room again, the same command completes.
 # Usage: full_disk_test.sh KVPREP
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1
 here=$(dirname "$0")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 store=$work/store
 
 "$here/small_corpus.py" "$work/corpus.jsonl" 12

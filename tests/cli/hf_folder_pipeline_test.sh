@@ -3,13 +3,10 @@
 # --model DIR` answers from it, and the answers equal those of the same model as a GGUF (qwen0.5b-hf is the
 # qwen0.5b GGUF dequantized, so both run the same weights in the f32 compute mode).
 # Usage: hf_folder_pipeline_test.sh KVPREP KVRUN
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1 kvrun=$2
 models=${KVFUSE_HOME:-$HOME/.cache/kvfuse}/models
 [ -d "$models/qwen0.5b-hf" ] || { echo "qwen0.5b-hf is not installed (scripts/setup.sh qwen0.5b-hf)"; exit 0; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 cat >"$work/corpus.jsonl" <<'JSON'
 {"id": 1, "title": "Volcano", "text": "A volcano is a rupture in the crust where lava, ash and gases escape."}

@@ -7,11 +7,8 @@
 # leave no temporary, verify, and hold the same files (bytes and XXH3 as the manifest records them) and the same
 # KV content as an uninterrupted run (kill_stages.sh).
 # Usage: kill_resume_test.sh KVPREP KILL_AT_RENAME_LIBRARY
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1 hook=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 # shellcheck source=kill_stages.sh
 source "$(dirname "$0")/kill_stages.sh"
 

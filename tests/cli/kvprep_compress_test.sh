@@ -5,12 +5,9 @@
 # that inspect reports with its bytes per token, and that kvrun ask (every method) and kvrun eval read. Bad
 # requests are refused with messages that name the option and value.
 # Usage: kvprep_compress_test.sh KVPREP KVRUN
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1
 kvrun=$2
-work=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 cat >"$work/qa.jsonl" <<'JSON'
 {"id": "rings", "question": "Which planet is known for its rings?", "answers": ["Saturn"], "contexts": [{"title": "Volcano", "text": "A volcano is a rupture in the crust of a planet where hot lava, volcanic ash and gases escape from a magma chamber below the surface."}, {"title": "Saturn", "text": "Saturn is the sixth planet from the Sun and the second largest in the Solar System, known for its bright rings of ice and rock."}]}

@@ -3,11 +3,8 @@
 # from corpus.jsonl.gz as from corpus.jsonl, a rerun over the other form has nothing to do, problems name the
 # decompressed line, and a truncated copy is one error naming the file.
 # Usage: kvprep_gzip_corpus_test.sh KVPREP
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 python3 - "$work/corpus.jsonl" <<'PY'
 import json, sys

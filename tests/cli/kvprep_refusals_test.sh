@@ -5,12 +5,9 @@
 # negative and huge option values are refused naming the option; a pipeline's compress entries are checked before
 # its first stage. No model is needed: every refusal comes before one is loaded.
 # Usage: kvprep_refusals_test.sh KVPREP
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1
 here=$(dirname "$0")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 refused() { "$here/expect_error.sh" "$@" >/dev/null || { "$here/expect_error.sh" "$@"; fail "not refused: ${*:3}"; }; }
 
 # A folder of someone's files, given as a store.

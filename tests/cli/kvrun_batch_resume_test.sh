@@ -3,11 +3,8 @@
 # killed run keeps its complete lines (a torn last one dropped), answers the rest and commits OUT; a rerun with
 # other settings is refused naming them unless --restart; --method full answers from a store without chunk KV.
 # Usage: kvrun_batch_resume_test.sh KVPREP KVRUN
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1 kvrun=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 cp "$(dirname "$0")/../fixtures/four_topics.jsonl" "$work/corpus.jsonl"  # four short passages
 store=$work/store

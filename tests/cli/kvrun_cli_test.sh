@@ -2,11 +2,8 @@
 # kvrun ask and batch end to end on a small real store: every method answers, --json carries the documented
 # fields, batch writes one line per question through OUT.partial, and given chunk ids are used in their order.
 # Usage: kvrun_cli_test.sh KVPREP KVRUN
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1 kvrun=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 cp "$(dirname "$0")/../fixtures/four_topics.jsonl" "$work/corpus.jsonl"  # four short passages
 store=$work/store

@@ -3,12 +3,9 @@
 # just before they are answered: each block computes only the chunks it adds, and the sweep's answers, scores and
 # KV deviations equal those of a sweep over the store built whole first (--build-block 0).
 # Usage: kvrun_eval_build_blocks_test.sh KVRUN DATASET
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvrun=$1
 dataset=$2  # three questions, four distinct passages (tests/fixtures/queries/three_questions.jsonl)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 args=(--dataset "$dataset" --model smollm2 --methods full,reuse,cacheblend,fusion --ratios 0,0.5 --max-tokens 4)
 "$kvrun" eval "${args[@]}" --build-store "$work/blocks" --build-block 1 --out "$work/eval-blocks" 2>"$work/log" ||

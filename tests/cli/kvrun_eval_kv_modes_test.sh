@@ -3,12 +3,9 @@
 # independent KV (the neighbours' context of similarity mode), and the sweep then reads similarity KV only. A
 # mode nothing makes is refused before any work, naming --kv and the mode.
 # Usage: kvrun_eval_kv_modes_test.sh KVRUN DATASET
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvrun=$1
 dataset=$2  # three questions, four distinct passages (tests/fixtures/queries/three_questions.jsonl)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 "$kvrun" eval --dataset "$dataset" --model smollm2 --build-store "$work/store" --kv similarity --methods full,reuse,fusion \
   --ratios 0,0.5 --max-tokens 2 --out "$work/eval" 2>"$work/log" || { cat "$work/log"; fail "eval --kv similarity"; }

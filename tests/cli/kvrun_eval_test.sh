@@ -4,12 +4,9 @@
 # 1), the report, CSVs and plots are written, a rerun resumes instead of recomputing, and another sweep into
 # the same folder is refused.
 # Usage: kvrun_eval_test.sh KVRUN DATASET
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvrun=$1
 dataset=$2  # three questions, four distinct passages (tests/fixtures/queries/three_questions.jsonl)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 args=(--dataset "$dataset" --methods full,reuse,cacheblend,a3,fusion --ratios 0,0.3,0.5,1 --max-tokens 6
       --out "$work/eval")

@@ -3,12 +3,9 @@
 # command (the report's gnuplot scripts), OUT is locked while a command writes it, outputs replace only regular
 # files and never an input, and question files that would be read short or ambiguously are refused.
 # Usage: kvrun_safety_test.sh KVRUN EXPECT_ERROR
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvrun=$1
 expect_error=$2
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 command -v gnuplot >/dev/null || fail "gnuplot is missing (scripts/setup.sh installs it): the report's scripts cannot be checked"
 cd "$work"
 

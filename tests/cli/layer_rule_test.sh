@@ -2,12 +2,9 @@
 # Dependencies between lib/ folders point one way (scripts/check_layers.py): the real tree passes, and a copy with
 # an include pointing up (prep -> compress) and one sideways (store -> model) fails, naming both lines.
 # Usage: layer_rule_test.sh [REPO_ROOT]   (default: the repository this script is in)
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 checker=$root/scripts/check_layers.py
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; [ -f "$work/out" ] && { echo "--- checker output"; cat "$work/out"; }; exit 1; }
 
 # 1. The real tree.
 python3 "$checker" --root "$root" >"$work/out" 2>&1 || fail "the real tree breaks the layer rule"

@@ -8,13 +8,11 @@
 #   3. a stage command other than run under mpirun is refused with one line;
 #   and each rank keeps its own GPU of those the job inherits (cluster/rank_gpu.h).
 # Usage: mpi_ranks_test.sh KVPREP_BINARY
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1
 here=$(dirname "$0")
-work=$(mktemp -d)
 job=
 trap '[ -n "$job" ] && kill -9 "$job" 2>/dev/null; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 command -v mpirun >/dev/null || fail "mpirun not found (scripts/setup.sh installs openmpi-bin)"
 # Open MPI refuses root unless told; CI containers run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1

@@ -2,10 +2,8 @@
 # kill -9 during `kvprep prefill`, ten times at random moments: each time the committed store must verify, and once
 # resumed it must hold exactly the KV of an uninterrupted run (same content hash per KV mode).
 # Usage: prefill_crash_test.sh KVPREP_BINARY
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 
 # A corpus of 40 short documents: enough chunks for several small shards.
 "$(dirname "$0")/small_corpus.py" "$work/corpus.jsonl"

@@ -4,12 +4,10 @@
 # must answer: no crash (a signal, exit status > 128) and no failure (any other non-zero status), over at least
 # MIN_ASKS asks and until the last update is done. Then the store verifies and an ask retrieves an added document.
 # Usage: readers_during_update_test.sh KVPREP KVRUN [ROUNDS] [MIN_ASKS]
-set -uo pipefail
+. "$(dirname "$0")/common.sh"
+set +e  # each step's status is checked by hand
 kvprep=$1 kvrun=$2 rounds=${3:-3} min_asks=${4:-120}
 here=$(dirname "$0")
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 store=$work/store
 
 # Round r's corpus: the 3 first documents, the second one edited in every round, and 12 more documents per round.

@@ -4,13 +4,11 @@
 # reads the last commit meanwhile, and a prefill with --wait-lock waits until the holder finishes, then finds
 # nothing to do. The store verifies and holds the KV of one uninterrupted run.
 # Usage: store_lock_test.sh KVPREP_BINARY
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1
 here=$(dirname "$0")
-work=$(mktemp -d)
 holder=
 trap '[ -n "$holder" ] && kill -9 "$holder" 2>/dev/null; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 "$here/small_corpus.py" "$work/corpus.jsonl"
 "$kvprep" chunk --corpus "$work/corpus.jsonl" --store "$work/store" --threads 2 >/dev/null

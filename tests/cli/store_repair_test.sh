@@ -3,12 +3,9 @@
 # the shard and the chunk (never an answer from damaged KV), and kvprep verify fail; verify --repair drops the
 # shard, the next prefill recomputes exactly its chunks, and the store verifies with the KV content of before.
 # Usage: store_repair_test.sh KVPREP KVRUN
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1 kvrun=$2
 here=$(dirname "$0")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 store=$work/store
 kv_hash() {
   "$kvprep" inspect --store "$store" --json |

@@ -3,12 +3,9 @@
 # one line naming the file and both hashes (the size and XXH3 the manifest records are checked before the file is
 # read), where it used to answer from it.
 # Usage: table_damage_test.sh KVPREP KVRUN
-set -euo pipefail
+. "$(dirname "$0")/common.sh"
 kvprep=$1 kvrun=$2
 here=$(dirname "$0")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 store=$work/store
 
 "$here/small_corpus.py" "$work/corpus.jsonl" 6
