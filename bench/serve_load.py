@@ -19,7 +19,10 @@ as a Markdown table, and with --out to a JSON file.
 --seconds). A soak: --malformed 0.05 makes that share of requests bad on purpose (broken JSON, wrong types, unknown
 fields, a ratio outside [0, 1], an unknown chunk id, a body over the limit); each must get a 4xx in OpenAI's error
 shape and is counted apart from the valid requests, whose failures stay errors. --server-pid PID samples the
-server's resident memory every 5 s and reports it after the first --warmup seconds and at the end.
+server's resident memory every 5 s, with a kvfuse server also its chunk KV cache's bytes (/metrics), and reports it
+at the end of the warm-up and at the end. The warm-up lasts at least --warmup seconds, and for kvfuse until the
+chunk cache has settled (grown less than 1% over the last --settle seconds): a filling cache is memory the server
+was asked to use, not growth.
 """
 import argparse
 import gzip
@@ -32,6 +35,7 @@ import sys
 import threading
 import time
 import urllib.parse
+import urllib.request
 
 
 def load_questions(path, limit):
@@ -103,6 +107,29 @@ def resident_mib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     raise RuntimeError(f"/proc/{pid}/status: no VmRSS")
+
+
+def chunk_cache_bytes(url):
+    """kvfuse_chunk_cache_bytes from a kvfuse server's /metrics."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as resp:
+        for line in resp.read().decode().splitlines():
+            if line.startswith("kvfuse_chunk_cache_bytes "):
+                return float(line.split()[1])
+    raise RuntimeError(f"{url}/metrics: no kvfuse_chunk_cache_bytes")
+
+
+def warmup_end(samples, warmup, settle):
+    """The index of the first sample at least `warmup` seconds in whose chunk cache (None: not sampled) grew less
+    than 1% over the `settle` seconds before it; None if the cache never settled."""
+    for i, (t, _, cache) in enumerate(samples):
+        if t < warmup:
+            continue
+        if cache is None:
+            return i
+        before = [c for u, _, c in samples[:i] if u <= t - settle]
+        if before and cache <= 1.01 * before[-1]:
+            return i
+    return None
 
 
 def one_request(url, body, timeout):
@@ -181,16 +208,20 @@ def run_level(args, questions, clients):
             send(i)
             answered += 1
 
-    memory, sampling = [], threading.Event()
+    memory, sampling = [], threading.Event()  # (seconds, resident MiB, chunk cache bytes or None)
+
+    def sample(t):
+        cache = chunk_cache_bytes(args.url) if args.kind == "kvfuse" else None
+        memory.append((t, resident_mib(args.server_pid), cache))
 
     def sample_memory():
         start = time.perf_counter()
         while not sampling.wait(5):
-            memory.append((time.perf_counter() - start, resident_mib(args.server_pid)))
+            sample(time.perf_counter() - start)
 
     sampler = threading.Thread(target=sample_memory)
     if args.server_pid:
-        memory.append((0.0, resident_mib(args.server_pid)))
+        sample(0.0)
         sampler.start()
 
     threads = []
@@ -217,15 +248,16 @@ def run_level(args, questions, clients):
     if args.server_pid:
         sampling.set()
         sampler.join()
-        memory.append((wall, resident_mib(args.server_pid)))
+        sample(wall)
     row = {"clients": clients, "requests": len(results) + len(errors), "errors": len(errors), "seconds": wall}
     if args.malformed:
         row.update({"malformed": malformed["sent"], "malformed_refused": malformed["refused"],
                     "malformed_wrong": malformed["wrong"][:5]})
     if memory:
-        after_warmup = [m for t, m in memory if t >= args.warmup] or [memory[-1][1]]
-        row.update({"rss_after_warmup_mib": after_warmup[0], "rss_end_mib": memory[-1][1],
-                    "rss_peak_mib": max(m for _, m in memory), "rss_samples": memory})
+        end = warmup_end(memory, args.warmup, args.settle)
+        row.update({"warmup_end_s": None if end is None else memory[end][0],
+                    "rss_after_warmup_mib": None if end is None else memory[end][1], "rss_end_mib": memory[-1][1],
+                    "rss_peak_mib": max(m for _, m, _ in memory), "rss_samples": memory})
     if results:
         ttfts = sorted(r[0] for r in results)
         row.update({
@@ -254,7 +286,10 @@ def main():
     p.add_argument("--rate", type=float, default=0, help="open loop: requests per second (0: closed loop)")
     p.add_argument("--malformed", type=float, default=0, help="share of requests made bad on purpose (soak)")
     p.add_argument("--server-pid", type=int, default=0, help="sample this process's resident memory")
-    p.add_argument("--warmup", type=float, default=60, help="with --server-pid: seconds before the baseline")
+    p.add_argument("--warmup", type=float, default=60, help="with --server-pid: seconds before the baseline at least")
+    p.add_argument("--settle", type=float, default=60,
+                   help="with --server-pid on kvfuse: the baseline waits for the chunk cache to stop growing for this "
+                        "long")
     p.add_argument("--max-tokens", type=int, default=16)
     p.add_argument("--method", default="fusion")
     p.add_argument("--recompute", type=float, default=0.15)
@@ -273,11 +308,14 @@ def main():
         if "malformed" in r:
             print(f"\n{r['clients']} clients: {r['malformed']} malformed requests, {r['malformed_refused']} refused with "
                   f"a 4xx and an error message; wrong: {r['malformed_wrong'] or 'none'}")
-        if "rss_end_mib" in r:
+        if "rss_end_mib" in r and r["warmup_end_s"] is None:
+            print(f"{r['clients']} clients: the chunk cache never settled; server resident memory "
+                  f"{r['rss_end_mib']:.0f} MiB at the end, peak {r['rss_peak_mib']:.0f} MiB")
+        elif "rss_end_mib" in r:
             growth = 100 * (r["rss_end_mib"] / r["rss_after_warmup_mib"] - 1)
-            print(f"{r['clients']} clients: server resident memory {r['rss_after_warmup_mib']:.0f} MiB after "
-                  f"{args.warmup:.0f} s, {r['rss_end_mib']:.0f} MiB at the end ({growth:+.1f}%), peak "
-                  f"{r['rss_peak_mib']:.0f} MiB")
+            print(f"{r['clients']} clients: server resident memory {r['rss_after_warmup_mib']:.0f} MiB at the end of "
+                  f"the warm-up ({r['warmup_end_s']:.0f} s), {r['rss_end_mib']:.0f} MiB at the end ({growth:+.1f}%), "
+                  f"peak {r['rss_peak_mib']:.0f} MiB")
         if "first_error" in r:
             print(f"{r['clients']} clients: first error: {r['first_error']}")
     if args.out:
