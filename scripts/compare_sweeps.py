@@ -29,8 +29,9 @@ import argparse
 import gzip
 import json
 import os
-import random
 import sys
+
+from bootstrap_interval import bootstrap
 
 METHODS = ("full", "reuse", "cacheblend", "a3", "fusion")
 
@@ -82,15 +83,6 @@ def summary(runs, ids, metric):
     mean = lambda key: sum(runs[i][key][metric] for i in ids) / len(ids)
     x, full, reuse = mean("x"), mean("full"), mean("reuse")
     return x, full, reuse, (x - reuse) / (full - reuse) if full != reuse else float("nan")
-
-
-def bootstrap(ids, stat, resamples, seed):
-    rng = random.Random(seed)
-    values = sorted(stat([rng.choice(ids) for _ in ids]) for _ in range(resamples))
-    values = [v for v in values if v == v]  # a resample with no full-minus-reuse gap has no normalized value
-    if not values:
-        return float("nan"), float("nan")
-    return values[int(0.025 * len(values))], values[max(0, int(0.975 * len(values)) - 1)]
 
 
 def main():

@@ -11,10 +11,11 @@ import argparse
 import csv
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
+
+from bootstrap_interval import percentile_interval, resamples
 
 RESAMPLES = 1000
 
@@ -39,13 +40,6 @@ def normalized(ids, runs, key, metric, reference):
     if gap == 0:
         return float("nan")
     return mean([runs[i][key][metric] - runs[i][reference["reuse"]][metric] for i in ids]) / gap
-
-
-def interval(values):
-    values = sorted(v for v in values if v == v)
-    if not values:
-        return float("nan"), float("nan")
-    return values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))]
 
 
 def main():
@@ -78,8 +72,7 @@ def main():
         if kv not in store["kv"]:
             sys.exit(f"error: {a.inspect}: no KV mode '{kv}' (was the store compressed?)")
     base_bytes = store["kv"][a.baseline]["kv_bytes_per_token"]
-    rng = random.Random(12345)
-    samples = [[rng.choice(ids) for _ in ids] for _ in range(RESAMPLES)]
+    samples = resamples(ids, RESAMPLES, 12345)
 
     rows = []
     for kv in modes:
@@ -88,10 +81,10 @@ def main():
         row = {"kv": kv, "store": store["kv"][kv], "recipe": store["settings"].get("compress-" + kv, {})}
         for metric, name in (("gold_ll", "ll"), ("f1", "f1")):
             row[name] = normalized(ids, runs, key, metric, reference)
-            row[name + "_ci"] = interval([normalized(s, runs, key, metric, reference) for s in samples])
+            row[name + "_ci"] = percentile_interval([normalized(s, runs, key, metric, reference) for s in samples])
             delta = lambda s: normalized(s, runs, key, metric, reference) - normalized(s, runs, base, metric, reference)
             row[name + "_delta"] = delta(ids)
-            row[name + "_delta_ci"] = interval([delta(s) for s in samples])
+            row[name + "_delta_ci"] = percentile_interval([delta(s) for s in samples])
         row["kl"] = mean([runs[i][key]["kl_first"] for i in ids])
         row["top1"] = mean([runs[i][key]["top1"] for i in ids])
         row["ttft"] = sorted(runs[i][key]["ms"]["ttft"] for i in ids)[len(ids) // 2]

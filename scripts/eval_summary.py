@@ -10,9 +10,10 @@ import csv
 import gzip
 import json
 import os
-import random
 import re
 import sys
+
+from bootstrap_interval import bootstrap
 
 
 def read_sweep(folder):
@@ -60,10 +61,8 @@ def paired_differences(folder, ratio, resamples=1000, seed=20261124):
                         diffs.append(value(at[("fusion", kv)], metric) - value(at[(other, kv)], metric))
                 if not diffs:
                     continue
-                rng = random.Random(seed)
-                means = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(resamples))
-                rows.append((kv, other, metric, sum(diffs) / len(diffs), means[int(0.025 * resamples)],
-                             means[int(0.975 * resamples) - 1]))
+                low, high = bootstrap(diffs, lambda s: sum(s) / len(s), resamples, seed)
+                rows.append((kv, other, metric, sum(diffs) / len(diffs), low, high))
     return rows
 
 
