@@ -356,25 +356,23 @@ void run_pipeline(const std::string& path, const std::vector<std::string>& overr
   const NeighborStageResult n = run_neighbor_stage(neighbors);
   step({"neighbors", n.unchanged ? "up to date" : std::to_string(n.chunks) + " chunks"});
 
-  const std::string dtype = cfg.get<std::string>("prefill", "dtype", "f16");  // values checked by load_config
-  const std::string compute_name = cfg.get<std::string>("prefill", "compute", "fast");
-  const ComputeMode compute = compute_mode_from_name(compute_name);
   for (const std::string& mode : plan.prefill) {
-    PrefillStageOptions p;
+    PrefillStageOptions p;  // its defaults stand for keys the YAML leaves out (values checked by load_config)
     p.store_dir = store;
     p.model_path = model;
     p.mode = mode;
     p.top_n = neighbors.top_n;
-    p.neighbor_order = neighbor_order_from_name(cfg.get<std::string>("prefill", "neighbor_order", "best-first"));
-    p.dtype = parse_kv_dtype(dtype, "prefill.dtype");
-    p.compute = compute;
-    p.backend = cfg.get<std::string>("prefill", "backend", "cpu");
-    p.system_message = cfg.get<std::string>("prefill", "system", "");
+    p.neighbor_order = neighbor_order_from_name(
+        cfg.get<std::string>("prefill", "neighbor_order", neighbor_order_name(p.neighbor_order)));
+    p.dtype = parse_kv_dtype(cfg.get<std::string>("prefill", "dtype", kv_dtype_name(p.dtype)), "prefill.dtype");
+    p.compute = compute_mode_from_name(cfg.get<std::string>("prefill", "compute", compute_mode_name(p.compute)));
+    p.backend = cfg.get<std::string>("prefill", "backend", p.backend);
+    p.system_message = cfg.get<std::string>("prefill", "system", p.system_message);
     p.batch_tokens = cfg.get<int>("prefill", "batch_tokens", p.batch_tokens);
     p.shard_bytes = cfg.get<uint64_t>("prefill", "shard_mb", p.shard_bytes >> 20) << 20;
     p.neighbor_cache_bytes = cfg.get<uint64_t>("prefill", "neighbor_cache_mb", p.neighbor_cache_bytes >> 20) << 20;
-    p.record_anchor_scores = cfg.get<bool>("prefill", "anchor_scores", false);
-    p.refresh_changed_neighbors = cfg.get<bool>("prefill", "refresh_neighbors", false);
+    p.record_anchor_scores = cfg.get<bool>("prefill", "anchor_scores", p.record_anchor_scores);
+    p.refresh_changed_neighbors = cfg.get<bool>("prefill", "refresh_neighbors", p.refresh_changed_neighbors);
     p.only_docs = request.only_docs;
     p.with_similarity_neighbors =
         mode == "independent" && std::count(plan.prefill.begin(), plan.prefill.end(), "similarity") > 0;

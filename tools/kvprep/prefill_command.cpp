@@ -15,13 +15,17 @@
 namespace kvf::cli {
 
 void add_prefill_command(CLI::App& app) {
+  // The defaults (and so --help's) are the library's: PrefillStageOptions.
   struct Args {
-    std::string store, model, mode = "independent", system, dtype = "f16", compute = "fast",
-                backend = "cpu", neighbor_order = "best-first";
-    int top_n = 10, batch_tokens = 1024, deflate = 0;
+    PrefillStageOptions defaults;
+    std::string store, model, mode = defaults.mode, system = defaults.system_message,
+                              dtype = kv_dtype_name(defaults.dtype), compute = compute_mode_name(defaults.compute),
+                              backend = defaults.backend, neighbor_order = neighbor_order_name(defaults.neighbor_order);
+    int top_n = defaults.top_n, batch_tokens = defaults.batch_tokens, deflate = defaults.deflate_level;
     CommonOptions common;
-    bool refresh = false, wait_lock = false, anchor_scores = false;
-    double shard_mb = 256, neighbor_cache_mb = 1024;
+    bool refresh = defaults.refresh_changed_neighbors, wait_lock = false, anchor_scores = defaults.record_anchor_scores;
+    double shard_mb = (double)defaults.shard_bytes / (1 << 20),
+           neighbor_cache_mb = (double)defaults.neighbor_cache_bytes / (1 << 20);
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("prefill", "Compute and store every chunk's KV (store: kv/<mode>-NNNNN.h5)");
