@@ -23,9 +23,15 @@
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/key_table.h"
 #include "backend/op_checks.h"
-#include "core/isa_target.h"
 
-KVF_ISA_BEGIN("avx2,fma")
+// Only this file's own code is compiled for AVX2 (flash_attention_bf16.cpp says why): the shared inline code of
+// the headers above stays portable.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
 #include <immintrin.h>
 
 #include "backend/cpu/vec_math.h"
@@ -187,4 +193,8 @@ void flash_attention_avx2(const BlockAttentionArgs&) { fail("flash attention (AV
 
 }  // namespace kvf::cpu
 
-KVF_ISA_END
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif

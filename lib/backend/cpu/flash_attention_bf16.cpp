@@ -21,9 +21,17 @@
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/key_table.h"
 #include "backend/op_checks.h"
-#include "core/isa_target.h"
 
-KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,fma")
+// Only this file's own code is compiled for AVX-512 (GCC's target pragma, clang's attribute pragma): what the
+// headers above define (std::vector's members, TBB, kvf::fail) stays portable. Compiled with -mavx512f for the whole file, those shared inline functions came out as
+// AVX-512 copies that the linker could pick for every caller, and a CPU without AVX-512 stopped on them (SIGILL).
+// tests/check_isa_objects.sh keeps it so.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,fma")
+#endif
 #include "backend/cpu/exp_avx512.h"
 
 // GCC 12 reports the placeholders inside the reduce, widen and shift intrinsics as (maybe-)uninitialized (GCC PR
@@ -170,5 +178,9 @@ void flash_attention_bf16(const BlockAttentionArgs& a) { run_flash_pass(kPass, a
 
 }  // namespace kvf::cpu
 
-KVF_ISA_END
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
 #pragma GCC diagnostic pop

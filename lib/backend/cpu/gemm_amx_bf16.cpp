@@ -1,5 +1,5 @@
-// AMX BF16 kernel (its code compiled for AMX-TILE and AMX-BF16): the walk of amx_bf16_tiles.h on the CPU's tiles
-// (tdpbf16ps, products summed in f32), over the AVX-512 BF16 kernel's activations and panels.
+// AMX BF16 kernel (compiled with -mamx-tile -mamx-bf16, see lib/CMakeLists.txt): the walk of amx_bf16_tiles.h on
+// the CPU's tiles (tdpbf16ps, products summed in f32), over the AVX-512 BF16 kernel's activations and panels.
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -10,12 +10,9 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/amx_bf16_tiles.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/gemm_isa.h"
-#include "core/isa_target.h"
-
-KVF_ISA_BEGIN("amx-tile,amx-bf16")
-#include "backend/cpu/amx_bf16_tiles.h"
 
 namespace kvf::cpu {
 namespace {
@@ -148,5 +145,3 @@ bool amx_bf16_usable() {
 }
 
 }  // namespace kvf::cpu
-
-KVF_ISA_END
