@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "backend/cpu/aligned_panels.h"
-#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/flash_attention.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/key_table.h"
@@ -175,7 +175,8 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
 }  // namespace
 
 bool flash_attention_avx2_available(int64_t head_dim) {
-  return cpu_kernels().attention != AttentionKernel::F32 && head_dim % kCols == 0;
+  static const bool avx2 = cpu_features().avx2_fma;
+  return avx2 && head_dim % kCols == 0;
 }
 
 const FlashPassOf kPass{flash_over, flash_attention_avx2_available, "AVX2 and FMA, head_dim a multiple of 16"};

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "backend/cpu/aligned_panels.h"
-#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/flash_attention.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/key_table.h"
@@ -168,7 +168,8 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
 }  // namespace
 
 bool flash_attention_bf16_available(int64_t head_dim) {
-  return cpu_kernels().attention == AttentionKernel::Avx512Bf16 && head_dim % 64 == 0;
+  static const bool bf16 = cpu_features().avx512_bf16;
+  return bf16 && head_dim % 64 == 0;
 }
 
 const FlashPassOf kPass{flash_over, flash_attention_bf16_available, "AVX-512 BF16, head_dim a multiple of 64"};

@@ -128,20 +128,23 @@ bool agrees_with_avx512_bf16() {
 const GemmIsa kGemmAmxBf16 = {amx::kCols, 32, 2, convert_x_bf16, pack_panel_bf16, multiply};
 
 bool amx_bf16_usable() {
-  const CpuFeatures& f = cpu_features();
-  if (!f.amx_bf16 || !f.avx512_bf16) return false;
-  // Linux hands out the tile data state per process on request (ARCH_REQ_XCOMP_PERM, feature 18: XTILEDATA).
-  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
-  // Tried in a child first: a CPU or kernel that faults on the tile instructions, or computes other sums, then
-  // costs a fallback to the AVX-512 BF16 kernel, not the process.
-  const pid_t child = fork();
-  if (child == 0) _exit(agrees_with_avx512_bf16() ? 0 : 1);
-  if (child < 0) return false;
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0)
-    if (errno != EINTR) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  static const bool usable = [] {
+    const CpuFeatures& f = cpu_features();
+    if (!f.amx_bf16 || !f.avx512_bf16) return false;
+    // Linux hands out the tile data state per process on request (ARCH_REQ_XCOMP_PERM, feature 18: XTILEDATA).
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+    // Tried in a child first: a CPU or kernel that faults on the tile instructions, or computes other sums, then
+    // costs a fallback to the AVX-512 BF16 kernel, not the process.
+    const pid_t child = fork();
+    if (child == 0) _exit(agrees_with_avx512_bf16() ? 0 : 1);
+    if (child < 0) return false;
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0)
+      if (errno != EINTR) return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }();
+  return usable;
 }
 
 }  // namespace kvf::cpu
