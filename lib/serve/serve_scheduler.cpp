@@ -172,6 +172,7 @@ void ServeScheduler::run() {
   for (;;) {
     std::shared_ptr<ServeRequest> arrived;
     std::vector<std::shared_ptr<ServeRequest>> waiting;  // the next to be admitted: their KV loads meanwhile
+    bool switching = false;  // a newer generation waits to take over: nothing is settled on the old one
     {
       std::unique_lock<std::mutex> lock(m_);
       work_.wait(lock,
@@ -197,9 +198,10 @@ void ServeScheduler::run() {
         queue_.pop_front();
       }
       waiting.assign(queue_.begin(), queue_.begin() + (ptrdiff_t)std::min(queue_.size(), (size_t)options_.max_batch));
+      switching = offered_ != nullptr;
     }
     if (arrived) admit(arrived);
-    if (!offered_) prefetch_waiting(waiting);
+    if (!switching) prefetch_waiting(waiting);
     std::vector<AnswerInProgress*> running;
     for (Active& a : active_)
       if (!a.answer->done()) running.push_back(a.answer.get());
