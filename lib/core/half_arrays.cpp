@@ -7,13 +7,15 @@
 
 #include "core/cpuid.h"
 #include "core/half.h"
+#include "core/isa_target.h"
 
 namespace kvf {
 namespace {
 
 // F16C's conversion is exact (f16 values are all representable in f32), so it matches f16_to_f32 bit for bit
 // except that a signalling NaN comes out quiet.
-__attribute__((target("avx,f16c"))) void f16_to_f32_f16c(const uint8_t* in, size_t n, float* out) {
+KVF_ISA_BEGIN("avx,f16c")
+void f16_to_f32_f16c(const uint8_t* in, size_t n, float* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i))));
@@ -23,6 +25,7 @@ __attribute__((target("avx,f16c"))) void f16_to_f32_f16c(const uint8_t* in, size
     out[i] = f16_to_f32(h);
   }
 }
+KVF_ISA_END
 
 bool has_f16c() {
   static const bool yes = cpu_has_f16c() && __builtin_cpu_supports("avx");

@@ -1,10 +1,10 @@
 #include "eval/sweep_provenance.h"
 
-#include <exception>
 #include <filesystem>
 #include <string>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "core/build_info.h"
 #include "core/error.h"
 #include "core/hex.h"
@@ -22,20 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// The kernels the CPU backend's dispatch picks on this CPU (as `--version` prints them).
-std::string cpu_kernels() {
-  const cpu::CpuFeatures& f = cpu::cpu_features();
-  std::string matmul;
-  try {
-    matmul = cpu::gemm_kernel_name(cpu::active_gemm_kernel());
-  } catch (const std::exception& e) {  // no kernel, or KVF_GEMM_KERNEL names one this CPU lacks
-    matmul = std::string("none (") + e.what() + ")";
-  }
-  return "matmul " + matmul + ", block dot products " +
-         (f.avx512_vnni ? "avx512-vnni" : f.avx2_fma ? "avx2" : "none") + ", attention " +
-         (f.avx512_bf16 ? "avx512-bf16" : f.avx2_fma ? "avx2" : "f32");
-}
 
 std::string absolute(const std::string& path) {
   return path.empty() ? path : fs::absolute(path).lexically_normal().string();
@@ -80,7 +66,7 @@ json eval_run_record(const EvalOptions& o, size_t answered_before) {
           {"threads", o.threads},
           {"cpu", f.model},
           {"cpu_features", f.flags()},
-          {"kernels", cpu_kernels()},
+          {"kernels", cpu::cpu_kernels_report()},
           {"answered_before", answered_before},
           {"options", eval_options_json(o)}};
 }

@@ -2,9 +2,10 @@
 # Files compiled for AVX-512 must not define code that portable files share. A shared inline function (std::vector's
 # members, TBB, kvf::fail) is emitted as a weak symbol in every object that uses it, and the linker keeps one copy
 # for all callers: an AVX-512 copy then runs on CPUs without AVX-512 (SIGILL on an AVX2-only CPU). Such files
-# compile only their own code for the instruction set (#pragma GCC target / clang attribute after the portable
-# headers) or use no shared inline code; a weak function with AVX-512 code is allowed only where no other object
-# defines it too (helpers that only AVX-512 files use, e.g. transpose_16x16 when a -O1 build does not inline it).
+# compile only their own code for the instruction set (KVF_ISA_BEGIN after the portable headers,
+# lib/core/isa_target.h) or use no shared inline code; a weak function with AVX-512 code is allowed only where no
+# other object defines it too (helpers that only AVX-512 files use, e.g. transpose_16x16 when a -O1 build does not
+# inline it).
 # Usage: isa_objects_test.sh OBJECT...
 set -euo pipefail
 avx512=()

@@ -12,6 +12,7 @@
 
 #include "backend/cpu/amx_bf16_tiles.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_isa.h"
 #include "core/half.h"
 
@@ -113,7 +114,7 @@ TEST(AmxTiles, TheWalkOverTilesComputesThePanelProduct) {
 // AMX is offered only where the CPU has it and the start-up check passed; elsewhere asking for it names the kernels
 // the CPU has.
 TEST(AmxTiles, TheKernelIsOfferedOnlyWhereItRan) {
-  const std::vector<cpu::GemmKernel> have = cpu::available_gemm_kernels();
+  const std::vector<cpu::GemmKernel>& have = cpu::cpu_kernels().matmul_kernels;
   const bool offered = std::find(have.begin(), have.end(), cpu::GemmKernel::AmxBf16) != have.end();
   EXPECT_EQ(offered, cpu::amx_bf16_usable());
   if (!cpu::cpu_features().amx_bf16) {

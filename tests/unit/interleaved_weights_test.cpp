@@ -7,7 +7,7 @@
 #include <random>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
 #include "backend/cpu/interleaved_weights.h"
@@ -89,7 +89,7 @@ TEST(InterleavedWeights, ProductsAreTheBaseFormatsOnEveryPath) {
     if (!wi.defined()) GTEST_SKIP() << "no interleaved layout on this CPU";
     const int64_t n = 60;
     const std::vector<float> x = test::random_rows(n, k, rng);
-    for (cpu::GemmKernel kernel : cpu::available_gemm_kernels()) {
+    for (cpu::GemmKernel kernel : cpu::cpu_kernels().matmul_kernels) {
       // avx2-int16 would multiply interleaved weights in f32 panels, not its integer ones; the backend never
       // interleaves for it (interleaved_dtype_for).
       if (kernel == cpu::GemmKernel::Avx2Int16) continue;

@@ -10,6 +10,8 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
 #include "backend/cpu/packed_matmul.h"
@@ -46,7 +48,7 @@ TEST(PackedMatmul, EveryKernelAndFormatIsCloseToTheF32Product) {
   const std::vector<float> x = test::random_rows(n, k, rng);
   for (DType t : kFormats) {
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
-    for (GemmKernel kernel : cpu::available_gemm_kernels()) {
+    for (GemmKernel kernel : cpu::cpu_kernels().matmul_kernels) {
       ASSERT_GT(n, cpu::packed_matmul_few_rows(t, k, kernel)) << "rows the panels take";
       const bool integer = kernel == GemmKernel::Avx2Int16 && cpu::int_dot_available(t);
       std::vector<float> y((size_t)(n * m));
@@ -83,7 +85,7 @@ TEST(PackedMatmul, ARowsResultDoesNotDependOnItsBatch) {
   const std::vector<float> x = test::random_rows(rows, k, rng);
   for (DType t : {DType::Q4_1, DType::Q8_0, DType::BF16}) {
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
-    for (GemmKernel kernel : cpu::available_gemm_kernels()) {
+    for (GemmKernel kernel : cpu::cpu_kernels().matmul_kernels) {
       const int64_t few = cpu::packed_matmul_few_rows(t, k, kernel);
       std::vector<float> all((size_t)(rows * m));
       cpu::packed_matmul(x.data(), rows, k, w.t, all.data(), kernel);
@@ -116,7 +118,7 @@ TEST(PackedMatmul, WideProductsEqualTheirColumnsAlone) {
   const std::vector<float> x = test::random_rows(rows, k, rng);
   for (DType t : {DType::Q4_1, DType::BF16}) {
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
-    for (GemmKernel kernel : cpu::available_gemm_kernels()) {
+    for (GemmKernel kernel : cpu::cpu_kernels().matmul_kernels) {
       std::vector<float> all((size_t)(rows * m));
       cpu::packed_matmul(x.data(), rows, k, w.t, all.data(), kernel);
       for (int64_t c0 : {0, 37, 500, 1063}) {
@@ -144,7 +146,7 @@ TEST(PackedMatmul, FewRowsAreCloseToTheProductWhateverTheirBatch) {
   for (DType t : kFormats) {
     const Weight w = test::make_quantized_weight(*b, t, m, k, rng);
     const bool integer = cpu::int_dot_available(t);
-    const bool bf16 = t == DType::BF16 && cpu::cpu_features().avx512_bf16;
+    const bool bf16 = t == DType::BF16 && cpu::cpu_kernels().bf16_dots;
     std::vector<float> four(4 * m), alone(4 * m), one(m);
     cpu::packed_matmul(x.data(), 4, k, w.t, four.data());
     cpu::packed_matmul(x.data(), 4, k, {{&w.t, alone.data()}}, cpu::active_gemm_kernel(), /*each_row_alone=*/true);

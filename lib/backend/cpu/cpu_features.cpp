@@ -1,11 +1,7 @@
 #include "backend/cpu/cpu_features.h"
 
-#include <cstdlib>
-
-#include "backend/cpu/gemm_isa.h"
 #include "core/cpu_info.h"
 #include "core/cpuid.h"
-#include "core/error.h"
 
 namespace kvf::cpu {
 namespace {
@@ -43,44 +39,6 @@ std::string CpuFeatures::flags() const {
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = detect();
   return features;
-}
-
-const char* gemm_kernel_name(GemmKernel kernel) {
-  switch (kernel) {
-    case GemmKernel::AmxBf16: return "amx-bf16";
-    case GemmKernel::Avx512Bf16: return "avx512-bf16";
-    case GemmKernel::Avx2Int16: return "avx2-int16";
-    case GemmKernel::Avx2F32: return "avx2";
-  }
-  return "?";
-}
-
-std::vector<GemmKernel> available_gemm_kernels() {
-  const CpuFeatures& f = cpu_features();
-  std::vector<GemmKernel> out;
-  if (f.avx512_bf16 && amx_bf16_usable()) out.push_back(GemmKernel::AmxBf16);
-  if (f.avx512_bf16) out.push_back(GemmKernel::Avx512Bf16);
-  if (f.avx2_fma) {
-    out.push_back(GemmKernel::Avx2Int16);
-    out.push_back(GemmKernel::Avx2F32);
-  }
-  return out;
-}
-
-GemmKernel active_gemm_kernel() {
-  static const GemmKernel kernel = [] {
-    const std::vector<GemmKernel> have = available_gemm_kernels();
-    std::string names;
-    for (GemmKernel k : have) names += (names.empty() ? "" : ", ") + std::string(gemm_kernel_name(k));
-    KVF_CHECK(!have.empty(), "this CPU (", cpu_features().model, ") has neither AVX2+FMA nor AVX-512 BF16; kvfuse "
-              "needs one of them for compact weights (use --compute f32)");
-    const char* env = std::getenv("KVF_GEMM_KERNEL");
-    if (!env || !*env) return have.front();
-    for (GemmKernel k : have)
-      if (gemm_kernel_name(k) == std::string(env)) return k;
-    fail("KVF_GEMM_KERNEL='", env, "': this CPU (", cpu_features().model, ") runs ", names);
-  }();
-  return kernel;
 }
 
 }  // namespace kvf::cpu

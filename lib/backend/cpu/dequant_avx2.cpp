@@ -1,10 +1,13 @@
-// Block dequantization with AVX2 (compiled with -mavx2 -mf16c -ffp-contract=off, see lib/CMakeLists.txt: a
+// Block dequantization with AVX2 (compiled for AVX2 and F16C, with -ffp-contract=off from lib/CMakeLists.txt: a
 // multiply followed by an add must stay two roundings to equal the reference in core/ggml_types.cpp bit for bit).
 #include <immintrin.h>
 
 #include <cstring>
 
 #include "backend/cpu/gemm_isa.h"
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("avx2,f16c")
 #include "backend/cpu/simd_reductions.h"
 
 namespace kvf::cpu {
@@ -179,3 +182,5 @@ void q6_k(const uint8_t* x, float* y, int64_t n) {
 const DequantAvx2 kDequantAvx2 = {f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q6_k};
 
 }  // namespace kvf::cpu
+
+KVF_ISA_END

@@ -1,5 +1,5 @@
 // exp(x) for 16 float lanes with AVX-512F. Included by vec_math.h where the build targets AVX-512, and by files
-// that compile their own code for it (#pragma GCC target) after the portable headers.
+// that compile their own code for it (KVF_ISA_BEGIN, core/isa_target.h) after the portable headers.
 #pragma once
 #include <immintrin.h>
 

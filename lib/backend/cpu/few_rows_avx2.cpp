@@ -1,9 +1,12 @@
-// Dot products of a few activation rows with a few f32 weight rows (compiled with -mavx2 -mfma): the path for
+// Dot products of a few activation rows with a few f32 weight rows (compiled for AVX2 and FMA): the path for
 // decoding and other short passes, where each weight row is dequantized once and read by every activation row
 // while it is in L1. Four weight rows at a time give the FMA units independent chains to work on.
 #include <immintrin.h>
 
 #include "backend/cpu/gemm_isa.h"
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("avx2,fma")
 
 namespace kvf::cpu {
 namespace {
@@ -47,3 +50,5 @@ void dot_rows_avx2(const float* x, int64_t ldx, int rows, const float* w, int64_
 }
 
 }  // namespace kvf::cpu
+
+KVF_ISA_END

@@ -1,9 +1,12 @@
-// Dot products of a few bf16 activation rows with bf16 weight rows (compiled with -mavx512f -mavx512bw
-// -mavx512vl -mavx512bf16): the decoding path for weights kept as bf16, 32 products per vdpbf16ps, summed in f32 as
-// the bf16 panels sum them. Each weight row is read once for every activation row.
+// Dot products of a few bf16 activation rows with bf16 weight rows (compiled for AVX-512 BF16): the decoding path for
+// weights kept as bf16, 32 products per vdpbf16ps, summed in f32 as the bf16 panels sum them. Each weight row is read
+// once for every activation row.
 #include <immintrin.h>
 
 #include "backend/cpu/gemm_isa.h"
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,fma")
 #include "backend/cpu/simd_reductions.h"
 
 namespace kvf::cpu {
@@ -48,3 +51,5 @@ void dot_rows_bf16_avx512(const uint16_t* x, int64_t ldx, int rows, const uint16
 }
 
 }  // namespace kvf::cpu
+
+KVF_ISA_END

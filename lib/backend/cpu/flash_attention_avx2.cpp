@@ -18,20 +18,14 @@
 #include <vector>
 
 #include "backend/cpu/aligned_panels.h"
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/flash_attention.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/key_table.h"
 #include "backend/op_checks.h"
+#include "core/isa_target.h"
 
-// Only this file's own code is compiled for AVX2 (flash_attention_bf16.cpp says why): the shared inline code of
-// the headers above stays portable.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+KVF_ISA_BEGIN("avx2,fma")
 #include <immintrin.h>
 
 #include "backend/cpu/vec_math.h"
@@ -175,8 +169,7 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
 }  // namespace
 
 bool flash_attention_avx2_available(int64_t head_dim) {
-  static const bool avx2 = cpu_features().avx2_fma;
-  return avx2 && head_dim % kCols == 0;
+  return cpu_kernels().attention != AttentionKernel::F32 && head_dim % kCols == 0;
 }
 
 const FlashPassOf kPass{flash_over, flash_attention_avx2_available, "AVX2 and FMA, head_dim a multiple of 16"};
@@ -194,8 +187,4 @@ void flash_attention_avx2(const BlockAttentionArgs&) { fail("flash attention (AV
 
 }  // namespace kvf::cpu
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+KVF_ISA_END

@@ -16,22 +16,14 @@
 #include <vector>
 
 #include "backend/cpu/aligned_panels.h"
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/flash_attention.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/key_table.h"
 #include "backend/op_checks.h"
+#include "core/isa_target.h"
 
-// Only this file's own code is compiled for AVX-512 (GCC's target pragma, clang's attribute pragma): what the
-// headers above define (std::vector's members, TBB, kvf::fail) stays portable. Compiled with -mavx512f for the whole file, those shared inline functions came out as
-// AVX-512 copies that the linker could pick for every caller, and a CPU without AVX-512 stopped on them (SIGILL).
-// tests/check_isa_objects.sh keeps it so.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,fma")
-#endif
+KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,fma")
 #include "backend/cpu/exp_avx512.h"
 
 // GCC 12 reports the placeholders inside the reduce, widen and shift intrinsics as (maybe-)uninitialized (GCC PR
@@ -168,8 +160,7 @@ void flash_over(const float* q, const int32_t* qp, int64_t n, int64_t H, int64_t
 }  // namespace
 
 bool flash_attention_bf16_available(int64_t head_dim) {
-  static const bool bf16 = cpu_features().avx512_bf16;
-  return bf16 && head_dim % 64 == 0;
+  return cpu_kernels().attention == AttentionKernel::Avx512Bf16 && head_dim % 64 == 0;
 }
 
 const FlashPassOf kPass{flash_over, flash_attention_bf16_available, "AVX-512 BF16, head_dim a multiple of 64"};
@@ -179,9 +170,5 @@ void flash_attention_bf16(const BlockAttentionArgs& a) { run_flash_pass(kPass, a
 
 }  // namespace kvf::cpu
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+KVF_ISA_END
 #pragma GCC diagnostic pop

@@ -1,5 +1,5 @@
-// AMX BF16 kernel (compiled with -mamx-tile -mamx-bf16, see lib/CMakeLists.txt): the walk of amx_bf16_tiles.h on
-// the CPU's tiles (tdpbf16ps, products summed in f32), over the AVX-512 BF16 kernel's activations and panels.
+// AMX BF16 kernel (its code compiled for AMX-TILE and AMX-BF16): the walk of amx_bf16_tiles.h on the CPU's tiles
+// (tdpbf16ps, products summed in f32), over the AVX-512 BF16 kernel's activations and panels.
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -10,9 +10,12 @@
 #include <cmath>
 #include <vector>
 
-#include "backend/cpu/amx_bf16_tiles.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/gemm_isa.h"
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("amx-tile,amx-bf16")
+#include "backend/cpu/amx_bf16_tiles.h"
 
 namespace kvf::cpu {
 namespace {
@@ -128,23 +131,22 @@ bool agrees_with_avx512_bf16() {
 const GemmIsa kGemmAmxBf16 = {amx::kCols, 32, 2, convert_x_bf16, pack_panel_bf16, multiply};
 
 bool amx_bf16_usable() {
-  static const bool usable = [] {
-    const CpuFeatures& f = cpu_features();
-    if (!f.amx_bf16 || !f.avx512_bf16) return false;
-    // Linux hands out the tile data state per process on request (ARCH_REQ_XCOMP_PERM, feature 18: XTILEDATA).
-    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
-    // Tried in a child first: a CPU or kernel that faults on the tile instructions, or computes other sums, then
-    // costs a fallback to the AVX-512 BF16 kernel, not the process.
-    const pid_t child = fork();
-    if (child == 0) _exit(agrees_with_avx512_bf16() ? 0 : 1);
-    if (child < 0) return false;
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0)
-      if (errno != EINTR) return false;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }();
-  return usable;
+  const CpuFeatures& f = cpu_features();
+  if (!f.amx_bf16 || !f.avx512_bf16) return false;
+  // Linux hands out the tile data state per process on request (ARCH_REQ_XCOMP_PERM, feature 18: XTILEDATA).
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+  // Tried in a child first: a CPU or kernel that faults on the tile instructions, or computes other sums, then
+  // costs a fallback to the AVX-512 BF16 kernel, not the process.
+  const pid_t child = fork();
+  if (child == 0) _exit(agrees_with_avx512_bf16() ? 0 : 1);
+  if (child < 0) return false;
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0)
+    if (errno != EINTR) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 }  // namespace kvf::cpu
+
+KVF_ISA_END

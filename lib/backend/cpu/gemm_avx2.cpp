@@ -1,8 +1,11 @@
-// AVX2 + FMA kernel (compiled with -mavx2 -mfma, see lib/CMakeLists.txt), for CPUs without AVX-512 BF16: weights
-// dequantized to f32 panels of 16 columns ([kc][16]), f32 activations, a micro tile of 6 rows x 16 columns.
+// AVX2 + FMA kernel (its code compiled for AVX2 and FMA), for CPUs without AVX-512 BF16: weights dequantized to f32
+// panels of 16 columns ([kc][16]), f32 activations, a micro tile of 6 rows x 16 columns.
 #include <immintrin.h>
 
 #include "backend/cpu/gemm_isa.h"
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("avx2,fma")
 #include "backend/cpu/transpose_avx2.h"
 
 namespace kvf::cpu {
@@ -112,3 +115,5 @@ void multiply(const void* xv, int64_t ldx, int rows, const void* panelv, int kc,
 const GemmIsa kGemmAvx2F32 = {kCols, 8, 4, nullptr, pack_panel, multiply};
 
 }  // namespace kvf::cpu
+
+KVF_ISA_END

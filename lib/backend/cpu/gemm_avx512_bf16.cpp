@@ -1,10 +1,12 @@
-// AVX-512 BF16 kernel (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512bf16, see lib/CMakeLists.txt):
-// activations and weights rounded to bf16 (nearest even), products summed in f32 by vdpbf16ps, two k values per
-// instruction. A panel holds 64 columns as [kc / 2][64][2] bf16; a micro tile is 6 rows x 64 columns (24
-// accumulators).
+// AVX-512 BF16 kernel (its code compiled for AVX-512 BF16 and FMA): activations and weights rounded to bf16 (nearest
+// even), products summed in f32 by vdpbf16ps, two k values per instruction. A panel holds 64 columns as [kc / 2][64][2]
+// bf16; a micro tile is 6 rows x 64 columns (24 accumulators).
 #include <immintrin.h>
 
 #include "backend/cpu/gemm_isa.h"
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,fma")
 #include "backend/cpu/transpose_avx512.h"
 
 // GCC 12 reports the placeholders inside the shuffle intrinsics as maybe-uninitialized (GCC PR 105593).
@@ -119,4 +121,5 @@ void pack_panel_rows_bf16(const float* const* rows, int cols, int kc, void* pane
 
 }  // namespace kvf::cpu
 
+KVF_ISA_END
 #pragma GCC diagnostic pop

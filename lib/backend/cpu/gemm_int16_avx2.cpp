@@ -1,4 +1,4 @@
-// Block-quantized weights times many activation rows in 16-bit integers on AVX2 (compiled with -mavx2 -mf16c -mfma;
+// Block-quantized weights times many activation rows in 16-bit integers on AVX2 (compiled for AVX2, F16C and FMA;
 // gemm_isa.h says what it computes). A unit's small integers are widened to 16 bits into a panel of 16 columns,
 // stored as pairs of k values ([kc / 2][16][2]), so one vpmaddwd multiplies a broadcast pair of an activation row
 // with the pairs of 8 columns and adds each pair in 32 bits. Per block of 32 values (16 for Q6_K, whose scales
@@ -12,10 +12,13 @@
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
+#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("avx2,f16c,fma")
 #include "backend/cpu/simd_reductions.h"
 #include "backend/cpu/transpose_avx2.h"
 #include "backend/cpu/widen_avx2.h"
-#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
 
 namespace kvf::cpu {
 namespace {
@@ -249,3 +252,5 @@ void multiply_int16_panel(const Int16RowTiles& x, int64_t row0, int rows, int64_
 }
 
 }  // namespace kvf::cpu
+
+KVF_ISA_END

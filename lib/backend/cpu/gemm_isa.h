@@ -32,7 +32,7 @@ extern const GemmIsa kGemmAvx512Bf16;
 extern const GemmIsa kGemmAmxBf16;
 // Whether this process may use it: the CPU has AMX BF16 and AVX-512 BF16, Linux granted the tile state, and a
 // child process computed a test product with it that agrees with kGemmAvx512Bf16 (a fault there costs only the
-// child). Decided once.
+// child). Each call probes again; the kernel table (cpu_kernels.h) asks once.
 bool amx_bf16_usable();
 // kGemmAvx512Bf16.pack_panel with each weight row where it lies: rows[c][0, kc) for c < cols (<= 64).
 void pack_panel_rows_bf16(const float* const* rows, int cols, int kc, void* panel);

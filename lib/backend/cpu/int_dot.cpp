@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/interleaved_weights.h"
 #include "core/error.h"
@@ -17,8 +17,7 @@ void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out
   out.q.resize((size_t)(rows * k));
   out.d.resize((size_t)(rows * k / 32));
   out.sum32.resize((size_t)(rows * k / 32));
-  static const bool avx2 = cpu_features().avx2_fma;
-  if (avx2) {
+  if (cpu_kernels().avx2) {
     for (int64_t r = 0; r < rows; ++r)
       quantize_row_int16_avx2(x + r * k, k, out.q.data() + r * k, out.d.data() + r * (k / 32),
                               out.sum32.data() + r * (k / 32));
@@ -41,13 +40,13 @@ void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out
 }
 
 bool int_dot_available(DType t) {
-  static const bool integer_kernel = cpu_features().avx512_vnni || cpu_features().avx2_fma;
+  const IntDotKernel kernel = cpu_kernels().int_dot;
   switch (t) {
     case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q4_K:
     case DType::Q6_K:
-      return integer_kernel;
+      return kernel != IntDotKernel::None;
     case DType::Q4_1_X16: case DType::Q5_0_X16: case DType::Q8_0_X16: case DType::Q4_K_X16: case DType::Q6_K_X16:
-      return cpu_features().avx512_vnni;  // made only where the column kernel runs (interleaved_weights.h)
+      return kernel == IntDotKernel::Avx512Vnni;  // made only where the column kernel runs (interleaved_weights.h)
     default:
       return false;
   }
@@ -58,8 +57,8 @@ void int_dot_rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const 
   KVF_CHECK(!dtype_is_interleaved(t), "int_dot_rows: ", dtype_name(t), " weights take the column kernel");
   KVF_CHECK(x.k % dtype_block_elems(t) == 0, "integer dot products: rows of ", x.k, " values of a ", dtype_name(t),
             " weight");
-  static const bool vnni = cpu_features().avx512_vnni;
-  if (vnni) return int_dot_rows_avx512_vnni(t, w, row_bytes, wrows, x, y, ldy);
+  if (cpu_kernels().int_dot == IntDotKernel::Avx512Vnni)
+    return int_dot_rows_avx512_vnni(t, w, row_bytes, wrows, x, y, ldy);
   int_dot_rows_avx2(t, w, row_bytes, wrows, x, y, ldy);
 }
 

@@ -31,8 +31,8 @@ struct Int16Rows {
 // x [rows, k] -> out (k a multiple of 32; buffers reused).
 void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out);
 
-// Whether this CPU has the integer kernel for weights of type t (AVX-512 VNNI or AVX2; Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q4_K, Q6_K).
+// Whether the kernel table (cpu_kernels.h) has an integer kernel for weights of type t (AVX-512 VNNI or AVX2;
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K; the interleaved types with AVX-512 VNNI).
 bool int_dot_available(DType t);
 
 // y[r * ldy + j] = x row r . weight row j for r < x.rows, j < wrows; weight rows are whole rows of x.k values in

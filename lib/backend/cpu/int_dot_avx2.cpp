@@ -1,5 +1,5 @@
 // Integer dot products of 16-bit activation rows with block-quantized weight rows on CPUs with AVX2 but no
-// AVX-512 VNNI (compiled with -mavx2 -mf16c -mfma; int_dot.h says what they compute): a unit of 32 weights is two
+// AVX-512 VNNI (compiled for AVX2, F16C and FMA; int_dot.h says what they compute): a unit of 32 weights is two
 // vpmaddwd (16 values each) against the activations, their pair sums added in 32-bit integers (exact) before one
 // conversion to float. The formats' walk: int_dot_formats.inc.
 #include <immintrin.h>
@@ -9,9 +9,12 @@
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
+#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("avx2,f16c,fma")
 #include "backend/cpu/simd_reductions.h"
 #include "backend/cpu/widen_avx2.h"
-#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
 
 namespace kvf::cpu {
 namespace {
@@ -94,3 +97,5 @@ void int_dot_rows_avx2(DType t, const uint8_t* w, size_t row_bytes, int wrows, c
 }
 
 }  // namespace kvf::cpu
+
+KVF_ISA_END

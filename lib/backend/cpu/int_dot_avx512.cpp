@@ -1,6 +1,6 @@
-// Integer dot products of 16-bit activation rows with block-quantized weight rows (compiled with -mavx512f
-// -mavx512bw -mavx512vl -mavx512vnni -mf16c -mfma; int_dot.h says what they compute): a unit of 32 weights is one
-// vpdpwssd against the activations (|u * q| pair sums stay below 2^24). The formats' walk: int_dot_formats.inc.
+// Integer dot products of 16-bit activation rows with block-quantized weight rows (compiled for AVX-512 VNNI, F16C and
+// FMA; int_dot.h says what they compute): a unit of 32 weights is one vpdpwssd against the activations (|u * q| pair
+// sums stay below 2^24). The formats' walk: int_dot_formats.inc.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -9,9 +9,12 @@
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
+#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
 #include "backend/cpu/simd_reductions.h"
 #include "backend/cpu/widen_avx512.h"
-#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
 
 // GCC 12 reports the placeholder inside _mm512_inserti64x4 as maybe-uninitialized (GCC PR 105593).
 #pragma GCC diagnostic push
@@ -102,4 +105,5 @@ void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int w
 
 }  // namespace kvf::cpu
 
+KVF_ISA_END
 #pragma GCC diagnostic pop

@@ -1,11 +1,10 @@
 // Integer dot products of 16-bit activation rows with block-quantized weight rows for passes of a few dozen rows
-// (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mf16c -mfma; gemm_isa.h says what it computes, and
-// int_dot.h how the activations are rounded). Sixteen weight rows (output columns) are walked together
-// (int_dot_formats.inc), a chunk of 2048 values at a time, and each unit of 32 values is transposed into pairs:
-// pair i of all sixteen columns in one register. One vpdpwssd then multiplies a broadcast pair of an activation
-// row with the pairs of all sixteen columns, so a unit costs each activation row sixteen instructions whatever the
-// format, and its transpose is shared by every row. Each column's unit sum is exact in 32-bit integers
-// (|sum| < 2^27) before one conversion to float.
+// (compiled for AVX-512 VNNI, F16C and FMA; gemm_isa.h says what it computes, and int_dot.h how the activations are
+// rounded). Sixteen weight rows (output columns) are walked together (int_dot_formats.inc), a chunk of 2048 values at a
+// time, and each unit of 32 values is transposed into pairs: pair i of all sixteen columns in one register. One
+// vpdpwssd then multiplies a broadcast pair of an activation row with the pairs of all sixteen columns, so a unit costs
+// each activation row sixteen instructions whatever the format, and its transpose is shared by every row. Each column's
+// unit sum is exact in 32-bit integers (|sum| < 2^27) before one conversion to float.
 //
 // Why not for every row count over weights as the GGUF stores them: a single row pays the transposes alone
 // (decoding one Qwen2.5 0.5B sequence ran at about half the speed of int_dot_avx512.cpp's kernel, which sums each
@@ -23,12 +22,15 @@
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
+#include "core/error.h"
+#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
 #include "backend/cpu/interleaved_avx512.h"
 #include "backend/cpu/simd_reductions.h"
 #include "backend/cpu/transpose_avx512.h"
 #include "backend/cpu/widen_avx512.h"
-#include "core/error.h"
-#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
 
 // GCC 12 reports the placeholders inside _mm512_inserti64x4 and the shuffles as maybe-uninitialized (GCC PR 105593).
 #pragma GCC diagnostic push
@@ -220,4 +222,5 @@ void int_dot_columns_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, in
 
 }  // namespace kvf::cpu
 
+KVF_ISA_END
 #pragma GCC diagnostic pop

@@ -1,6 +1,7 @@
 // AVX-512 readers of interleaved weights (interleaved_weights.h, which gives the layouts), shared by the column
-// kernel (int_dot_columns_avx512.cpp) and the bf16 panel packer (pack_quant_avx512_bf16.cpp). Only files compiled
-// with -mavx512f -mavx512bw include it; everything sits in an anonymous namespace, so each has its own copy.
+// kernel (int_dot_columns_avx512.cpp) and the bf16 panel packer (pack_quant_avx512_bf16.cpp). Only code compiled
+// for AVX-512F and BW (after KVF_ISA_BEGIN, core/isa_target.h) includes it; everything sits in an anonymous namespace,
+// so each has its own copy.
 //
 // For each format: kUnits units of 32 values per block after a kHeader-byte header, each unit's values stored as
 // int8 pairs (kPlanes < 0) or as nibbles with kPlanes bit planes above them and kOffset added; and scales(block,

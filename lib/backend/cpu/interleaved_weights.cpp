@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "core/error.h"
 #include "core/ggml_types.h"
 #include "core/half.h"
@@ -131,10 +131,10 @@ bool dtype_is_interleaved(DType t) {
 }
 
 DType interleaved_dtype_for(DType t, int64_t rows, int64_t k) {
-  static const bool vnni = cpu_features().avx512_vnni;
+  const CpuKernels& kernels = cpu_kernels();
+  const bool vnni = kernels.int_dot == IntDotKernel::Avx512Vnni;
   // The panels of many-row passes are packed from this layout by the bf16 kernels only.
-  static const bool bf16_panels =
-      active_gemm_kernel() == GemmKernel::Avx512Bf16 || active_gemm_kernel() == GemmKernel::AmxBf16;
+  const bool bf16_panels = kernels.matmul == GemmKernel::Avx512Bf16 || kernels.matmul == GemmKernel::AmxBf16;
   const Layout* l = layout_of(t);
   if (!l || l->base != t || !vnni || !bf16_panels || rows % kInterleavedRows != 0 || k % dtype_block_elems(t) != 0)
     return t;

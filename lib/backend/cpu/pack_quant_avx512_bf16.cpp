@@ -1,5 +1,5 @@
-// Block-quantized weight rows straight into the AVX-512 BF16 kernel's panels (compiled with AVX-512 BF16, F16C and
-// -ffp-contract=off, see lib/CMakeLists.txt). Each block of 32 values is dequantized in two registers with the
+// Block-quantized weight rows straight into the AVX-512 BF16 kernel's panels (compiled for AVX-512 BF16 and F16C,
+// with -ffp-contract=off from lib/CMakeLists.txt). Each block of 32 values is dequantized in two registers with the
 // reference's operations (core/ggml_types.cpp: a multiply and an add stay two roundings), rounded to bf16 and
 // transposed into place, so a panel holds the same bits as weight_values followed by pack_panel, without the f32
 // copy of the panel going through memory.
@@ -8,6 +8,9 @@
 #include <cstring>
 
 #include "backend/cpu/gemm_isa.h"
+#include "core/isa_target.h"
+
+KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,f16c")
 #include "backend/cpu/interleaved_avx512.h"
 #include "backend/cpu/simd_reductions.h"
 #include "backend/cpu/transpose_avx512.h"
@@ -181,4 +184,5 @@ void pack_quant_panel_bf16(DType t, const uint8_t* const* rows, int cols, int64_
 
 }  // namespace kvf::cpu
 
+KVF_ISA_END
 #pragma GCC diagnostic pop

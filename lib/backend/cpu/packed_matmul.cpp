@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
 #include "backend/cpu/interleaved_weights.h"
@@ -46,10 +46,7 @@ std::vector<ColumnBlock> column_blocks(const std::vector<MatmulProduct>& product
   return blocks;
 }
 
-bool bf16_dots_available(int64_t k) {
-  static const bool avx512_bf16 = cpu_features().avx512_bf16;
-  return avx512_bf16 && k % 32 == 0;
-}
+bool bf16_dots_available(int64_t k) { return cpu_kernels().bf16_dots && k % 32 == 0; }
 
 void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<MatmulProduct>& products,
                      bool each_row_alone) {
@@ -73,8 +70,7 @@ void few_rows_matmul(const float* x, int64_t n, int64_t k, const std::vector<Mat
   }
   // Several rows meet block-format weights sixteen weight rows at a time where the CPU has AVX-512 VNNI, except in
   // a decoding step, whose rows must get the bits they get alone (int_dot_columns_avx512.cpp says why).
-  static const bool vnni = cpu_features().avx512_vnni;
-  const bool by_columns = vnni && n > 1 && !each_row_alone;
+  const bool by_columns = cpu_kernels().int_dot == IntDotKernel::Avx512Vnni && n > 1 && !each_row_alone;
   const std::vector<ColumnBlock> blocks = column_blocks(products, 64);
   tbb::parallel_for(size_t{0}, blocks.size(), [&](size_t b) {
     const MatmulProduct& p = products[blocks[b].product];
@@ -265,10 +261,8 @@ int64_t packed_matmul_few_rows(DType t, int64_t k, GemmKernel kernel) {
   // up to 16 rows (decoding 16 Qwen 0.5B sequences 15-30% faster, 12 SmolLM2 ones 24%) and the 16-bit integer
   // panels up to 12: at 8 rows it leads them by 10-30%, at 12 they are level, at 16 the panels lead by 8-30%
   // (docs/results/cpu_vs_llamacpp_avx2.md).
-  if (int_dot_available(t)) {
-    static const bool vnni = cpu_features().avx512_vnni;
-    return vnni ? 48 : kernel == GemmKernel::Avx2Int16 ? 12 : 16;
-  }
+  if (int_dot_available(t))
+    return cpu_kernels().int_dot == IntDotKernel::Avx512Vnni ? 48 : kernel == GemmKernel::Avx2Int16 ? 12 : 16;
   return t == DType::BF16 && bf16_dots_available(k) ? 8 : 4;
 }
 
@@ -277,7 +271,7 @@ void weight_values(DType t, const uint8_t* row, int64_t k0, int64_t kc, float* o
             "(interleaved_values reads them)");
   const uint8_t* at = row + dtype_bytes(t, k0);
   if (t == DType::F32) return (void)std::memcpy(out, at, (size_t)kc * 4);
-  static const bool simd = cpu_features().avx2_fma;
+  const bool simd = cpu_kernels().avx2;
   const DequantAvx2& d = kDequantAvx2;
   const DequantFn fast = !simd              ? nullptr
                          : t == DType::F16  ? d.f16

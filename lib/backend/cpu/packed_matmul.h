@@ -1,11 +1,11 @@
 // y[n, m] = x[n, k] . w[m, k]^T for weights kept compact in memory (bf16, f16 or a ggml block format as the GGUF
-// stores it): the weights are dequantized panel by panel into the active kernel's form (cpu_features.h) while
+// stores it): the weights are dequantized panel by panel into the active kernel's form (cpu_kernels.h) while
 // they are multiplied, so they are never held in f32.
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "core/tensor.h"
 
 namespace kvf::cpu {

@@ -1,5 +1,6 @@
-// Small vector helpers shared by the kernels compiled for x86 instruction-set extensions. Include only from files
-// compiled with what each helper needs (F16C for f16_at, AVX-512F for hsum of __m512): lib/CMakeLists.txt.
+// Small vector helpers shared by the kernels compiled for x86 instruction-set extensions. Include only after
+// KVF_ISA_BEGIN (core/isa_target.h) of a set with what each helper a file uses needs (F16C for f16_at, AVX-512F for
+// hsum of __m512).
 #pragma once
 #include <immintrin.h>
 
@@ -15,7 +16,6 @@ inline float f16_at(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-#ifdef __AVX512F__
 // Sum of the 16 lanes, in a fixed order. (The zero-masked extracts compile to the same instructions as the plain
 // ones, whose GCC 12 headers trip -Wmaybe-uninitialized.)
 inline float hsum(__m512 v) {
@@ -26,6 +26,5 @@ inline float hsum(__m512 v) {
   const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
-#endif
 
 }  // namespace kvf::cpu

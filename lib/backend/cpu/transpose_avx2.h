@@ -1,5 +1,5 @@
 // An 8 x 8 transpose of 32-bit words in AVX registers, shared by the kernels that pack AVX2 panels (gemm_avx2.cpp:
-// f32 weights; gemm_int16_avx2.cpp: pairs of 16-bit weights). Include only from files compiled with AVX2; the
+// f32 weights; gemm_int16_avx2.cpp: pairs of 16-bit weights). Include only after KVF_ISA_BEGIN with AVX2; the
 // anonymous namespace gives each its own copy, shared with no portable code.
 #pragma once
 #include <immintrin.h>

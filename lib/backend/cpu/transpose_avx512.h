@@ -1,5 +1,5 @@
 // A 16 x 16 transpose of 32-bit words in AVX-512 registers, shared by the kernels that pack bf16 panels. Include
-// only from files compiled with AVX-512F (lib/CMakeLists.txt); GCC 12 reports the placeholders inside its shuffle
+// only after KVF_ISA_BEGIN with AVX-512F (core/isa_target.h); GCC 12 reports the placeholders inside its shuffle
 // intrinsics as maybe-uninitialized (GCC PR 105593), so those files silence that warning around their code.
 #pragma once
 #include <immintrin.h>

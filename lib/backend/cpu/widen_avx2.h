@@ -1,7 +1,7 @@
 // AVX2 helpers that widen 32 weights of a block-quantized unit to 16-bit integers, shared by the integer dot
-// products (int_dot_avx2.cpp) and the 16-bit integer panels (gemm_int16_avx2.cpp). Only files compiled with
-// -mavx2 include it; everything sits in an anonymous namespace, so each of them has its own copy and none is
-// shared with portable code.
+// products (int_dot_avx2.cpp) and the 16-bit integer panels (gemm_int16_avx2.cpp). Only code compiled for
+// AVX2 (after KVF_ISA_BEGIN, core/isa_target.h) includes it; everything sits in an anonymous namespace, so each of them
+// has its own copy and none is shared with portable code.
 #pragma once
 #include <immintrin.h>
 

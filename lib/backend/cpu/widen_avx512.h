@@ -1,7 +1,7 @@
 // AVX-512 helpers that widen 32 weights of a block-quantized unit to 16-bit integers (one __m512i), shared by the
 // integer dot-product kernels int_dot_avx512.cpp and int_dot_columns_avx512.cpp, as int_dot_formats.inc expects
-// them. Only files compiled with -mavx512f -mavx512bw include it; everything sits in an anonymous namespace, so
-// each of them has its own copy and none is shared with portable code.
+// them. Only code compiled for AVX-512F and BW (after KVF_ISA_BEGIN) includes it; everything sits in an anonymous
+// namespace, so each of them has its own copy and none is shared with portable code.
 #pragma once
 #include <immintrin.h>
 
