@@ -14,7 +14,7 @@ namespace kvf {
 namespace {
 
 // erf as a rational function (Eigen's float erf, clamped to [-4, 4] where it reaches +-1; within 4e-7 of erf):
-// plain arithmetic the compiler vectorises. std::erf, about 10 ns a call, made MiniLM's forward pass 30% slower.
+// plain arithmetic the compiler vectorises; std::erf made the encoder markedly slower (docs/engine.md#erf).
 inline float fast_erf(float x) {
   x = std::min(std::max(x, -4.0f), 4.0f);
   const float x2 = x * x;

@@ -45,9 +45,8 @@ void attention_f32(AttentionArgs& a) {
   // One task per (kv head, block of query rows): the query heads sharing that kv head are stacked into one
   // matrix, so each key block is packed once for all of them. Blocks of 16 rows: a block scores every key up to its
   // last row's position, and the rows a sparse prefill recomputes lie far apart, so larger blocks scored many keys
-  // their earlier rows never read (blocks of 64: Qwen 0.5B fusion at 15% 5% slower, its 2,048-token prefill 4-9%
-  // slower). 16 rows times the stacked heads still make a tall enough matrix for sgemm. A fixed size: results must
-  // not depend on how many threads run them.
+  // their earlier rows never read (measured: docs/engine.md#attention-block). 16 rows times the stacked heads still
+  // make a tall enough matrix for sgemm. A fixed size: results must not depend on how many threads run them.
   constexpr int64_t kBlock = 16;
   const int64_t n_blocks = (n + kBlock - 1) / kBlock;
   if (probing) probe_partial.resize(n_kv * n_blocks);

@@ -8,10 +8,9 @@
 //
 // Accuracy: beyond f32 rounding, only the activation rounding, at most d/2 per value for a block scale
 // d = max|x| / 32767, so |error| <= sum over blocks of (d_b / 2) * sum |w| in the block: about 2^-16 of the
-// largest |x| of each block, finer than the panels' bf16 rounding (2^-9 of each value). Why 16 bits and not 8 (as
-// llama.cpp rounds activations for its integer kernels): on the committed fixtures' short prompts 8-bit
-// activations put the logits 0.80 / 0.21 from llama.cpp's f32 ones (SmolLM2 / Qwen2.5 0.5B), against 0.004 /
-// 0.001 for 16 bits, and 8-bit decoding left llama.cpp's greedy continuations on a near-tie (about 1.3x faster).
+// largest |x| of each block, finer than the panels' bf16 rounding (2^-9 of each value). 16 bits and not 8, because
+// 8-bit activations moved the logits two orders of magnitude further from llama.cpp's f32 ones
+// (docs/engine.md#int16-activations).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -88,7 +88,7 @@ class RowSums {
 void int_dot_rows_avx512_vnni(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                                int64_t ldy) {
   // Up to 8 activation rows per pass, so each weight unit is widened once for all of them (16 accumulators of the
-  // 32 registers): decoding 8 sequences ran 5% (Qwen2.5 0.5B) and 2% (SmolLM2) faster than with passes of 4.
+  // 32 registers; measured against 4: docs/engine.md#int-dot-pass).
   for (int64_t r0 = 0; r0 < x.rows; r0 += 8) {
     switch (std::min<int64_t>(8, x.rows - r0)) {
       case 1: rows<RowSums, 1>(t, w, row_bytes, wrows, x, r0, y, ldy); break;

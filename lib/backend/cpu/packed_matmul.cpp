@@ -235,8 +235,7 @@ void integer_panel_matmul(const float* x, int64_t n, int64_t k, const std::vecto
   kind.cols = kInt16PanelCols;
   kind.row_step = 4;  // the activations' tiles
   kind.panel_bytes = int16_panel_bytes((int)kPanelK);
-  // 64 rows: 32 KB of activations a k step, the size of L1 (Qwen2.5 0.5B, 512 tokens: level with 96, and 16-32%
-  // ahead of 32 and 192).
+  // 64 rows: 32 KB of activations a k step, the size of L1 (measured: docs/engine.md#int16-slab).
   kind.slab_rows = 64;
   kind.pack = [&](const MatmulProduct& p, int64_t c0, int ncols, int64_t k0, int kc, void* panel) {
     const uint8_t* rows[64];
@@ -251,16 +250,9 @@ void integer_panel_matmul(const float* x, int64_t n, int64_t k, const std::vecto
 }  // namespace
 
 int64_t packed_matmul_few_rows(DType t, int64_t k, GemmKernel kernel) {
-  // Block formats with AVX-512 VNNI: passes of 2-48 rows take the column kernel (int_dot_columns_avx512.cpp).
-  // Against the bf16 panels, prefilling Qwen2.5 0.5B ran 25-32% faster at 16 tokens, up to 27% at 32, 20% at 64
-  // and 3-12% slower at 128; SmolLM2 19% faster at 16, level at 64, 15-25% slower at 128 (AMD EPYC Zen 4,
-  // alternating runs, docs/results/cpu_vs_llamacpp.md). Decoding steps (each_row_alone) take the one-row kernel,
-  // except over interleaved weights (interleaved_weights.h), where every pass of up to 48 rows takes the column
-  // kernel.
-  // On AVX2 the integer kernel (4 rows a pass; the later passes read each weight row from L1) beats the f32 panels
-  // up to 16 rows (decoding 16 Qwen 0.5B sequences 15-30% faster, 12 SmolLM2 ones 24%) and the 16-bit integer
-  // panels up to 12: at 8 rows it leads them by 10-30%, at 12 they are level, at 16 the panels lead by 8-30%
-  // (docs/results/cpu_vs_llamacpp_avx2.md).
+  // Up to these row counts the integer row/column kernels beat the panels (measured: docs/engine.md#few-rows).
+  // Decoding steps (each_row_alone) take the one-row kernel, except over interleaved weights
+  // (interleaved_weights.h), where every pass of up to 48 rows takes the column kernel.
   if (int_dot_available(t))
     return cpu_kernels().int_dot == IntDotKernel::Avx512Vnni ? 48 : kernel == GemmKernel::Avx2Int16 ? 12 : 16;
   return t == DType::BF16 && bf16_dots_available(k) ? 8 : 4;

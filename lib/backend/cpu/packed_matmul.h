@@ -16,9 +16,10 @@ int64_t packed_matmul_k_step();
 // Up to this many rows (decoding, short passes) of weights of type t with rows of k values, no panel is packed:
 // block formats meet the rows in integer dot products where the CPU has them (int_dot.h): up to 48 rows with
 // AVX-512 VNNI (one row, and every row of a decoding step, weight row by weight row; else sixteen weight rows at a
-// time, shared by all rows; weights interleaved at load, interleaved_weights.h, sixteen at a time for any rows), 12 on AVX2 where the many-row kernel is avx2-int16, 16 where it is avx2; bf16 weights
-// up to 8 rows in bf16 dot products with AVX-512 BF16; else 4 (each weight row dequantized to f32 in L1).
-// packed_matmul.cpp gives the measurements behind each limit. Several products take the smallest of their limits.
+// time, shared by all rows; weights interleaved at load, interleaved_weights.h, sixteen at a time for any rows),
+// 12 on AVX2 where the many-row kernel is avx2-int16, 16 where it is avx2; bf16 weights up to 8 rows in bf16 dot
+// products with AVX-512 BF16; else 4 (each weight row dequantized to f32 in L1). The measurements behind each
+// limit: docs/engine.md#few-rows. Several products take the smallest of their limits.
 // A row's result depends on which path computed it, so with each_row_alone (packed_matmul below) every row takes
 // the one-row path.
 int64_t packed_matmul_few_rows(DType t, int64_t k, GemmKernel kernel = active_gemm_kernel());
