@@ -73,7 +73,9 @@ DEMO_MODEL ?= qwen0.5b
 setup-demo:
 	@scripts/setup.sh $(DEMO_MODEL) minilm
 
-demo: setup-demo build
+# Builds only the two tools the demo runs, not the tests and benchmarks.
+demo: setup-demo $(BUILD_DIR)/CMakeCache.txt
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target kvprep kvrun
 	BUILD_DIR=$(BUILD_DIR) MODEL=$(DEMO_MODEL) scripts/demo.sh
 
 # Prefill and decode speed against llama.cpp on the same GGUF, side by side (needs the reference venv).
