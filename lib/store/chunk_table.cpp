@@ -9,6 +9,7 @@
 #include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
+#include "store/store_format.h"
 
 namespace kvf {
 namespace {
@@ -84,14 +85,14 @@ void ChunkTable::write(PendingFile& out) const {
 std::vector<uint64_t> ChunkTable::read_ids(const std::string& path) {
   KVF_CHECK(std::filesystem::exists(path), path, ": no such file");
   const h5::File f = h5::File::open_read(path);
-  f.require_format(kChunkTableMagic, kChunkTableFormatVersion);
+  f.read_format(kChunkTableMagic, kChunkTableFormatVersion);  // version 1 is the only one so far
   return f.read<uint64_t>(kIds, {-1});
 }
 
 ChunkTable ChunkTable::read(const std::string& path) {
   KVF_CHECK(std::filesystem::exists(path), path, ": no such file");
   const h5::File f = h5::File::open_read(path);
-  f.require_format(kChunkTableMagic, kChunkTableFormatVersion);
+  f.read_format(kChunkTableMagic, kChunkTableFormatVersion);  // version 1 is the only one so far
   ChunkTable table(
       parse_hex64(f.read_string_attribute("model_fingerprint"), path + ": attribute 'model_fingerprint'"));
 

@@ -12,7 +12,6 @@
 namespace kvf {
 
 inline constexpr const char* kChunksFile = "chunks.h5";  // the chunk table's name inside a store
-inline constexpr int kChunkTableFormatVersion = 1;
 inline constexpr const char* kChunkTableMagic = "kvfuse-chunks";
 
 // XXH3-64 of the token ids (as little-endian int32) seeded with the model fingerprint.

@@ -5,16 +5,16 @@
 #include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
+#include "store/store_format.h"
 
 namespace kvf {
 namespace {
 constexpr const char* kMagic = "kvfuse-embeddings";
-constexpr int64_t kFormatVersion = 1;
 }  // namespace
 
 EmbeddingTable EmbeddingTable::read(const std::string& path) {
   const h5::File f = h5::File::open_read(path);
-  f.require_format(kMagic, kFormatVersion);
+  f.read_format(kMagic, kEmbeddingTableFormatVersion);  // version 1 is the only one so far
   EmbeddingTable t;
   t.embedder_fingerprint = parse_hex64(f.read_string_attribute("embedder_fingerprint"), path);
   t.chunk_ids = f.read<uint64_t>("chunk_id", {-1});
@@ -35,7 +35,7 @@ void EmbeddingTable::write(PendingFile& out) const {
   KVF_CHECK(vectors.size() == rows() * (size_t)dim, "embedding table: ", vectors.size(), " values for ", rows(),
             " rows of ", dim);
   h5::File f = h5::File::create(out.temp());
-  f.write_format(kMagic, kFormatVersion);
+  f.write_format(kMagic, kEmbeddingTableFormatVersion);
   f.write_string_attribute("embedder_fingerprint", hex64(embedder_fingerprint));
   f.write<uint64_t>("chunk_id", {rows()}, chunk_ids.data());
   f.write<float>("embedding", {rows(), (uint64_t)dim}, vectors.data());

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "store/store_format.h"
 
 namespace kvf::h5 {
 namespace {
@@ -217,11 +218,9 @@ void File::write_format(const std::string& magic, int64_t version) const {
   write_int_attribute("format_version", version);
 }
 
-void File::require_format(const std::string& magic, int64_t version) const {
+int64_t File::read_format(const std::string& magic, int64_t current) const {
   require_string_attribute("magic", magic);
-  const int64_t found = read_int_attribute("format_version");
-  KVF_CHECK(found == version, path_, ": attribute 'format_version' is ", found, ", but this kvfuse reads only version ",
-            version);
+  return require_known_version(path_, "attribute 'format_version'", read_int_attribute("format_version"), current);
 }
 
 bool File::has(const std::string& name) const {

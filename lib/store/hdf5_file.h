@@ -74,7 +74,9 @@ class File {
   void require_string_attribute(const std::string& name, const std::string& expected) const;
   // Every store file starts with a "magic" string and a "format_version" integer; readers check both first.
   void write_format(const std::string& magic, int64_t version) const;
-  void require_format(const std::string& magic, int64_t version) const;
+  // Checks the magic and returns the file's format version, once it is one this kvfuse reads (1..current,
+  // store/store_format.h); a newer or unknown version is a kvf::Error naming the file and the version.
+  int64_t read_format(const std::string& magic, int64_t current) const;
 
   // Numeric datasets, row-major, one or two dimensions. T: int32_t, uint32_t, int64_t, uint64_t, float.
   template <typename T>

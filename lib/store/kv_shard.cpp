@@ -17,12 +17,12 @@
 #include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
+#include "store/store_format.h"
 
 namespace kvf {
 namespace {
 
 constexpr const char* kMagic = "kvfuse-kv";
-constexpr int64_t kFormatVersion = 1;
 constexpr uint64_t kRowsPerH5Chunk = 64;
 constexpr uint64_t kBlobBytesPerH5Chunk = 1 << 16;
 constexpr int64_t kMaxDim = 1 << 20;  // bounds each shape attribute, so products cannot overflow
@@ -174,13 +174,13 @@ void KvShardWriter::add_chunk(uint64_t chunk_id, const float* k, const float* v,
       which = "v";
       quantize_int8_groups(v, (int64_t)groups, layout_.head_dim, reinterpret_cast<int8_t*>(v_.data() + at),
                            v_scale_.data() + scale_at);
-    } catch (const Error& e) {
+    } catch (const Error& err) {
       k_.resize(at);
       v_.resize(at);
       k_scale_.resize(scale_at);
       v_scale_.resize(scale_at);
       fail("kv shard: chunk ", hex64(chunk_id), " ", which, " (groups: row, stored layer, kv head): ",
-           e.what());
+           err.what());
     }
   } else {
     k_.resize(at + bytes);
@@ -282,7 +282,7 @@ void KvShardWriter::write(const std::string& path) const {
   PendingFile out(path);
   {
     h5::File f = h5::File::create(out.temp());
-    f.write_format(kMagic, kFormatVersion);
+    f.write_format(kMagic, kKvShardFormatVersion);
     f.write_string_attribute("mode", l.mode);
     f.write_string_attribute("model_fingerprint", hex64(l.model_fingerprint));
     f.write_int_attribute("n_layers", l.n_layers);
@@ -331,102 +331,167 @@ KvShardReader::~KvShardReader() = default;
 
 const std::string& KvShardReader::path() const { return file_->path(); }
 
-KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fingerprint) {
-  KvShardReader r(path);
-  const h5::File& f = *r.file_;
-  f.require_format(kMagic, kFormatVersion);
-  KvShardLayout& l = r.layout_;
-  l.mode = f.read_string_attribute("mode");
-  l.model_fingerprint =
-      parse_hex64(f.read_string_attribute("model_fingerprint"), path + ": attribute 'model_fingerprint'");
-  KVF_CHECK(expected_fingerprint == 0 || l.model_fingerprint == expected_fingerprint, path,
-            ": KV computed with model fingerprint ", hex64(l.model_fingerprint), ", but this model's is ",
+namespace {
+
+// ---- the steps of KvShardReader::open ----
+
+// The attributes and the layer map: what the shard stores and in which shape, checked as the writer checks it.
+KvShardLayout read_layout(const h5::File& file) {
+  const std::string& path = file.path();
+  KvShardLayout layout;
+  layout.mode = file.read_string_attribute("mode");
+  layout.model_fingerprint = parse_hex64(file.read_string_attribute("model_fingerprint"),
+                                         path + ": attribute 'model_fingerprint'");
+  layout.n_layers = int_attribute(file, "n_layers");
+  layout.stored_layers = int_attribute(file, "stored_layers");
+  layout.kv_heads = int_attribute(file, "kv_heads");
+  layout.head_dim = int_attribute(file, "head_dim");
+  layout.dtype = parse_kv_dtype(file.read_string_attribute("dtype"), path + ": attribute 'dtype'");
+  if (layout.low_bit()) {
+    layout.quant_group = int_attribute(file, "quant_group");
+    const int64_t keep_first = file.read_int_attribute("keep_first");
+    KVF_CHECK(keep_first >= 0 && keep_first <= kMaxDim, path, ": attribute 'keep_first' is ", keep_first,
+              ", expected 0..", kMaxDim);
+    layout.keep_first = (int)keep_first;
+  }
+  layout.layer_map = file.read<int32_t>("layer_map", {layout.n_layers});
+  check_layout(layout, path);
+  return layout;
+}
+
+void require_fingerprint(const KvShardLayout& layout, uint64_t expected_fingerprint, const std::string& path) {
+  KVF_CHECK(expected_fingerprint == 0 || layout.model_fingerprint == expected_fingerprint, path,
+            ": KV computed with model fingerprint ", hex64(layout.model_fingerprint), ", but this model's is ",
             hex64(expected_fingerprint));
-  l.n_layers = int_attribute(f, "n_layers");
-  l.stored_layers = int_attribute(f, "stored_layers");
-  l.kv_heads = int_attribute(f, "kv_heads");
-  l.head_dim = int_attribute(f, "head_dim");
-  l.dtype = parse_kv_dtype(f.read_string_attribute("dtype"), path + ": attribute 'dtype'");
-  if (l.low_bit()) {
-    l.quant_group = int_attribute(f, "quant_group");
-    const int64_t keep = f.read_int_attribute("keep_first");
-    KVF_CHECK(keep >= 0 && keep <= kMaxDim, path, ": attribute 'keep_first' is ", keep, ", expected 0..", kMaxDim);
-    l.keep_first = (int)keep;
-  }
-  l.layer_map = f.read<int32_t>("layer_map", {l.n_layers});
-  check_layout(l, path);
+}
 
-  const h5::Handle type = dtype_h5_type(l.dtype);
-  const std::vector<uint64_t> k_shape =
-      l.low_bit() ? f.raw_shape("positions", H5T_STD_I32LE) : f.raw_shape("k", type.get());
-  const uint64_t total = k_shape.empty() ? 0 : k_shape[0];
-  const std::vector<uint64_t> expected = {total, (uint64_t)l.stored_layers, (uint64_t)l.kv_heads,
-                                          (uint64_t)l.head_dim};
-  const std::vector<uint64_t> blob_shape = l.low_bit() ? f.raw_shape("blob", type.get()) : std::vector<uint64_t>{};
-  KVF_CHECK(!l.low_bit() || blob_shape.size() == 1, path, ": dataset 'blob' is not one-dimensional bytes");
-  for (const char* name : {"k", "v"}) {
-    if (l.low_bit()) break;
-    const std::vector<uint64_t> shape = f.raw_shape(name, type.get());
-    KVF_CHECK(shape == expected, path, ": dataset '", name,
-              "' is not shaped [rows, stored_layers, kv_heads, head_dim] = [", total, ", ", l.stored_layers, ", ",
-              l.kv_heads, ", ", l.head_dim, "]");
+// The extent of the row datasets, once their types and shapes agree with the layout and with each other.
+struct ShardRows {
+  uint64_t rows = 0;           // rows of k, v, their scales, positions and anchor_score
+  uint64_t blob_bytes = 0;     // low-bit only: the length of 'blob'
+  bool anchor_scores = false;  // anchor_score (optional in every version): `kvprep prefill --anchor-scores`
+};
+
+ShardRows check_row_datasets(const h5::File& file, const KvShardLayout& layout) {
+  const std::string& path = file.path();
+  const h5::Handle type = dtype_h5_type(layout.dtype);
+  const std::vector<uint64_t> k_shape = layout.low_bit() ? file.raw_shape("positions", H5T_STD_I32LE)
+                                                         : file.raw_shape("k", type.get());
+  ShardRows extent;
+  extent.rows = k_shape.empty() ? 0 : k_shape[0];
+  const uint64_t rows = extent.rows;
+  if (layout.low_bit()) {
+    const std::vector<uint64_t> blob_shape = file.raw_shape("blob", type.get());
+    KVF_CHECK(blob_shape.size() == 1, path, ": dataset 'blob' is not one-dimensional bytes");
+    extent.blob_bytes = blob_shape[0];
+  } else {
+    const std::vector<uint64_t> kv_shape = {rows, (uint64_t)layout.stored_layers, (uint64_t)layout.kv_heads,
+                                            (uint64_t)layout.head_dim};
+    for (const char* name : {"k", "v"})
+      KVF_CHECK(file.raw_shape(name, type.get()) == kv_shape, path, ": dataset '", name,
+                "' is not shaped [rows, stored_layers, kv_heads, head_dim] = [", rows, ", ", layout.stored_layers, ", ",
+                layout.kv_heads, ", ", layout.head_dim, "]");
   }
-  if (l.dtype == KvDtype::Int8) {
+  if (layout.dtype == KvDtype::Int8) {
     const h5::Handle f16 = h5::ieee_f16_type();
-    const std::vector<uint64_t> scale_shape = {total, (uint64_t)l.stored_layers, (uint64_t)l.kv_heads};
+    const std::vector<uint64_t> scale_shape = {rows, (uint64_t)layout.stored_layers, (uint64_t)layout.kv_heads};
     for (const char* name : {"k_scale", "v_scale"})
-      KVF_CHECK(f.raw_shape(name, f16.get()) == scale_shape, path, ": dataset '", name,
-                "' is not shaped [rows, stored_layers, kv_heads] = [", total, ", ", l.stored_layers, ", ",
-                l.kv_heads, "]");
+      KVF_CHECK(file.raw_shape(name, f16.get()) == scale_shape, path, ": dataset '", name,
+                "' is not shaped [rows, stored_layers, kv_heads] = [", rows, ", ", layout.stored_layers, ", ",
+                layout.kv_heads, "]");
   }
-  KVF_CHECK(f.raw_shape("positions", H5T_STD_I32LE) == std::vector<uint64_t>{total}, path,
-            ": dataset 'positions' is not int32 [", total, "]");
-  // anchor_score (optional): recorded by `kvprep prefill --anchor-scores`.
-  const bool has_anchor_scores = f.has("anchor_score");
-  KVF_CHECK(!has_anchor_scores || f.raw_shape("anchor_score", H5T_IEEE_F64LE) == std::vector<uint64_t>{total}, path,
-            ": dataset 'anchor_score' is not f64 [", total, "]");
+  KVF_CHECK(file.raw_shape("positions", H5T_STD_I32LE) == std::vector<uint64_t>{rows}, path,
+            ": dataset 'positions' is not int32 [", rows, "]");
+  extent.anchor_scores = file.has("anchor_score");
+  KVF_CHECK(!extent.anchor_scores || file.raw_shape("anchor_score", H5T_IEEE_F64LE) == std::vector<uint64_t>{rows},
+            path, ": dataset 'anchor_score' is not f64 [", rows, "]");
+  return extent;
+}
 
-  const std::vector<uint64_t> ids = f.read<uint64_t>("index/chunk_id", {-1});
-  const auto n = (int64_t)ids.size();
-  const std::vector<uint64_t> first = f.read<uint64_t>("index/first_row", {n});
-  const std::vector<uint32_t> counts = f.read<uint32_t>("index/row_count", {n});
-  const std::vector<uint64_t> checksums = f.read<uint64_t>("index/checksum", {n});
-  // index/context came after the first shards were written: absent means "no context recorded".
-  const std::vector<uint64_t> contexts =
-      f.has("index/context") ? f.read<uint64_t>("index/context", {n}) : std::vector<uint64_t>(n, 0);
-  const std::vector<uint64_t> first_bytes =
-      l.low_bit() ? f.read<uint64_t>("index/first_byte", {n}) : std::vector<uint64_t>(n, 0);
-  r.has_anchor_scores_ = has_anchor_scores;
-  r.index_.resize(n);
+// The index datasets as the current version stores them, one vector per dataset, all of one length.
+struct IndexColumns {
+  std::vector<uint64_t> chunk_ids, first_rows, checksums, contexts, first_bytes;
+  std::vector<uint32_t> row_counts;
+};
+
+constexpr const char* kContexts = "index/context";
+
+// Version 1, the only older version: its first shards (before similarity KV recorded its neighbour context) have
+// no index/context, which means no context (0); later version-1 shards have it, read as version 2 reads it. The
+// only place that knows an older version of the shard format.
+std::vector<uint64_t> read_v1_contexts(const h5::File& file, int64_t entries) {
+  return file.has(kContexts) ? file.read<uint64_t>(kContexts, {entries}) : std::vector<uint64_t>((size_t)entries, 0);
+}
+
+IndexColumns read_index_columns(const h5::File& file, const KvShardLayout& layout, int64_t version) {
+  IndexColumns columns;
+  columns.chunk_ids = file.read<uint64_t>("index/chunk_id", {-1});
+  const auto entries = (int64_t)columns.chunk_ids.size();
+  columns.first_rows = file.read<uint64_t>("index/first_row", {entries});
+  columns.row_counts = file.read<uint32_t>("index/row_count", {entries});
+  columns.checksums = file.read<uint64_t>("index/checksum", {entries});
+  columns.contexts = version == 1 ? read_v1_contexts(file, entries) : file.read<uint64_t>(kContexts, {entries});
+  columns.first_bytes = layout.low_bit() ? file.read<uint64_t>("index/first_byte", {entries})
+                                         : std::vector<uint64_t>((size_t)entries, 0);
+  return columns;
+}
+
+// The index entries, each checked to lie inside the row datasets (and the blob), no chunk id twice.
+std::vector<KvChunkEntry> build_index(const IndexColumns& columns, const ShardRows& extent, const KvShardLayout& layout,
+                                      const std::string& path) {
+  std::vector<KvChunkEntry> index(columns.chunk_ids.size());
   std::unordered_set<uint64_t> seen;
-  for (int64_t i = 0; i < n; ++i) {
-    KvChunkEntry& e = r.index_[i];
-    e = {ids[i], first[i], counts[i], checksums[i], contexts[i], first_bytes[i]};
-    KVF_CHECK(e.rows > 0 && e.first_row < total && e.rows <= total - e.first_row, path, ": index entry ", i,
-              " (chunk ", hex64(e.chunk_id), ") holds rows ", e.first_row, "+", e.rows, ", outside [0, ",
-              total, ")");
-    if (l.low_bit()) {
-      const uint64_t bytes = low_bit_chunk_bytes(l.low_bit_spec(), e.rows, l.row_elems());
-      KVF_CHECK(e.first_byte <= blob_shape[0] && bytes <= blob_shape[0] - e.first_byte, path, ": index entry ", i,
-                " (chunk ", hex64(e.chunk_id), ") holds bytes ", e.first_byte, "+", bytes, " of 'blob', outside [0, ",
-                blob_shape[0], ")");
+  for (size_t i = 0; i < index.size(); ++i) {
+    KvChunkEntry& entry = index[i];
+    entry = {columns.chunk_ids[i], columns.first_rows[i], columns.row_counts[i],
+             columns.checksums[i], columns.contexts[i],   columns.first_bytes[i]};
+    KVF_CHECK(entry.rows > 0 && entry.first_row < extent.rows && entry.rows <= extent.rows - entry.first_row, path,
+              ": index entry ", i, " (chunk ", hex64(entry.chunk_id), ") holds rows ", entry.first_row, "+", entry.rows,
+              ", outside [0, ", extent.rows, ")");
+    if (layout.low_bit()) {
+      const uint64_t bytes = low_bit_chunk_bytes(layout.low_bit_spec(), entry.rows, layout.row_elems());
+      KVF_CHECK(entry.first_byte <= extent.blob_bytes && bytes <= extent.blob_bytes - entry.first_byte, path,
+                ": index entry ", i, " (chunk ", hex64(entry.chunk_id), ") holds bytes ", entry.first_byte, "+", bytes,
+                " of 'blob', outside [0, ", extent.blob_bytes, ")");
     }
-    KVF_CHECK(seen.insert(e.chunk_id).second, path, ": index entry ", i, " repeats chunk ",
-              hex64(e.chunk_id));
+    KVF_CHECK(seen.insert(entry.chunk_id).second, path, ": index entry ", i, " repeats chunk ", hex64(entry.chunk_id));
   }
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return r.index_[a].first_row < r.index_[b].first_row; });
-  for (size_t i = 1; i < order.size(); ++i) {
-    const KvChunkEntry& a = r.index_[order[i - 1]];
-    const KvChunkEntry& b = r.index_[order[i]];
-    const bool bytes_apart =
-        !l.low_bit() || a.first_byte + low_bit_chunk_bytes(l.low_bit_spec(), a.rows, l.row_elems()) <= b.first_byte;
-    KVF_CHECK(a.first_row + a.rows <= b.first_row && bytes_apart, path, ": index entries ", order[i - 1], " and ",
-              order[i], " overlap");
+  return index;
+}
+
+// No two entries share a row (or, low-bit, a byte of the blob).
+void require_disjoint_entries(const std::vector<KvChunkEntry>& index, const KvShardLayout& layout,
+                              const std::string& path) {
+  std::vector<size_t> by_first_row(index.size());
+  for (size_t i = 0; i < by_first_row.size(); ++i) by_first_row[i] = i;
+  std::sort(by_first_row.begin(), by_first_row.end(),
+            [&index](size_t left, size_t right) { return index[left].first_row < index[right].first_row; });
+  for (size_t i = 1; i < by_first_row.size(); ++i) {
+    const KvChunkEntry& before = index[by_first_row[i - 1]];
+    const KvChunkEntry& after = index[by_first_row[i]];
+    const bool bytes_apart = !layout.low_bit() ||
+                             before.first_byte +
+                                     low_bit_chunk_bytes(layout.low_bit_spec(), before.rows, layout.row_elems()) <=
+                                 after.first_byte;
+    KVF_CHECK(before.first_row + before.rows <= after.first_row && bytes_apart, path, ": index entries ",
+              by_first_row[i - 1], " and ", by_first_row[i], " overlap");
   }
-  return r;
+}
+
+}  // namespace
+
+KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fingerprint) {
+  KvShardReader reader(path);
+  const h5::File& file = *reader.file_;
+  reader.format_version_ = file.read_format(kMagic, kKvShardFormatVersion);
+  reader.layout_ = read_layout(file);
+  require_fingerprint(reader.layout_, expected_fingerprint, path);
+  const ShardRows extent = check_row_datasets(file, reader.layout_);
+  reader.has_anchor_scores_ = extent.anchor_scores;
+  const IndexColumns columns = read_index_columns(file, reader.layout_, reader.format_version_);
+  reader.index_ = build_index(columns, extent, reader.layout_, path);
+  require_disjoint_entries(reader.index_, reader.layout_, path);
+  return reader;
 }
 
 const KvChunkEntry& KvShardReader::entry_at(size_t entry) const {

@@ -127,13 +127,16 @@ class KvShardReader {
  public:
   // Opens and validates: magic, version, attributes vs dataset shapes and types, index bounds (rows within
   // [0, total), no overlap, no repeated chunk id), layer_map values in [0, stored_layers). A nonzero
-  // expected_fingerprint must equal the shard's. Throws kvf::Error naming the file and the field.
+  // expected_fingerprint must equal the shard's. Throws kvf::Error naming the file and the field; a shard of a
+  // format version newer than kKvShardFormatVersion (store/store_format.h) is refused naming the version. An older
+  // version reads as the current one (a version-1 shard without index/context: every context 0).
   static KvShardReader open(const std::string& path, uint64_t expected_fingerprint = 0);
   KvShardReader(KvShardReader&&) noexcept;
   KvShardReader& operator=(KvShardReader&&) noexcept;
   ~KvShardReader();
 
   const std::string& path() const;
+  int64_t format_version() const { return format_version_; }  // as the file records it (1 or 2)
   const KvShardLayout& layout() const { return layout_; }
   const std::vector<KvChunkEntry>& index() const { return index_; }
   // Reads one chunk's rows (a row-range read; low-bit: its byte range) converted to f32 [rows, stored_layers,
@@ -165,6 +168,7 @@ class KvShardReader {
   const KvChunkEntry& entry_at(size_t entry) const;  // throws for an entry past the index
   explicit KvShardReader(const std::string& path);
   std::unique_ptr<h5::File> file_;  // kept open for row-range reads; one thread at a time (HDF5 1.10)
+  int64_t format_version_ = 0;
   KvShardLayout layout_;
   std::vector<KvChunkEntry> index_;
   bool has_anchor_scores_ = false;

@@ -98,6 +98,29 @@ CommittedFile read_file_record(const Reader& r, const json& j, const std::string
   return f;
 }
 
+// Checks the magic and returns the manifest's format version, once it is one this kvfuse reads.
+int64_t read_manifest_format(const Reader& r, const json& j) {
+  const std::string magic = r.string(j, "magic", "magic");
+  KVF_CHECK(magic == kManifestMagic, r.file(), ": field 'magic' is '", magic, "', expected '", kManifestMagic,
+            "': not a kvfuse store manifest");
+  const json& version = r.field(j, "format_version", "format_version");
+  if (!version.is_number_integer()) r.bad("format_version", version, "an integer");
+  return require_known_version(r.file(), "field 'format_version'", version.get<int64_t>(), kManifestFormatVersion);
+}
+
+// The published generation (docs/store.md, "Generations"), optional in every version: a store never published
+// has none, and its readers use the working files.
+PublishedGeneration read_published(const Reader& r, const json& p) {
+  PublishedGeneration published;
+  published.number = r.count(p, "generation", "published.generation");
+  published.chunks = r.string(p, "chunks", "published.chunks");
+  published.index = r.string(p, "index", "published.index");
+  require_relative_store_path(published.chunks, r.file() + ": field 'published.chunks'");
+  require_relative_store_path(published.index, r.file() + ": field 'published.index'");
+  published.index_settings = r.object(p, "index_settings", "published.index_settings");
+  return published;
+}
+
 }  // namespace
 
 const StageRecord* Manifest::find_stage(const std::string& stage) const {
@@ -142,13 +165,7 @@ Manifest load_manifest(const std::string& store_dir) {
   const json j = read_json_file(path);
   const Reader r(path);
   KVF_CHECK(j.is_object(), path, ": expected a JSON object, got ", j.type_name());
-  const std::string magic = r.string(j, "magic", "magic");
-  KVF_CHECK(magic == kManifestMagic, path, ": field 'magic' is '", magic, "', expected '", kManifestMagic,
-            "': not a kvfuse store manifest");
-  const json& version = r.field(j, "format_version", "format_version");
-  if (!version.is_number_integer()) r.bad("format_version", version, "an integer");
-  KVF_CHECK(version.get<int64_t>() == kManifestFormatVersion, path, ": field 'format_version' is ",
-            version.get<int64_t>(), ", but this kvfuse reads only version ", kManifestFormatVersion);
+  read_manifest_format(r, j);  // version 1 is the only one so far
 
   Manifest m;
   m.model_fingerprint = r.hash(j, "model_fingerprint", "model_fingerprint");
@@ -170,15 +187,7 @@ Manifest load_manifest(const std::string& store_dir) {
     m.record_file(std::move(f));
   }
   KVF_CHECK(m.files.size() == files.size(), path, ": a file path is recorded twice in 'files'");
-  if (j.contains("published")) {  // absent in stores written before generations; older readers ignore it
-    const json& p = r.object(j, "published", "published");
-    m.published.number = r.count(p, "generation", "published.generation");
-    m.published.chunks = r.string(p, "chunks", "published.chunks");
-    m.published.index = r.string(p, "index", "published.index");
-    require_relative_store_path(m.published.chunks, path + ": field 'published.chunks'");
-    require_relative_store_path(m.published.index, path + ": field 'published.index'");
-    m.published.index_settings = r.object(p, "index_settings", "published.index_settings");
-  }
+  if (j.contains("published")) m.published = read_published(r, r.object(j, "published", "published"));
   return m;
 }
 

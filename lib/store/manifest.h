@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "io/durable_file.h"
+#include "store/store_format.h"
 
 namespace kvf {
 
@@ -21,7 +22,6 @@ class UnreadableFile : public Error {
   using Error::Error;
 };
 
-inline constexpr int kManifestFormatVersion = 1;
 inline constexpr const char* kManifestMagic = "kvfuse-store";
 
 // The latest completion of one stage.
@@ -76,8 +76,9 @@ std::string manifest_path(const std::string& store_dir);  // <store_dir>/manifes
 bool has_manifest(const std::string& store_dir);
 
 // Reads and validates manifest.json: magic, format_version, every field's presence and type. Throws kvf::Error
-// naming the file and the field ("stages[1].counts.chunks") with the bad value; an unknown format_version is
-// refused with both versions named.
+// naming the file and the field ("stages[1].counts.chunks") with the bad value; a format_version newer than
+// kManifestFormatVersion (store/store_format.h) is refused naming it. Optional fields: 'published' and
+// files[].previous, whose absence has a meaning of their own (docs/store.md, "Format versions").
 Manifest load_manifest(const std::string& store_dir);
 
 // Writes a temporary (io/durable_file.h), syncs it and renames it over manifest.json.

@@ -4,16 +4,16 @@
 #include "io/durable_file.h"
 #include "store/hdf5_file.h"
 #include "store/manifest.h"
+#include "store/store_format.h"
 
 namespace kvf {
 namespace {
 constexpr const char* kMagic = "kvfuse-neighbors";
-constexpr int64_t kFormatVersion = 1;
 }  // namespace
 
 NeighborTable NeighborTable::read(const std::string& path) {
   const h5::File f = h5::File::open_read(path);
-  f.require_format(kMagic, kFormatVersion);
+  f.read_format(kMagic, kNeighborTableFormatVersion);  // version 1 is the only one so far
   NeighborTable t;
   t.chunk_ids = f.read<uint64_t>("chunk_id", {-1});
   const int64_t n = (int64_t)t.chunk_ids.size();
@@ -37,7 +37,7 @@ void NeighborTable::write(PendingFile& out) const {
   KVF_CHECK(rows.size() == size() * (size_t)top_n && scores.size() == rows.size(), "neighbor table: ", rows.size(),
             " entries for ", size(), " chunks x ", top_n);
   h5::File f = h5::File::create(out.temp());
-  f.write_format(kMagic, kFormatVersion);
+  f.write_format(kMagic, kNeighborTableFormatVersion);
   f.write<uint64_t>("chunk_id", {size()}, chunk_ids.data());
   f.write<int64_t>("neighbor_row", {size(), (uint64_t)top_n}, rows.data());
   f.write<float>("score", {size(), (uint64_t)top_n}, scores.data());
