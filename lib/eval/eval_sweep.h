@@ -18,13 +18,14 @@
 #include "fusion/query_engine.h"
 #include "fusion/query_file.h"
 #include "io/folder_lock.h"
+#include "io/model_paths.h"
 
 namespace kvf {
 
 struct EvalOptions {
   std::string dataset;                     // JSONL(.gz) of {id, question, answers, contexts}
   std::string store_dir;
-  std::string model, embedder = "minilm";  // model "": the store's own (prep/store_model.h)
+  std::string model, embedder = kDefaultEmbedder;  // model "": the store's own (prep/store_model.h)
   std::vector<FusionMethod> methods;       // full and reuse always run: they are the normalisation's ends
   std::vector<double> ratios;              // recompute ratios of the selectors (0 is reuse itself)
   std::vector<std::string> kv_modes;       // stored KV modes to compare

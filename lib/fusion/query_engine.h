@@ -13,6 +13,7 @@
 #include "fusion/fused_prefill.h"
 #include "fusion/fusion_method.h"
 #include "fusion/passage_chunks.h"
+#include "io/model_paths.h"
 #include "model/llama_config.h"
 #include "store/chunk_kv_cache.h"
 
@@ -21,7 +22,7 @@ namespace kvf {
 struct QueryEngineOptions {
   std::string store_dir;
   std::string model;  // the store's decoder: a preset, a GGUF file or a HF folder; "": the store's own
-  std::string embedder = "minilm";      // the store's embedder, for retrieval
+  std::string embedder = kDefaultEmbedder;  // the store's embedder, for retrieval
   std::string kv_mode = "independent";  // which stored KV: independent | similarity
   uint64_t cache_bytes = 1ull << 30;    // chunk KV kept in memory, least recently used out first
   // Low-bit KV (int4/int3/int2): false, held as stored and decoded by each forward pass where it gathers the

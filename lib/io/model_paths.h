@@ -4,6 +4,9 @@
 
 namespace kvf {
 
+// The embedder every tool and pipeline uses when none is named: the all-MiniLM-L6-v2 preset.
+inline constexpr const char* kDefaultEmbedder = "minilm";
+
 std::string kvfuse_home();
 std::string models_dir();
 // A preset's file or folder under models_dir() ("" for a name that is not a preset), whether installed or not:

@@ -14,7 +14,7 @@ namespace kvf {
 
 struct EmbedStageOptions {
   std::string store_dir;
-  std::string embedder_dir;       // a BERT-family folder (resolve_model("minilm"))
+  std::string embedder_dir;       // a BERT-family folder (resolve_model(kDefaultEmbedder))
   int batch_size = 32;            // texts per forward pass
   double checkpoint_seconds = 60; // embeddings so far are committed this often: a killed run resumes from them
   std::string backend = "cpu";    // where the encoder runs: cpu | cuda (backend/backend.h)

@@ -23,6 +23,8 @@ struct RetrievedChunk {
 
 class StoreSearcher {
  public:
+  static constexpr int kDefaultTopK = 5;  // chunks a search returns when not told (kvprep search --top-k)
+
   // Loads the chunk table, the embedder recorded in the manifest (resolved with `embedder_dir`, whose fingerprint
   // must match the store's) and the index, the table and the index once their XXH3 matches the manifest's.
   // Throws kvf::Error naming the store and what is missing, different or damaged.
