@@ -1,8 +1,6 @@
 #include "chunk_command.h"
 
 #include "common/cli.h"
-#include "common/common_options.h"
-#include "store/store_lock.h"
 #include "store_lock_option.h"
 
 #include <cstdio>
@@ -17,15 +15,9 @@
 namespace kvf::cli {
 namespace {
 
-struct ChunkArgs {
-  std::string corpus;
-  std::string store;
+struct ChunkArgs : StoreCommandOptions {
+  ChunkStageOptions options;  // the options bind to it: its defaults (and so --help's) are the library's
   std::string model;
-  size_t chunk_tokens = 256;
-  size_t max_chunk_tokens = 0;
-  CommonOptions common;
-  bool wait_lock = false;
-  bool keep_removed = false;
 };
 
 void print_summary(const ChunkStageResult& r, const ChunkStageOptions& o) {
@@ -71,15 +63,10 @@ nlohmann::json summary_json(const ChunkStageResult& r, const ChunkStageOptions& 
 }
 
 void run_chunk(const ChunkArgs& a) {
-  const CommandSettings settings(a.common);
-  const StoreLock lock = StoreLock::acquire(a.store, a.wait_lock, true);
-  ChunkStageOptions o;
-  o.corpus = a.corpus;
+  const StoreCommandScope scope(a, StoreAccess::Create);
+  ChunkStageOptions o = a.options;
   o.store_dir = a.store;
   o.model_path = resolve_model(model_for_store(a.model, a.store));
-  o.chunker.chunk_tokens = a.chunk_tokens;
-  o.chunker.max_tokens = a.max_chunk_tokens;
-  o.keep_removed = a.keep_removed;
   const ChunkStageResult r = run_chunk_stage(o);
   if (a.common.json)
     print_json(summary_json(r, o));
@@ -103,20 +90,19 @@ void add_chunk_command(CLI::App& app) {
       "those no document brings any more (removed or edited documents; the later stages then drop their\n"
       "embeddings and neighbours, and `kvprep prune` their KV). A store keeps its model and chunking settings: a\n"
       "run with others is refused.");
-  cmd->add_option("--corpus", args->corpus, "JSONL file or directory of .txt files")->required();
-  cmd->add_option("--store", args->store, "store directory (created when missing)")->required();
+  cmd->add_option("--corpus", args->options.corpus, "JSONL file or directory of .txt files")->required();
+  args->add_store_option(cmd, "store directory (created when missing)");
   cmd->add_option("--model", args->model, std::string(kStoreModelHelp) + "; its tokenizer counts tokens");
-  cmd->add_option("--chunk-tokens", args->chunk_tokens, "tokens to aim for per chunk")
+  cmd->add_option("--chunk-tokens", args->options.chunker.chunk_tokens, "tokens to aim for per chunk")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-chunk-tokens", args->max_chunk_tokens,
+  cmd->add_option("--max-chunk-tokens", args->options.chunker.max_tokens,
                   "hard maximum per chunk, title included (default: 1.25 x --chunk-tokens)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_flag("--keep-removed", args->keep_removed,
+  cmd->add_flag("--keep-removed", args->options.keep_removed,
                 "the corpus only adds documents (a feed of new ones): keep the chunks it does not bring");
-  add_wait_lock_flag(cmd, args->wait_lock);
-  add_common_options(*cmd, args->common,
-                     "one JSON object: documents, chunks, new_chunks, tokens, table_chunks, table_bytes, seconds, ...");
+  args->add_lock_and_common_options(
+      cmd, "one JSON object: documents, chunks, new_chunks, tokens, table_chunks, table_bytes, seconds, ...");
   cmd->callback([args] { run_chunk(*args); });
 }
 

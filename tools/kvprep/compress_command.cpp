@@ -5,8 +5,6 @@
 #include <memory>
 
 #include "common/cli.h"
-#include "common/common_options.h"
-#include "store/store_lock.h"
 #include "store_lock_option.h"
 #include "compress/compress_stage.h"
 #include "io/model_paths.h"
@@ -26,12 +24,10 @@ std::string sources_text(const std::vector<int32_t>& sources) {
 }  // namespace
 
 void add_compress_command(CLI::App& app) {
-  struct Args {
-    CompressStageOptions o;
+  struct Args : StoreCommandOptions {
+    CompressStageOptions o;  // the options bind to it: its defaults (and so --help's) are the library's
     std::string model;
-    CommonOptions common;
-    double shard_mb = 256;
-    bool wait_lock = false;
+    double shard_mb = (double)o.shard_bytes / (1 << 20);
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("compress", "Make a smaller KV mode from a stored one (anchors, layer sharing, int8)");
@@ -54,7 +50,7 @@ void add_compress_command(CLI::App& app) {
       "rerun computes only chunks the new mode lacks. Bytes per token: `kvprep inspect`.\n"
       "Measured (SmolLM2-135M, HotpotQA, fusion at 15%; docs/results/compress-hotpotqa*): int8 keeps the quality\n"
       "(1.94x smaller); training-free anchors and layer sharing cost far more than they save on this model.");
-  cmd->add_option("--store", a->o.store_dir, "store directory")->required();
+  a->add_store_option(cmd, "store directory");
   cmd->add_option("--from", a->o.from, "stored KV mode to compress (e.g. similarity)")->required();
   cmd->add_option("--to", a->o.to, "name of the new KV mode (letters, digits, '_', '-')")->required();
   cmd->add_option("--model", a->model, kStoreModelHelp);
@@ -99,14 +95,14 @@ void add_compress_command(CLI::App& app) {
   cmd->add_option("--shard-mb", a->shard_mb, "KV per shard file, MB")
       ->capture_default_str()
       ->check(finite_in(1e-3, 1 << 20));
-  add_wait_lock_flag(cmd, a->wait_lock);
-  add_common_options(*cmd, a->common, "one JSON object: mode, from, unchanged, chunks, computed, tokens, rows, stored_bytes, "
-                     "source_bytes, shared_layers, seconds, ...");
+  a->add_lock_and_common_options(cmd,
+                                 "one JSON object: mode, from, unchanged, chunks, computed, tokens, rows, "
+                                 "stored_bytes, source_bytes, shared_layers, seconds, ...");
   cmd->callback([a] {
-    const CommandSettings settings(a->common);
-    const StoreLock lock = StoreLock::acquire(a->o.store_dir, a->wait_lock);
+    const StoreCommandScope scope(*a);
     CompressStageOptions o = a->o;
-    o.model_path = resolve_model(model_for_store(a->model, a->o.store_dir));
+    o.store_dir = a->store;
+    o.model_path = resolve_model(model_for_store(a->model, a->store));
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
     const CompressStageResult r = run_compress_stage(o);
     if (a->common.json) {
@@ -144,15 +140,12 @@ void add_compress_command(CLI::App& app) {
 }
 
 void add_share_search_command(CLI::App& app) {
-  struct Args {
+  struct Args : StoreCommandOptions {
     ShareSearchStageOptions o;
     std::string model;
-    CommonOptions common;
     bool steps = false;
-    bool wait_lock = false;
   };
   auto a = std::make_shared<Args>();
-  a->o.search.threshold = 0.5;
   CLI::App* cmd = app.add_subcommand("share-search", "Find which layers can share an earlier layer's KV (KVSharer)");
   cmd->footer(
       "Example:\n"
@@ -161,7 +154,7 @@ void add_share_search_command(CLI::App& app) {
       "distance of their mean KV (most dissimilar first) and shares them in that order while the last layer's\n"
       "output keeps a cosine similarity above --threshold with the plain model's, until --layers are shared. The\n"
       "result is recorded in the store; `kvprep compress --share-layers C` uses it.");
-  cmd->add_option("--store", a->o.store_dir, "store directory")->required();
+  a->add_store_option(cmd, "store directory");
   cmd->add_option("--model", a->model, kStoreModelHelp);
   cmd->add_option("--layers", a->o.search.layers, "C: layers to share")->required()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--threshold", a->o.search.threshold, "T: output cosine similarity to stay above")
@@ -174,13 +167,13 @@ void add_share_search_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--steps", a->steps, "print every pair the search looked at");
-  add_wait_lock_flag(cmd, a->wait_lock);
-  add_common_options(*cmd, a->common, "one JSON object: shared, layers_asked, similarity, sources and (--steps) steps");
+  a->add_lock_and_common_options(cmd,
+                                 "one JSON object: shared, layers_asked, similarity, sources and (--steps) steps");
   cmd->callback([a] {
-    const CommandSettings settings(a->common);
-    const StoreLock lock = StoreLock::acquire(a->o.store_dir, a->wait_lock);
+    const StoreCommandScope scope(*a);
     ShareSearchStageOptions o = a->o;
-    o.model_path = resolve_model(model_for_store(a->model, a->o.store_dir));
+    o.store_dir = a->store;
+    o.model_path = resolve_model(model_for_store(a->model, a->store));
     const ShareSearchResult r = run_share_search(o);
     if (a->common.json) {
       nlohmann::json out = {{"store", o.store_dir},

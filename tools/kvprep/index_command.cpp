@@ -2,8 +2,6 @@
 #include <memory>
 
 #include "common/cli.h"
-#include "common/common_options.h"
-#include "store/store_lock.h"
 #include "store_lock_option.h"
 #include "prep/retrieval_stages.h"
 #include "retrieval_commands.h"
@@ -11,11 +9,8 @@
 namespace kvf::cli {
 
 void add_index_command(CLI::App& app) {
-  struct Args {
-    std::string store;
-    IndexSpec spec;
-    CommonOptions common;
-    bool wait_lock = false;
+  struct Args : StoreCommandOptions {
+    IndexSpec spec;  // the options bind to it: its defaults (and so --help's) are the library's
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("index", "Build the FAISS index over a store's embeddings (store: index.faiss)");
@@ -26,7 +21,7 @@ void add_index_command(CLI::App& app) {
       "speed on large corpora (docs/scale.md measures them on a million chunks). ivfpq keeps pq-m bytes per\n"
       "vector in its lists and re-ranks pq-refine x k candidates exactly. The index is rebuilt when the\n"
       "embeddings or these settings change.");
-  cmd->add_option("--store", a->store, "store directory (after `kvprep embed`)")->required();
+  a->add_store_option(cmd, "store directory (after `kvprep embed`)");
   cmd->add_option("--index", a->spec.kind, "flat, ivf, ivfpq or hnsw")
       ->capture_default_str()
       ->check(CLI::IsMember({"flat", "ivf", "ivfpq", "hnsw"}));
@@ -54,11 +49,9 @@ void add_index_command(CLI::App& app) {
   cmd->add_option("--hnsw-ef-search", a->spec.hnsw_ef_search, "hnsw search breadth")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 30));
-  add_wait_lock_flag(cmd, a->wait_lock);
-  add_common_options(*cmd, a->common, "one JSON object: store, index, unchanged, vectors, seconds");
+  a->add_lock_and_common_options(cmd, "one JSON object: store, index, unchanged, vectors, seconds");
   cmd->callback([a] {
-    const CommandSettings settings(a->common);
-    const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
+    const StoreCommandScope scope(*a);
     const IndexStageResult r = run_index_stage({a->store, a->spec});
     if (a->common.json) {
       print_json({{"store", a->store}, {"index", a->spec.kind}, {"unchanged", r.unchanged}, {"vectors", r.vectors},

@@ -2,10 +2,8 @@
 #include <memory>
 
 #include "common/cli.h"
-#include "common/common_options.h"
 #include "model/decoder.h"
 #include "store/kv_shard.h"
-#include "store/store_lock.h"
 #include "store_lock_option.h"
 #include "io/model_paths.h"
 #include "prep/store_model.h"
@@ -16,14 +14,13 @@ namespace kvf::cli {
 
 void add_prefill_command(CLI::App& app) {
   // The defaults (and so --help's) are the library's: PrefillStageOptions.
-  struct Args {
+  struct Args : StoreCommandOptions {
     PrefillStageOptions defaults;
-    std::string store, model, mode = defaults.mode, system = defaults.system_message,
-                              dtype = kv_dtype_name(defaults.dtype), compute = compute_mode_name(defaults.compute),
-                              backend = defaults.backend, neighbor_order = neighbor_order_name(defaults.neighbor_order);
+    std::string model, mode = defaults.mode, system = defaults.system_message,
+                       dtype = kv_dtype_name(defaults.dtype), compute = compute_mode_name(defaults.compute),
+                       backend = defaults.backend, neighbor_order = neighbor_order_name(defaults.neighbor_order);
     int top_n = defaults.top_n, batch_tokens = defaults.batch_tokens, deflate = defaults.deflate_level;
-    CommonOptions common;
-    bool refresh = defaults.refresh_changed_neighbors, wait_lock = false, anchor_scores = defaults.record_anchor_scores;
+    bool refresh = defaults.refresh_changed_neighbors, anchor_scores = defaults.record_anchor_scores;
     double shard_mb = (double)defaults.shard_bytes / (1 << 20),
            neighbor_cache_mb = (double)defaults.neighbor_cache_bytes / (1 << 20);
   };
@@ -37,7 +34,7 @@ void add_prefill_command(CLI::App& app) {
       "the system prompt and its top-n neighbours' independent KV (FusionRAG's offline stage; run independent,\n"
       "embed, index and neighbors first). K is stored without RoPE. Shards are committed as they fill: a killed\n"
       "run resumes, and a rerun computes only chunks without KV.");
-  cmd->add_option("--store", a->store, "store directory")->required();
+  a->add_store_option(cmd, "store directory");
   cmd->add_option("--model", a->model, kStoreModelHelp);
   cmd->add_option("--mode", a->mode, "independent or similarity")
       ->capture_default_str()
@@ -77,13 +74,11 @@ void add_prefill_command(CLI::App& app) {
       ->check(finite_in(0, 1 << 24));
   cmd->add_flag("--anchor-scores", a->anchor_scores,
                 "also record the attention each token receives, so `kvprep compress --anchors` needs no second pass");
-  add_wait_lock_flag(cmd, a->wait_lock);
-  add_common_options(*cmd, a->common,
-                     "one JSON object: store, mode, unchanged, chunks, computed, tokens, stored_bytes, seconds, "
-                     "tokens_per_s, seconds_by_phase, ...");
+  a->add_lock_and_common_options(cmd,
+                                 "one JSON object: store, mode, unchanged, chunks, computed, tokens, stored_bytes, "
+                                 "seconds, tokens_per_s, seconds_by_phase, ...");
   cmd->callback([a] {
-    const CommandSettings settings(a->common);
-    const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
+    const StoreCommandScope scope(*a);
     PrefillStageOptions o;
     o.store_dir = a->store;
     o.model_path = resolve_model(model_for_store(a->model, a->store));

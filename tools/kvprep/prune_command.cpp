@@ -4,18 +4,14 @@
 #include <memory>
 
 #include "common/cli.h"
-#include "common/common_options.h"
 #include "prep/store_prune.h"
-#include "store/store_lock.h"
 #include "store_lock_option.h"
 
 namespace kvf::cli {
 
 void add_prune_command(CLI::App& app) {
-  struct Args {
-    std::string store;
-    bool dry_run = false, wait_lock = false;
-    CommonOptions common;
+  struct Args : StoreCommandOptions {
+    bool dry_run = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("prune", "Reclaim the stored KV of removed chunks and superseded entries");
@@ -28,15 +24,13 @@ void add_prune_command(CLI::App& app) {
       "shards holding only it are deleted. It also drops KV entries that a recomputation replaced\n"
       "(`prefill --refresh-neighbors`). Chunks the published generation still reaches keep their KV, so readers\n"
       "never lose an answer. `kvprep run` prunes after every run.");
-  cmd->add_option("--store", a->store, "store directory")->required();
+  a->add_store_option(cmd, "store directory");
   cmd->add_flag("--dry-run", a->dry_run, "count what would be reclaimed; change nothing");
-  add_wait_lock_flag(cmd, a->wait_lock);
-  add_common_options(*cmd, a->common,
-                     "one JSON object: store, dry_run, dropped, superseded, kept, shards_rewritten, shards_removed, "
-                     "bytes_before, bytes_after, modes");
+  a->add_lock_and_common_options(cmd,
+                                 "one JSON object: store, dry_run, dropped, superseded, kept, shards_rewritten, "
+                                 "shards_removed, bytes_before, bytes_after, modes");
   cmd->callback([a] {
-    const CommandSettings settings(a->common);
-    const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
+    const StoreCommandScope scope(*a);
     const PruneResult r = prune_store({a->store, a->dry_run});
     if (a->common.json) {
       print_json({{"store", a->store}, {"dry_run", a->dry_run}, {"dropped", r.dropped}, {"superseded", r.superseded},

@@ -3,7 +3,6 @@
 
 #include "cluster/cluster.h"
 #include "common/cli.h"
-#include "common/common_options.h"
 #include "pipeline/pipeline.h"
 #include "run_command.h"
 #include "store_lock_option.h"
@@ -20,11 +19,9 @@ std::vector<PipelineStep>& steps_run() {
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-  struct Args {
+  struct Args : StoreCommandOptions {  // the store is the pipeline's
     std::string pipeline;
     std::vector<std::string> sets;
-    bool wait_lock = false;
-    CommonOptions common;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("run", "Run every stage of a YAML pipeline in order, skipping what is done");
@@ -41,11 +38,10 @@ void add_run_command(CLI::App& app) {
       "one a single process makes. `threads` applies to each rank.");
   cmd->add_option("pipeline", a->pipeline, "pipeline YAML file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a setting: key=value (dotted keys, YAML values); repeatable");
-  add_wait_lock_flag(cmd, a->wait_lock);
-  add_common_options(*cmd, a->common,
-                     "one JSON object: pipeline and steps [{name, outcome}] (--threads N is the pipeline's threads)");
+  a->add_lock_and_common_options(
+      cmd, "one JSON object: pipeline and steps [{name, outcome}] (--threads N is the pipeline's threads)");
   cmd->callback([a, cmd] {
-    const CommandSettings settings(a->common);
+    const StoreCommandScope scope(*a, StoreAccess::Read);  // run_pipeline locks the store once it has read it
     std::vector<std::string> sets = a->sets;
     if (cmd->count("--threads")) sets.push_back("threads=" + std::to_string(a->common.threads));
     if (!a->common.json) {

@@ -26,8 +26,8 @@ std::string snippet(const std::string& text, size_t width) {
 
 void add_search_command(CLI::App& app) {
   struct Args {
-    std::string store, query, embedder = "minilm";
-    int top_k = 5;
+    std::string store, query, embedder = kDefaultEmbedder;
+    int top_k = StoreSearcher::kDefaultTopK;
     CommonOptions common;
   };
   auto a = std::make_shared<Args>();

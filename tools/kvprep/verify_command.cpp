@@ -5,17 +5,14 @@
 #include "common/common_options.h"
 #include "prep/store_repair.h"
 #include "prep/store_report.h"
-#include "store/store_lock.h"
 #include "store_lock_option.h"
 #include "verify_command.h"
 
 namespace kvf::cli {
 
 void add_verify_command(CLI::App& app) {
-  struct Args {
-    std::string store;
-    bool repair = false, wait_lock = false;
-    CommonOptions common;
+  struct Args : StoreCommandOptions {
+    bool repair = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("verify", "Check every file, checksum and table of a store (exit 1 on damage)");
@@ -24,16 +21,16 @@ void add_verify_command(CLI::App& app) {
       "--repair drops damaged files from the manifest (and the disk) with their stages' records, and names the\n"
       "commands that recompute exactly that; it writes the store, so it takes the store lock. A file that cannot be\n"
       "read (permission denied, an I/O error) is reported as unreadable, never dropped, and --repair exits 1.");
-  cmd->add_option("--store", a->store, "store directory")->required();
+  a->add_store_option(cmd, "store directory");
   cmd->add_flag("--repair", a->repair, "drop broken files from the manifest so the next stage runs recompute them");
-  add_wait_lock_flag(cmd, a->wait_lock);
-  add_common_options(*cmd, a->common,
-                     "one JSON object: store, ok, problems [{kind, what}], unlisted_files, notes (--repair: dropped "
-                     "[{file, stage, rerun}], unreadable); printed before the error line of a store that fails");
+  a->add_lock_and_common_options(
+      cmd,
+      "one JSON object: store, ok, problems [{kind, what}], unlisted_files, notes (--repair: dropped [{file, stage, "
+      "rerun}], unreadable); printed before the error line of a store that fails");
   cmd->callback([a] {
-    const CommandSettings settings(a->common);
+    // --repair writes the store, so it takes the lock; a check only reads it.
+    const StoreCommandScope scope(*a, a->repair ? StoreAccess::Write : StoreAccess::Read);
     if (a->repair) {
-      const StoreLock lock = StoreLock::acquire(a->store, a->wait_lock);
       const RepairResult r = repair_store(a->store);
       if (a->common.json) {
         nlohmann::json out = {{"store", a->store}, {"dropped", nlohmann::json::array()},
