@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "cluster/cluster.h"
 #include "compress/compress_stage.h"
@@ -28,6 +29,8 @@
 
 namespace kvf {
 namespace {
+
+constexpr int kDefaultThreads = 0;  // `threads`: every core
 
 // Applies "a.b=value" to the YAML tree.
 void apply_override(YAML::Node root, const std::string& assignment) {
@@ -136,26 +139,45 @@ class Config {
       KVF_CHECK(v >= lo && v <= hi, file_, ": '", section.empty() ? key : section + "." + key, "' is ", v,
                 ": expected ", meaning);
     };
-    one_of("prefill", "dtype", "f16", {"f16", "bf16"}, "f16 or bf16");
-    parsed_by("prefill", "compute", "fast", [](const std::string& v) { compute_mode_from_name(v); });
-    one_of("prefill", "backend", "cpu", {"cpu", "cuda"}, "cpu or cuda");
-    one_of("embed", "backend", "cpu", {"cpu", "cuda"}, "cpu or cuda");
-    in_range("embed", "batch", 32, 1, 4096, "1 to 4096 texts per forward pass");
-    parsed_by("prefill", "neighbor_order", "best-first", [](const std::string& v) { neighbor_order_from_name(v); });
-    one_of("index", "kind", "flat", {"flat", "ivf", "ivfpq", "hnsw"}, "flat, ivf, ivfpq or hnsw");
-    in_range("", "threads", 0, 0, 1 << 16, "0 (every core) or a positive thread count");
-    in_range("chunk", "chunk_tokens", 256, 1, 1 << 20, "1 to 1048576 tokens");
-    in_range("chunk", "max_chunk_tokens", 0, 0, 1 << 20, "0 (1.25 x chunk_tokens) or 1 to 1048576 tokens");
-    in_range("neighbors", "top_n", 10, 1, 100, "1 to 100 neighbours (prefill's similarity view reads them all)");
-    in_range("prefill", "batch_tokens", 1024, 1, 1 << 24, "a positive number of tokens per forward pass");
-    in_range("prefill", "shard_mb", 256, 1, 1 << 20, "1 to 1048576 MB of KV per shard");
-    in_range("prefill", "neighbor_cache_mb", 1024, 0, 1 << 24, "0 to 16777216 MiB of neighbour KV kept in memory");
-    for (const char* key : {"ivf_nlist", "pq_m", "train_sample"})
-      in_range("index", key, 0, 0, 1 << 30, "0 (automatic) or a positive count");
-    in_range("index", "pq_refine", 4, 0, 1 << 10, "0 (no exact re-ranking) or a positive factor");
-    for (const char* key : {"ivf_nprobe", "hnsw_ef_construction", "hnsw_ef_search"})
-      in_range("index", key, 16, 1, 1 << 30, "a positive count");
-    in_range("index", "hnsw_m", 32, 2, 1 << 16, "2 or more links per node");
+    // The defaults are the stages' own (each options struct), as run_pipeline reads them.
+    const PrefillStageOptions prefill_defaults;
+    const EmbedStageOptions embed_defaults;
+    const ChunkerOptions chunker_defaults;
+    const NeighborStageOptions neighbor_defaults;
+    const IndexSpec index_defaults;
+    one_of("prefill", "dtype", kv_dtype_name(prefill_defaults.dtype), {"f16", "bf16"}, "f16 or bf16");
+    parsed_by("prefill", "compute", compute_mode_name(prefill_defaults.compute),
+              [](const std::string& v) { compute_mode_from_name(v); });
+    one_of("prefill", "backend", prefill_defaults.backend, {"cpu", "cuda"}, "cpu or cuda");
+    one_of("embed", "backend", embed_defaults.backend, {"cpu", "cuda"}, "cpu or cuda");
+    in_range("embed", "batch", embed_defaults.batch_size, 1, 4096, "1 to 4096 texts per forward pass");
+    parsed_by("prefill", "neighbor_order", neighbor_order_name(prefill_defaults.neighbor_order),
+              [](const std::string& v) { neighbor_order_from_name(v); });
+    one_of("index", "kind", index_defaults.kind, {"flat", "ivf", "ivfpq", "hnsw"}, "flat, ivf, ivfpq or hnsw");
+    in_range("", "threads", kDefaultThreads, 0, 1 << 16, "0 (every core) or a positive thread count");
+    in_range("chunk", "chunk_tokens", (int64_t)chunker_defaults.chunk_tokens, 1, 1 << 20, "1 to 1048576 tokens");
+    in_range("chunk", "max_chunk_tokens", (int64_t)chunker_defaults.max_tokens, 0, 1 << 20,
+             "0 (1.25 x chunk_tokens) or 1 to 1048576 tokens");
+    in_range("neighbors", "top_n", neighbor_defaults.top_n, 1, 100,
+             "1 to 100 neighbours (prefill's similarity view reads them all)");
+    in_range("prefill", "batch_tokens", prefill_defaults.batch_tokens, 1, 1 << 24,
+             "a positive number of tokens per forward pass");
+    in_range("prefill", "shard_mb", (int64_t)(prefill_defaults.shard_bytes >> 20), 1, 1 << 20,
+             "1 to 1048576 MB of KV per shard");
+    in_range("prefill", "neighbor_cache_mb", (int64_t)(prefill_defaults.neighbor_cache_bytes >> 20), 0, 1 << 24,
+             "0 to 16777216 MiB of neighbour KV kept in memory");
+    using IndexDefault = std::pair<const char*, int64_t>;  // a key and its default
+    for (const IndexDefault& setting : {IndexDefault{"ivf_nlist", index_defaults.ivf_nlist},
+                                        IndexDefault{"pq_m", index_defaults.pq_m},
+                                        IndexDefault{"train_sample", index_defaults.train_sample}})
+      in_range("index", setting.first, setting.second, 0, 1 << 30, "0 (automatic) or a positive count");
+    in_range("index", "pq_refine", index_defaults.pq_refine, 0, 1 << 10,
+             "0 (no exact re-ranking) or a positive factor");
+    for (const IndexDefault& setting : {IndexDefault{"ivf_nprobe", index_defaults.ivf_nprobe},
+                                        IndexDefault{"hnsw_ef_construction", index_defaults.hnsw_ef_construction},
+                                        IndexDefault{"hnsw_ef_search", index_defaults.hnsw_ef_search}})
+      in_range("index", setting.first, setting.second, 1, 1 << 30, "a positive count");
+    in_range("index", "hnsw_m", index_defaults.hnsw_m, 2, 1 << 16, "2 or more links per node");
     const YAML::Node prefill = root_["prefill"];  // IsDefined first: a missing key's node throws on IsMap
     const YAML::Node modes = prefill.IsDefined() && prefill.IsMap() ? prefill["modes"] : YAML::Node();
     KVF_CHECK(!modes.IsDefined() || modes.IsNull() || modes.IsSequence(), file_, ": 'prefill.modes' is ",
@@ -218,18 +240,18 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     fail(path, ": ", e.what());
   }
   for (const std::string& o : overrides) apply_override(root, o);
-  Config cfg(path, root);
+  Config config(path, root);
   try {  // a key that is no plain name (a mapping or a list used as a key) fails yaml-cpp's conversions
-    cfg.check_keys();
-    cfg.check_values();
+    config.check_keys();
+    config.check_values();
   } catch (const YAML::Exception& e) {
     fail(path, ": ", e.what());
   }
-  return cfg;
+  return config;
 }
 
-std::vector<CompressEntry> compress_entries(const std::string& path, const Config& cfg) {
-  const YAML::Node compress = cfg.root()["compress"];
+std::vector<CompressEntry> compress_entries(const std::string& path, const Config& config) {
+  const YAML::Node compress = config.root()["compress"];
   std::vector<CompressEntry> entries;
   for (size_t i = 0; compress && i < compress.size(); ++i)
     entries.push_back({item<std::string>(path, compress[i], i, "to", ""),
@@ -239,170 +261,222 @@ std::vector<CompressEntry> compress_entries(const std::string& path, const Confi
 
 // Every compress entry as kvprep compress options, each checked (check_compress_options) before any stage runs:
 // a bad value in the last entry must not wait for every earlier stage to finish.
-std::vector<CompressStageOptions> compress_options(const std::string& path, const Config& cfg,
+std::vector<CompressStageOptions> compress_options(const std::string& path, const Config& config,
                                                    const std::vector<CompressEntry>& entries,
                                                    const std::string& store, const std::string& model) {
-  const YAML::Node compress = cfg.root()["compress"];
+  const YAML::Node compress = config.root()["compress"];
   std::vector<CompressStageOptions> all;
   for (size_t i = 0; i < entries.size(); ++i) {
-    const YAML::Node& c = compress[i];
-    CompressStageOptions o;
-    o.store_dir = store;
-    o.model_path = model;
-    o.to = entries[i].to;
-    o.from = entries[i].from;
-    o.anchors = item<double>(path, c, i, "anchors", 0.0);
-    o.anchor_mode = item<std::string>(path, c, i, "anchor_mode", o.anchor_mode);
-    o.anchor_score = item<std::string>(path, c, i, "anchor_score", o.anchor_score);
-    o.segment = item<int>(path, c, i, "segment", o.segment);
-    o.share_layers = item<int>(path, c, i, "share_layers", 0);
-    o.share_threshold = item<double>(path, c, i, "share_threshold", o.share_threshold);
-    o.quant = item<std::string>(path, c, i, "quant", "");
-    o.quant_group = item<int>(path, c, i, "quant_group", o.quant_group);
-    o.keep_first = item<int>(path, c, i, "keep_first", o.keep_first);
+    const YAML::Node& entry = compress[i];
+    CompressStageOptions options;  // its defaults stand for keys the entry leaves out
+    options.store_dir = store;
+    options.model_path = model;
+    options.to = entries[i].to;
+    options.from = entries[i].from;
+    options.anchors = item<double>(path, entry, i, "anchors", options.anchors);
+    options.anchor_mode = item<std::string>(path, entry, i, "anchor_mode", options.anchor_mode);
+    options.anchor_score = item<std::string>(path, entry, i, "anchor_score", options.anchor_score);
+    options.segment = item<int>(path, entry, i, "segment", options.segment);
+    options.share_layers = item<int>(path, entry, i, "share_layers", options.share_layers);
+    options.share_threshold = item<double>(path, entry, i, "share_threshold", options.share_threshold);
+    options.quant = item<std::string>(path, entry, i, "quant", options.quant);
+    options.quant_group = item<int>(path, entry, i, "quant_group", options.quant_group);
+    options.keep_first = item<int>(path, entry, i, "keep_first", options.keep_first);
     try {
-      check_compress_options(o);
+      check_compress_options(options);
     } catch (const Error& e) {
-      fail(path, ": compress[", i, "] (to: ", o.to, "): ", e.what());
+      fail(path, ": compress[", i, "] (to: ", options.to, "): ", e.what());
     }
-    all.push_back(std::move(o));
+    all.push_back(std::move(options));
   }
   return all;
 }
 
-KvModePlan kv_plan(const std::string& path, const Config& cfg, const std::vector<CompressEntry>& compress,
+KvModePlan kv_plan(const std::string& path, const Config& config, const std::vector<CompressEntry>& compress,
                    const KvModeRequest& request) {
-  return plan_kv_modes(path, cfg.get<std::vector<std::string>>("prefill", "modes", {"independent"}), compress,
+  return plan_kv_modes(path, config.get<std::vector<std::string>>("prefill", "modes", {"independent"}), compress,
                        request);
+}
+
+// What every step of one run shares: the file and its settings, the store and the decoder, the ranks, and where
+// each step's outcome goes.
+struct PipelineRun {
+  const std::string& path;
+  const Config& config;
+  const std::string& store;
+  const std::string& model;
+  const Cluster& cluster;
+  void (*on_step)(const PipelineStep&);
+
+  // Each step's outcome is told once, by the leader.
+  void report(const std::string& step, const std::string& outcome) const {
+    if (cluster.leader()) on_step({step, outcome});
+  }
+};
+
+// The store's lock, held by the leader for every rank (which clears killed writers' temporaries) before any rank
+// writes; each stage splits its work over the ranks and only the leader commits (docs/scale.md). A store complete
+// before this run (one made before generations existed, say) is published first, so readers keep its tables while
+// the stages replace the working ones (prep/store_publish.h).
+std::optional<StoreLock> lock_store(const Cluster& cluster, const std::string& store, bool wait_lock) {
+  std::optional<StoreLock> lock;
+  if (cluster.leader()) lock.emplace(StoreLock::acquire(store, wait_lock, true));
+  if (cluster.leader() && has_manifest(store)) publish_store_generation(store);
+  cluster.barrier();
+  return lock;
+}
+
+// Each stage's options start from its own defaults: they stand for keys the YAML leaves out (the values were
+// checked by load_config).
+void chunk_step(const PipelineRun& run) {
+  ChunkStageOptions options;
+  options.corpus = run.config.required("corpus");
+  options.store_dir = run.store;
+  options.model_path = run.model;
+  options.chunker.chunk_tokens = run.config.get<size_t>("chunk", "chunk_tokens", options.chunker.chunk_tokens);
+  options.chunker.max_tokens = run.config.get<size_t>("chunk", "max_chunk_tokens", options.chunker.max_tokens);
+  options.keep_removed = run.config.get<bool>("chunk", "keep_removed", options.keep_removed);
+  const ChunkStageResult result = run_chunk_stage(options);
+  const std::string removed = result.removed_chunks ? ", " + std::to_string(result.removed_chunks) + " removed" : "";
+  run.report("chunk", result.unchanged ? "up to date" : std::to_string(result.new_chunks) + " new chunks" + removed);
+}
+
+void embed_step(const PipelineRun& run) {
+  EmbedStageOptions options;
+  options.store_dir = run.store;
+  options.embedder_dir = resolve_model(run.config.get<std::string>("", "embedder", kDefaultEmbedder));
+  options.backend = run.config.get<std::string>("embed", "backend", options.backend);
+  options.batch_size = run.config.get<int>("embed", "batch", options.batch_size);
+  const EmbedStageResult result = run_embed_stage(options);
+  run.report("embed", result.unchanged ? "up to date" : std::to_string(result.embedded) + " chunks embedded");
+}
+
+void index_step(const PipelineRun& run) {
+  const Config& config = run.config;
+  IndexStageOptions options;
+  IndexSpec& spec = options.spec;
+  options.store_dir = run.store;
+  spec.kind = config.get<std::string>("index", "kind", spec.kind);
+  spec.ivf_nlist = config.get<int>("index", "ivf_nlist", spec.ivf_nlist);
+  spec.ivf_nprobe = config.get<int>("index", "ivf_nprobe", spec.ivf_nprobe);
+  spec.pq_m = config.get<int>("index", "pq_m", spec.pq_m);
+  spec.pq_refine = config.get<int>("index", "pq_refine", spec.pq_refine);
+  spec.train_sample = config.get<int64_t>("index", "train_sample", spec.train_sample);
+  spec.hnsw_m = config.get<int>("index", "hnsw_m", spec.hnsw_m);
+  spec.hnsw_ef_construction = config.get<int>("index", "hnsw_ef_construction", spec.hnsw_ef_construction);
+  spec.hnsw_ef_search = config.get<int>("index", "hnsw_ef_search", spec.hnsw_ef_search);
+  const IndexStageResult result = run_index_stage(options);
+  run.report("index", result.unchanged ? "up to date" : std::to_string(result.vectors) + " vectors indexed");
+}
+
+// Returns the neighbours recorded per chunk (prefill's similarity view reads them all).
+int neighbors_step(const PipelineRun& run) {
+  NeighborStageOptions options;
+  options.store_dir = run.store;
+  options.top_n = run.config.get<int>("neighbors", "top_n", options.top_n);
+  const NeighborStageResult result = run_neighbor_stage(options);
+  run.report("neighbors", result.unchanged ? "up to date" : std::to_string(result.chunks) + " chunks");
+  return options.top_n;
+}
+
+// `mode` of the plan's prefill modes, with `top_n` neighbours.
+void prefill_step(const PipelineRun& run, const std::string& mode, const std::vector<std::string>& modes, int top_n,
+                  const std::set<std::string>& only_docs) {
+  const Config& config = run.config;
+  PrefillStageOptions options;
+  options.store_dir = run.store;
+  options.model_path = run.model;
+  options.mode = mode;
+  options.top_n = top_n;
+  options.neighbor_order = neighbor_order_from_name(
+      config.get<std::string>("prefill", "neighbor_order", neighbor_order_name(options.neighbor_order)));
+  options.dtype =
+      parse_kv_dtype(config.get<std::string>("prefill", "dtype", kv_dtype_name(options.dtype)), "prefill.dtype");
+  options.compute =
+      compute_mode_from_name(config.get<std::string>("prefill", "compute", compute_mode_name(options.compute)));
+  options.backend = config.get<std::string>("prefill", "backend", options.backend);
+  options.system_message = config.get<std::string>("prefill", "system", options.system_message);
+  options.batch_tokens = config.get<int>("prefill", "batch_tokens", options.batch_tokens);
+  options.shard_bytes = config.get<uint64_t>("prefill", "shard_mb", options.shard_bytes >> 20) << 20;
+  options.neighbor_cache_bytes =
+      config.get<uint64_t>("prefill", "neighbor_cache_mb", options.neighbor_cache_bytes >> 20) << 20;
+  options.record_anchor_scores = config.get<bool>("prefill", "anchor_scores", options.record_anchor_scores);
+  options.refresh_changed_neighbors =
+      config.get<bool>("prefill", "refresh_neighbors", options.refresh_changed_neighbors);
+  options.only_docs = only_docs;
+  options.with_similarity_neighbors =
+      mode == "independent" && std::count(modes.begin(), modes.end(), "similarity") > 0;
+  const PrefillStageResult result = run_prefill_stage(options);
+  const std::string stale =
+      result.stale ? ", " + std::to_string(result.stale) + " stale (their neighbours changed)" : "";
+  run.report("prefill " + mode,
+             (result.unchanged ? "up to date" : std::to_string(result.computed) + " chunks computed") + stale);
+}
+
+// One compress entry (its options checked by compress_options), by the leader alone while the others wait.
+void compress_step(const PipelineRun& run, CompressStageOptions options) {
+  options.model_path = run.model;
+  CompressStageResult result;
+  if (run.cluster.leader()) result = run_compress_stage(options);
+  run.cluster.barrier();
+  const uint64_t bytes_per_token = result.tokens ? result.stored_bytes / result.tokens : 0;
+  run.report("compress " + options.to,
+             result.unchanged ? "up to date"
+                              : std::to_string(result.computed) + " chunks, " + std::to_string(bytes_per_token) +
+                                    " bytes/token");
+}
+
+// The prefill and compress stages publish when they complete the store; an update that changed only the index
+// (its settings) is published here. What no reader reaches any more (removed documents' KV, superseded entries)
+// goes once it is published.
+void publish_step(const PipelineRun& run) {
+  if (!run.cluster.leader() || !has_manifest(run.store)) return;
+  const PublishResult published = publish_store_generation(run.store);
+  run.report("publish", !published.waiting.empty()
+                            ? "waiting: " + published.waiting
+                            : "readers use generation " + std::to_string(published.generation));
+  const PruneResult pruned = prune_store({run.store, false});
+  run.report("prune", describe_prune(pruned));
 }
 
 }  // namespace
 
 void check_pipeline(const std::string& path, const std::vector<std::string>& overrides,
                     const KvModeRequest& request) {
-  const Config cfg = load_config(path, overrides);
-  cfg.required("store");
-  cfg.required("corpus");
-  const std::vector<CompressEntry> entries = compress_entries(path, cfg);
-  kv_plan(path, cfg, entries, request);  // the file's own values first, then the model
-  compress_options(path, cfg, entries, cfg.required("store"), "");
-  resolve_model(model_for_store(cfg.get<std::string>("", "model", ""), cfg.required("store")));
+  const Config config = load_config(path, overrides);
+  config.required("store");
+  config.required("corpus");
+  const std::vector<CompressEntry> entries = compress_entries(path, config);
+  kv_plan(path, config, entries, request);  // the file's own values first, then the model
+  compress_options(path, config, entries, config.required("store"), "");
+  resolve_model(model_for_store(config.get<std::string>("", "model", ""), config.required("store")));
 }
 
 void run_pipeline(const std::string& path, const std::vector<std::string>& overrides,
                   void (*on_step)(const PipelineStep&), const KvModeRequest& request, bool wait_lock) {
-  const Config cfg = load_config(path, overrides);
-  const std::string store = cfg.required("store");
-  const std::vector<CompressEntry> compress_list = compress_entries(path, cfg);
-  const KvModePlan plan = kv_plan(path, cfg, compress_list, request);
-  const std::vector<CompressStageOptions> compress = compress_options(path, cfg, compress_list, store, "");
-  // With several ranks the leader holds the lock for all (and clears killed writers' temporaries) before any
-  // rank writes; each stage splits its work over the ranks and only the leader commits (docs/scale.md).
+  const Config config = load_config(path, overrides);
+  const std::string store = config.required("store");
+  const std::vector<CompressEntry> compress_list = compress_entries(path, config);
+  const KvModePlan plan = kv_plan(path, config, compress_list, request);
+  const std::vector<CompressStageOptions> compress = compress_options(path, config, compress_list, store, "");
   const Cluster& cluster = Cluster::world();
-  std::optional<StoreLock> lock;
-  if (cluster.leader()) lock.emplace(StoreLock::acquire(store, wait_lock, true));
-  // A store complete before this run (one made before generations existed, say) is published first, so readers
-  // keep its tables while the stages below replace the working ones (prep/store_publish.h).
-  if (cluster.leader() && has_manifest(store)) publish_store_generation(store);
-  cluster.barrier();
-  const auto step = [&](const PipelineStep& s) {
-    if (cluster.leader()) on_step(s);
-  };
-  const int threads = cfg.get<int>("", "threads", 0);
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
-                            threads > 0 ? threads : tbb::info::default_concurrency());
-  const std::string model = resolve_model(model_for_store(cfg.get<std::string>("", "model", ""), store));
+  const std::optional<StoreLock> lock = lock_store(cluster, store, wait_lock);
+  const int threads = config.get<int>("", "threads", kDefaultThreads);
+  tbb::global_control thread_limit(tbb::global_control::max_allowed_parallelism,
+                                   threads > 0 ? threads : tbb::info::default_concurrency());
+  const std::string model = resolve_model(model_for_store(config.get<std::string>("", "model", ""), store));
   if (!request.only_docs.empty() && !plan.compress.empty())
     fail(path, ": compressed KV modes (", compress_list[plan.compress[0]].to,
          ") are built over the whole store, not for some documents' chunks");
 
-  ChunkStageOptions chunk;
-  chunk.corpus = cfg.required("corpus");
-  chunk.store_dir = store;
-  chunk.model_path = model;
-  chunk.chunker.chunk_tokens = cfg.get<size_t>("chunk", "chunk_tokens", 256);
-  chunk.chunker.max_tokens = cfg.get<size_t>("chunk", "max_chunk_tokens", 0);
-  chunk.keep_removed = cfg.get<bool>("chunk", "keep_removed", false);
-  const ChunkStageResult c = run_chunk_stage(chunk);
-  step({"chunk", c.unchanged ? "up to date"
-                             : std::to_string(c.new_chunks) + " new chunks" +
-                                   (c.removed_chunks ? ", " + std::to_string(c.removed_chunks) + " removed" : "")});
-
-  EmbedStageOptions embed;
-  embed.store_dir = store;
-  embed.embedder_dir = resolve_model(cfg.get<std::string>("", "embedder", "minilm"));
-  embed.backend = cfg.get<std::string>("embed", "backend", embed.backend);
-  embed.batch_size = cfg.get<int>("embed", "batch", embed.batch_size);
-  const EmbedStageResult e = run_embed_stage(embed);
-  step({"embed", e.unchanged ? "up to date" : std::to_string(e.embedded) + " chunks embedded"});
-
-  IndexStageOptions index;
-  index.store_dir = store;
-  index.spec.kind = cfg.get<std::string>("index", "kind", index.spec.kind);
-  index.spec.ivf_nlist = cfg.get<int>("index", "ivf_nlist", index.spec.ivf_nlist);
-  index.spec.ivf_nprobe = cfg.get<int>("index", "ivf_nprobe", index.spec.ivf_nprobe);
-  index.spec.pq_m = cfg.get<int>("index", "pq_m", index.spec.pq_m);
-  index.spec.pq_refine = cfg.get<int>("index", "pq_refine", index.spec.pq_refine);
-  index.spec.train_sample = cfg.get<int64_t>("index", "train_sample", index.spec.train_sample);
-  index.spec.hnsw_m = cfg.get<int>("index", "hnsw_m", index.spec.hnsw_m);
-  index.spec.hnsw_ef_construction = cfg.get<int>("index", "hnsw_ef_construction", index.spec.hnsw_ef_construction);
-  index.spec.hnsw_ef_search = cfg.get<int>("index", "hnsw_ef_search", index.spec.hnsw_ef_search);
-  const IndexStageResult i = run_index_stage(index);
-  step({"index", i.unchanged ? "up to date" : std::to_string(i.vectors) + " vectors indexed"});
-
-  NeighborStageOptions neighbors;
-  neighbors.store_dir = store;
-  neighbors.top_n = cfg.get<int>("neighbors", "top_n", 10);
-  const NeighborStageResult n = run_neighbor_stage(neighbors);
-  step({"neighbors", n.unchanged ? "up to date" : std::to_string(n.chunks) + " chunks"});
-
-  for (const std::string& mode : plan.prefill) {
-    PrefillStageOptions p;  // its defaults stand for keys the YAML leaves out (values checked by load_config)
-    p.store_dir = store;
-    p.model_path = model;
-    p.mode = mode;
-    p.top_n = neighbors.top_n;
-    p.neighbor_order = neighbor_order_from_name(
-        cfg.get<std::string>("prefill", "neighbor_order", neighbor_order_name(p.neighbor_order)));
-    p.dtype = parse_kv_dtype(cfg.get<std::string>("prefill", "dtype", kv_dtype_name(p.dtype)), "prefill.dtype");
-    p.compute = compute_mode_from_name(cfg.get<std::string>("prefill", "compute", compute_mode_name(p.compute)));
-    p.backend = cfg.get<std::string>("prefill", "backend", p.backend);
-    p.system_message = cfg.get<std::string>("prefill", "system", p.system_message);
-    p.batch_tokens = cfg.get<int>("prefill", "batch_tokens", p.batch_tokens);
-    p.shard_bytes = cfg.get<uint64_t>("prefill", "shard_mb", p.shard_bytes >> 20) << 20;
-    p.neighbor_cache_bytes = cfg.get<uint64_t>("prefill", "neighbor_cache_mb", p.neighbor_cache_bytes >> 20) << 20;
-    p.record_anchor_scores = cfg.get<bool>("prefill", "anchor_scores", p.record_anchor_scores);
-    p.refresh_changed_neighbors = cfg.get<bool>("prefill", "refresh_neighbors", p.refresh_changed_neighbors);
-    p.only_docs = request.only_docs;
-    p.with_similarity_neighbors =
-        mode == "independent" && std::count(plan.prefill.begin(), plan.prefill.end(), "similarity") > 0;
-    const PrefillStageResult r = run_prefill_stage(p);
-    step({"prefill " + mode, (r.unchanged ? "up to date" : std::to_string(r.computed) + " chunks computed") +
-                                 (r.stale ? ", " + std::to_string(r.stale) + " stale (their neighbours changed)" : "")});
-  }
-
-  for (const size_t i : plan.compress) {
-    CompressStageOptions o = compress[i];
-    o.model_path = model;
-    CompressStageResult r;
-    if (cluster.leader()) r = run_compress_stage(o);  // the leader alone, while the others wait
-    cluster.barrier();
-    step({"compress " + o.to, r.unchanged ? "up to date"
-                                             : std::to_string(r.computed) + " chunks, " +
-                                                   std::to_string(r.tokens ? r.stored_bytes / r.tokens : 0) +
-                                                   " bytes/token"});
-  }
-
-  // The prefill and compress stages publish when they complete the store; an update that changed only the index
-  // (its settings) is published here.
-  if (cluster.leader() && has_manifest(store)) {
-    const PublishResult pub = publish_store_generation(store);
-    step({"publish", !pub.waiting.empty() ? "waiting: " + pub.waiting
-                                          : "readers use generation " + std::to_string(pub.generation)});
-    // What no reader reaches any more (removed documents' KV, superseded entries) goes once it is published.
-    const PruneResult pruned = prune_store({store, false});
-    step({"prune", describe_prune(pruned)});
-  }
+  const PipelineRun run{path, config, store, model, cluster, on_step};
+  chunk_step(run);
+  embed_step(run);
+  index_step(run);
+  const int top_n = neighbors_step(run);
+  for (const std::string& mode : plan.prefill) prefill_step(run, mode, plan.prefill, top_n, request.only_docs);
+  for (const size_t entry : plan.compress) compress_step(run, compress[entry]);
+  publish_step(run);
 }
 
 }  // namespace kvf
