@@ -16,10 +16,10 @@ void chunk_test_store(const std::string& corpus, const std::string& store, const
   run_chunk_stage(c);
 }
 
-void index_test_store(const std::string& store, int top_n) {
+void index_test_store(const std::string& store, int top_n, const std::string& embedder) {
   EmbedStageOptions e;
   e.store_dir = store;
-  e.embedder_dir = resolve_model("minilm");
+  e.embedder_dir = embedder.empty() ? resolve_model("minilm") : embedder;
   e.progress.out = nullptr;
   run_embed_stage(e);
   run_index_stage({store, IndexSpec{}});
@@ -31,9 +31,9 @@ void index_test_store(const std::string& store, int top_n) {
 }
 
 void build_test_store(const std::string& corpus, const std::string& store, const std::string& model, int top_n,
-                      const std::vector<std::string>& modes) {
+                      const std::vector<std::string>& modes, const std::string& embedder) {
   chunk_test_store(corpus, store, model);
-  index_test_store(store, top_n);
+  index_test_store(store, top_n, embedder);
   for (const std::string& mode : modes) {
     PrefillStageOptions p;
     p.store_dir = store;
