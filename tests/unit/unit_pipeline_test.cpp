@@ -39,7 +39,7 @@ int64_t argmax_of(const std::vector<float>& v) { return std::max_element(v.begin
 
 class UnitPipeline : public ::testing::Test {
  protected:
-  // One store per process (ctest runs each test as its own process): about a quarter of a second.
+  // One store per process (ctest runs each test as its own process): about half a second.
   static void SetUpTestSuite() {
     dir = new fs::path(fs::path(::testing::TempDir()) / ("kvf_UnitPipeline_" + std::to_string(getpid())));
     fs::remove_all(*dir);
