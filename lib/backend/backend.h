@@ -60,6 +60,13 @@ struct RowGather {
 // steps, short questions); more rows, with bf16_inputs, go to its bf16 kernel, also in place.
 inline constexpr int64_t kBlockAttentionFewRows = 16;
 
+// Batch invariance of a matmul: Invariant asks that each row of x get the result it gets in a call of its own. A
+// decoding step's rows are separate sequences, and a sequence must decode to the same tokens beside others as alone;
+// a backend whose kernel for a row depends on how many rows come with it (the CPU's few-row paths against its
+// panels) then takes a row-by-row path. Shared lets the rows share whatever path is fastest for their count. The
+// CUDA backend's GEMMs are not batch-invariant and take Shared whatever is asked.
+enum class Batching : uint8_t { Shared, Invariant };
+
 struct BlockAttentionArgs {
   Tensor q;      // f32 [n, n_heads, head_dim], RoPE applied
   Tensor q_pos;  // i32 [n]
@@ -97,11 +104,6 @@ class Backend {
   // this one's work (a CUDA backend's second stream); its tensors are this backend's to read once its
   // synchronize() has returned. This default is the backend itself (the CPU's ops run where they are called).
   virtual Backend& loading_lane() { return *this; }
-  // While on, this thread's matmuls give each row of x the result that row gets in a call of its own. A decoding
-  // step's rows are separate sequences, and a sequence must decode to the same tokens beside others as alone; a
-  // backend whose kernels for a row depend on how many rows come with it (the CPU's few-row paths against its
-  // panels) then takes a row-by-row path. The default ignores it (the CUDA backend's GEMMs are not row-alone).
-  virtual void set_rows_alone(bool on) { (void)on; }
 
   virtual Tensor empty(DType dtype, const Shape& shape) = 0;
   virtual void copy_from_host(Tensor& dst, const void* src, size_t bytes) = 0;
@@ -109,8 +111,8 @@ class Backend {
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
 
   // y[n, m] = x[n, k] · w[m, k]^T; w f32 or a dtype the backend accepts; x and y f32 or matmul_input_dtype(w)
-  // (a bf16 y is the product rounded)
-  virtual void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) = 0;
+  // (a bf16 y is the product rounded); batching as Batching says
+  virtual void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y, Batching batching = Batching::Shared) = 0;
   // The dtype in which a matmul over w reads its input at no conversion: a GPU's bf16 GEMMs read bf16, so the
   // ops feeding them (rms_norm's y, swiglu's out, which then may take this dtype) write it directly instead of
   // f32 rounded in a second pass. Default f32.
@@ -120,14 +122,16 @@ class Backend {
   }
   // ys[i] = x · ws[i]^T for every i (Q, K and V of one input; gate and up): what separate matmul_nt calls give,
   // in one pass where the backend can share the work.
-  virtual void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) {
-    for (size_t i = 0; i < ws.size(); ++i) matmul_nt(x, *ws[i], *ys[i]);
+  virtual void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys,
+                              Batching batching = Batching::Shared) {
+    for (size_t i = 0; i < ws.size(); ++i) matmul_nt(x, *ws[i], *ys[i], batching);
   }
   // matmul_nt_many, then add_bias(*ys[i], *biases[i]) for every bias given (null: none). A backend may add them
   // in its matmuls' epilogue (a GPU's: no second pass over the products).
   virtual void matmul_nt_many_bias(const Tensor& x, const std::vector<const Tensor*>& ws,
-                                   const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys) {
-    matmul_nt_many(x, ws, ys);
+                                   const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys,
+                                   Batching batching = Batching::Shared) {
+    matmul_nt_many(x, ws, ys, batching);
     for (size_t i = 0; i < biases.size(); ++i)
       if (biases[i] != nullptr) add_bias(*ys[i], *biases[i]);
   }

@@ -65,17 +65,18 @@ void ProfilingBackend::copy_to_host(const Tensor& src, void* dst, size_t bytes) 
 void ProfilingBackend::copy(const Tensor& src, Tensor& dst) {
   timed("copy", [&] { inner_.copy(src, dst); });
 }
-void ProfilingBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
-  timed("matmul_nt", [&] { inner_.matmul_nt(x, w, y); });
+void ProfilingBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y, Batching batching) {
+  timed("matmul_nt", [&] { inner_.matmul_nt(x, w, y, batching); });
 }
 
 void ProfilingBackend::matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws,
-                                      const std::vector<Tensor*>& ys) {
-  timed("matmul_nt", [&] { inner_.matmul_nt_many(x, ws, ys); });
+                                      const std::vector<Tensor*>& ys, Batching batching) {
+  timed("matmul_nt", [&] { inner_.matmul_nt_many(x, ws, ys, batching); });
 }
 void ProfilingBackend::matmul_nt_many_bias(const Tensor& x, const std::vector<const Tensor*>& ws,
-                                           const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys) {
-  timed("matmul_nt+bias", [&] { inner_.matmul_nt_many_bias(x, ws, biases, ys); });
+                                           const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys,
+                                           Batching batching) {
+  timed("matmul_nt+bias", [&] { inner_.matmul_nt_many_bias(x, ws, biases, ys, batching); });
 }
 void ProfilingBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
   timed("rms_norm", [&] { inner_.rms_norm(x, weight, eps, y); });

@@ -41,16 +41,17 @@ class ProfilingBackend final : public Backend {
   void synchronize() override { inner_.synchronize(); }
   // Loads are not the profiled query's ops, and run on another thread: untimed, on the inner backend's lane.
   Backend& loading_lane() override { return inner_.loading_lane(); }
-  void set_rows_alone(bool on) override { inner_.set_rows_alone(on); }
   DType matmul_input_dtype(const Tensor& w) const override { return inner_.matmul_input_dtype(w); }
   Tensor empty(DType dtype, const Shape& shape) override;
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override;
   void copy_to_host(const Tensor& src, void* dst, size_t bytes) override;
   void copy(const Tensor& src, Tensor& dst) override;
-  void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override;
-  void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) override;
+  void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y, Batching batching = Batching::Shared) override;
+  void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys,
+                      Batching batching = Batching::Shared) override;
   void matmul_nt_many_bias(const Tensor& x, const std::vector<const Tensor*>& ws,
-                           const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys) override;
+                           const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys,
+                           Batching batching = Batching::Shared) override;
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override;
   void add_inplace(Tensor& y, const Tensor& x) override;
   void add_bias(Tensor& y, const Tensor& bias) override;

@@ -14,23 +14,6 @@ namespace {
 // One Decoder::forward call over a ragged batch: the token rows of every sequence go through each layer's
 // projections and MLP together; attention runs per sequence over its own view. Each step below is one named
 // part of a layer, and the buffers they share live here.
-// Backend::set_rows_alone for the life of a forward pass.
-class RowsAlone {
- public:
-  RowsAlone(Backend& b, bool on) : b_(b), on_(on) {
-    if (on_) b_.set_rows_alone(true);
-  }
-  ~RowsAlone() {
-    if (on_) b_.set_rows_alone(false);
-  }
-  RowsAlone(const RowsAlone&) = delete;
-  RowsAlone& operator=(const RowsAlone&) = delete;
-
- private:
-  Backend& b_;
-  bool on_;
-};
-
 class ForwardPass {
  public:
   ForwardPass(const LlamaConfig& config, const LlamaWeights& weights, const RopeSpec& rope,
@@ -43,11 +26,11 @@ class ForwardPass {
     plan_sequences();
     allocate_results();
     if (n_tokens_ == 0) return std::move(results_);
-    // One token per sequence: a decoding step. Each sequence's row is computed as it would be alone, so a
-    // sequence decodes to the same tokens whatever is decoded beside it.
-    const RowsAlone rows_alone(b_, std::all_of(batch_.begin(), batch_.end(), [](const ForwardRequest& r) {
-      return r.tokens.size() == 1;
-    }));
+    // One token per sequence: a decoding step. Its matmuls are batch-invariant, so a sequence decodes to the
+    // same tokens whatever is decoded beside it.
+    const bool decoding_step =
+        std::all_of(batch_.begin(), batch_.end(), [](const ForwardRequest& r) { return r.tokens.size() == 1; });
+    batching_ = decoding_step ? Batching::Invariant : Batching::Shared;
     allocate_scratch();
     embed_tokens();
     const int first = c_.condensed.span_first(), last = c_.condensed.span_last();
@@ -194,8 +177,9 @@ class ForwardPass {
     Tensor km = k_.reshaped({N, c_.n_kv_heads * c_.head_dim}), vm = v_.reshaped({N, c_.n_kv_heads * c_.head_dim});
     b_.rms_norm(x_, w.attn_norm, c_.norm_eps, xn_);
     const auto bias = [](const Tensor& b) { return b.defined() ? &b : nullptr; };
-    if (src != l) return b_.matmul_nt_many_bias(xn_, {&w.wq}, {bias(w.bq)}, {&qm});
-    b_.matmul_nt_many_bias(xn_, {&w.wq, &w.wk, &w.wv}, {bias(w.bq), bias(w.bk), bias(w.bv)}, {&qm, &km, &vm});
+    if (src != l) return b_.matmul_nt_many_bias(xn_, {&w.wq}, {bias(w.bq)}, {&qm}, batching_);
+    b_.matmul_nt_many_bias(xn_, {&w.wq, &w.wk, &w.wv}, {bias(w.bq), bias(w.bk), bias(w.bv)}, {&qm, &km, &vm},
+                           batching_);
     if (shared_k_[l].defined()) {
       b_.copy(k_, shared_k_[l]);
       b_.copy(v_, shared_v_[l]);
@@ -346,12 +330,12 @@ class ForwardPass {
   // The attention output projection and the SwiGLU MLP, each added to the residual stream.
   void output_and_mlp(int l) {
     const LlamaLayerWeights& w = w_.layers[l];
-    b_.matmul_nt(attn_.reshaped({n_tokens_, c_.n_heads * c_.head_dim}), w.wo, proj_);
+    b_.matmul_nt(attn_.reshaped({n_tokens_, c_.n_heads * c_.head_dim}), w.wo, proj_, batching_);
     b_.add_inplace(x_, proj_);
     b_.rms_norm(x_, w.ffn_norm, c_.norm_eps, xn_);
-    b_.matmul_nt_many(xn_, {&w.w_gate, &w.w_up}, {&gate_, &up_});
+    b_.matmul_nt_many(xn_, {&w.w_gate, &w.w_up}, {&gate_, &up_}, batching_);
     b_.swiglu(gate_, up_, gate_);
-    b_.matmul_nt(gate_, w.w_down, proj_);
+    b_.matmul_nt(gate_, w.w_down, proj_, batching_);
     b_.add_inplace(x_, proj_);
   }
 
@@ -373,7 +357,7 @@ class ForwardPass {
     Tensor normed = b_.empty(DType::F32, {L, c_.hidden});
     b_.rms_norm(picked, w_.output_norm, c_.norm_eps, normed);
     Tensor logits = b_.empty(DType::F32, {L, c_.vocab});
-    b_.matmul_nt(normed, w_.output, logits);
+    b_.matmul_nt(normed, w_.output, logits, batching_);
     std::vector<float> host((size_t)(L * c_.vocab));
     b_.copy_to_host(logits, host.data(), host.size() * sizeof(float));
     size_t at = 0;
@@ -391,6 +375,7 @@ class ForwardPass {
   const ComputeMode mode_;
   const std::vector<ForwardRequest>& batch_;
   Backend& b_;
+  Batching batching_ = Batching::Shared;  // Invariant for a decoding step (run)
 
   int layers_ = 0;
   std::vector<SequencePlan> plans_;

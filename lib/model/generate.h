@@ -49,7 +49,7 @@ void decode_greedy(const Decoder& decoder, const std::vector<const KvSegment*>& 
 // Several independent decodes stepped together: one forward per step over every sequence still running, so the
 // weights are read once per step for all of them (eval decodes a question's answers by every method this way).
 // Each job's tokens are what decode_greedy would give it (on the CPU bit for bit: a decoding step's rows are
-// computed as each would be alone, Backend::set_rows_alone); decode_ms is the whole batch's time.
+// computed as each would be alone: Batching::Invariant); decode_ms is the whole batch's time.
 struct DecodeJob {
   std::vector<const KvSegment*> base_view;
   KvBuffer* own = nullptr;

@@ -84,9 +84,6 @@ void parallel_ranges(int64_t n, int64_t granule, F&& body) {
   });
 }
 
-// Backend::set_rows_alone, per calling thread: the thread that runs a forward pass decides its matmuls' paths.
-thread_local bool this_thread_rows_alone = false;
-
 }  // namespace
 
 CpuBackend::CpuBackend() {
@@ -118,8 +115,6 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   if (src.nbytes()) std::memcpy(dst.data<char>(), src.data<char>(), src.nbytes());
 }
 
-void CpuBackend::set_rows_alone(bool on) { this_thread_rows_alone = on; }
-
 bool CpuBackend::accepts_weights(DType dtype, int64_t row_elems) const {
   if (dtype == DType::F32) return true;
   const bool compact = dtype == DType::BF16 || dtype == DType::F16 || dtype_is_block(dtype);
@@ -134,7 +129,7 @@ Tensor CpuBackend::matmul_weight(DType dtype, const Shape& shape, const void* by
   return out;
 }
 
-void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
+void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y, Batching batching) {
   check_f32(x, "matmul x");
   check_f32(y, "matmul y");
   KVF_CHECK(w.defined() && accepts_weights(w.dtype, w.row_elems()), "cpu backend: matmul weights of type ",
@@ -142,20 +137,21 @@ void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
   const auto [n, k, m] = matmul_dims(x, w, y);
   if (n == 0 || m == 0) return;
   if (w.dtype != DType::F32)
-    return packed_matmul(x.data<float>(), n, k, {{&w, y.data<float>()}}, active_gemm_kernel(), this_thread_rows_alone);
+    return packed_matmul(x.data<float>(), n, k, {{&w, y.data<float>()}}, active_gemm_kernel(),
+                         batching == Batching::Invariant);
   const float* xp = x.data<float>();
   const float* wp = w.data<float>();
   float* yp = y.data<float>();
   // Each task owns a slice of the weight rows: it streams only its share of the weights. A few rows (decoding)
-  // go through sgemv, which reads the weights in place; sgemm would first repack all of them. Rows alone (a
-  // decoding step, Backend::set_rows_alone) all go through sgemv, as each would in a call of its own. The slices
+  // go through sgemv, which reads the weights in place; sgemm would first repack all of them. Batch-invariant rows
+  // (a decoding step, Batching::Invariant) all go through sgemv, as each would in a call of its own. The slices
   // are as wide whatever the thread count: OpenBLAS's result for an output can depend on the width of the slice it
   // is computed in (its edge kernels sum in another order on some CPUs, e.g. AMD Zen 3), and a store must not
   // depend on how many threads made it.
   constexpr int64_t kGemvRows = 4, kSliceRows = 64;
   const int64_t slices = (m + kSliceRows - 1) / kSliceRows;
   // Structured bindings are captured by copy explicitly (C++17 lambdas cannot capture them; g++ allows it anyway).
-  const bool rows_alone = this_thread_rows_alone;  // the workers' own flags are not the caller's
+  const bool rows_alone = batching == Batching::Invariant;
   tbb::parallel_for(int64_t{0}, slices, [&, n = n, k = k, m = m](int64_t slice) {
     const int64_t m0 = slice * kSliceRows, m1 = std::min(m, m0 + kSliceRows);
     if (n <= kGemvRows || rows_alone) {
@@ -170,11 +166,11 @@ void CpuBackend::matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) {
 }
 
 void CpuBackend::matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws,
-                                const std::vector<Tensor*>& ys) {
+                                const std::vector<Tensor*>& ys, Batching batching) {
   KVF_CHECK(ws.size() == ys.size(), "matmul_nt_many: ", ws.size(), " weights for ", ys.size(), " outputs");
   bool compact = true;
   for (const Tensor* w : ws) compact = compact && w->defined() && w->dtype != DType::F32;
-  if (!compact) return Backend::matmul_nt_many(x, ws, ys);
+  if (!compact) return Backend::matmul_nt_many(x, ws, ys, batching);
   check_f32(x, "matmul x");
   std::vector<MatmulProduct> products;
   for (size_t i = 0; i < ws.size(); ++i) {
@@ -184,7 +180,8 @@ void CpuBackend::matmul_nt_many(const Tensor& x, const std::vector<const Tensor*
     matmul_dims(x, *ws[i], *ys[i]);
     products.push_back({ws[i], ys[i]->data<float>()});
   }
-  packed_matmul(x.data<float>(), x.dim(0), x.row_elems(), products, active_gemm_kernel(), this_thread_rows_alone);
+  packed_matmul(x.data<float>(), x.dim(0), x.row_elems(), products, active_gemm_kernel(),
+                batching == Batching::Invariant);
 }
 
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) {

@@ -18,10 +18,10 @@ class CpuBackend final : public Backend {
   void copy_from_host(Tensor& dst, const void* src, size_t bytes) override;
   void copy_to_host(const Tensor& src, void* dst, size_t bytes) override;
   void copy(const Tensor& src, Tensor& dst) override;
-  void set_rows_alone(bool on) override;
 
-  void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override;
-  void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) override;
+  void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y, Batching batching = Batching::Shared) override;
+  void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys,
+                      Batching batching = Batching::Shared) override;
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override;
   void add_inplace(Tensor& y, const Tensor& x) override;
   void add_bias(Tensor& y, const Tensor& bias) override;

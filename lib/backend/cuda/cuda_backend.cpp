@@ -206,7 +206,7 @@ class CudaBackend final : public Backend {
   DType matmul_input_dtype(const Tensor& w) const override {
     return w.dtype == DType::BF16 ? DType::BF16 : DType::F32;
   }
-  void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y) override {
+  void matmul_nt(const Tensor& x, const Tensor& w, Tensor& y, Batching = Batching::Shared) override {
     check_matmul_output(y, w);
     KVF_CHECK(w.defined() && w.device() == Device::Cuda && (w.dtype == DType::F32 || w.dtype == DType::BF16),
               "cuda backend: matmul w must be an f32 or bf16 device tensor");
@@ -221,20 +221,22 @@ class CudaBackend final : public Backend {
                  "sgemm");
   }
   // Q/K/V and gate/up: x rounded to bf16 once for all the products that share it.
-  void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys) override {
+  void matmul_nt_many(const Tensor& x, const std::vector<const Tensor*>& ws, const std::vector<Tensor*>& ys,
+                      Batching batching = Batching::Shared) override {
     const bool all_bf16 = std::all_of(ws.begin(), ws.end(), [](const Tensor* w) { return w->dtype == DType::BF16; });
-    if (!all_bf16 || ws.size() < 2) return Backend::matmul_nt_many(x, ws, ys);
+    if (!all_bf16 || ws.size() < 2) return Backend::matmul_nt_many(x, ws, ys, batching);
     bf16_products(x, ws, {}, ys);
   }
   // The biases in cuBLASLt's epilogue (f32 products): acc + bias rounded once, as add_bias after the product.
   void matmul_nt_many_bias(const Tensor& x, const std::vector<const Tensor*>& ws,
-                           const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys) override {
+                           const std::vector<const Tensor*>& biases, const std::vector<Tensor*>& ys,
+                           Batching batching = Batching::Shared) override {
     const bool fused = std::all_of(ws.begin(), ws.end(), [](const Tensor* w) { return w->dtype == DType::BF16; }) &&
                        std::all_of(ys.begin(), ys.end(), [](const Tensor* y) { return y->dtype == DType::F32; }) &&
                        std::all_of(biases.begin(), biases.end(), [](const Tensor* b) {  // the epilogue reads 16 bytes
                          return b == nullptr || alignment_of(b->data<char>()) >= 16;
                        });
-    if (!fused || biases.size() != ws.size()) return Backend::matmul_nt_many_bias(x, ws, biases, ys);
+    if (!fused || biases.size() != ws.size()) return Backend::matmul_nt_many_bias(x, ws, biases, ys, batching);
     bf16_products(x, ws, biases, ys);
   }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Tensor& y) override {
