@@ -32,242 +32,392 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// Probing a sequence sends its attention down the staged path, which matches the unprobed one only above
+// kFewQueryRows query rows: a chunk scored must keep the KV it would have unscored.
+static_assert(kMaxUnscoredChunkTokens >= kFewQueryRows, "anchor probes would change the stored KV of short chunks");
+
 std::vector<int32_t> iota(int64_t n, int32_t start) {
-  std::vector<int32_t> v((size_t)n);
-  for (int64_t i = 0; i < n; ++i) v[i] = start + (int32_t)i;
-  return v;
+  std::vector<int32_t> values((size_t)n);
+  for (int64_t i = 0; i < n; ++i) values[i] = start + (int32_t)i;
+  return values;
 }
 
 // Every layer's KV, or for a condensed-KV model only the layers that compute KV.
-KvShardLayout layout_for(const Decoder& d, const std::string& mode, uint64_t fingerprint, KvDtype dtype) {
-  const LlamaConfig& c = d.config();
-  KvShardLayout l;
-  l.mode = mode;
-  l.model_fingerprint = fingerprint;
-  l.n_layers = c.n_layers;
-  l.layer_map = layer_map_of_sources(d.kv_sources(), c.n_layers);
-  l.stored_layers = *std::max_element(l.layer_map.begin(), l.layer_map.end()) + 1;
-  l.kv_heads = c.n_kv_heads;
-  l.head_dim = c.head_dim;
-  l.dtype = dtype;
-  return l;
+KvShardLayout layout_for(const Decoder& decoder, const std::string& mode, uint64_t fingerprint, KvDtype dtype) {
+  const LlamaConfig& config = decoder.config();
+  KvShardLayout layout;
+  layout.mode = mode;
+  layout.model_fingerprint = fingerprint;
+  layout.n_layers = config.n_layers;
+  layout.layer_map = layer_map_of_sources(decoder.kv_sources(), config.n_layers);
+  layout.stored_layers = *std::max_element(layout.layer_map.begin(), layout.layer_map.end()) + 1;
+  layout.kv_heads = config.n_kv_heads;
+  layout.head_dim = config.head_dim;
+  layout.dtype = dtype;
+  return layout;
 }
 
 // Anchor scores: every layer's attention column sums over all of the chunk's own rows (as compress select probes).
-void probe_every_layer(ForwardRequest& r, int n_layers) {
-  for (int l = 0; l < n_layers; ++l) r.probe_layers.push_back(l);
-  for (size_t i = 0; i < r.tokens.size(); ++i) r.probe_rows.push_back((int32_t)i);
+void probe_every_layer(ForwardRequest& request, int n_layers) {
+  for (int layer = 0; layer < n_layers; ++layer) request.probe_layers.push_back(layer);
+  for (size_t i = 0; i < request.tokens.size(); ++i) request.probe_rows.push_back((int32_t)i);
 }
 
-// The chunk ids a run limited to `o.only_docs` computes (see PrefillStageOptions).
-std::unordered_set<uint64_t> chunks_of_documents(const PrefillStageOptions& o, const ChunkTable& chunks) {
+// The chunk ids a run limited to `options.only_docs` computes (see PrefillStageOptions).
+std::unordered_set<uint64_t> chunks_of_documents(const PrefillStageOptions& options, const ChunkTable& chunks) {
   std::unordered_set<uint64_t> out;
   std::vector<bool> listed(chunks.size());
   std::set<std::string> found;
   for (size_t row = 0; row < chunks.size(); ++row) {
-    const ChunkRecord& c = chunks.chunks()[row];
-    if (!o.only_docs.count(c.doc_id)) continue;
+    const ChunkRecord& chunk = chunks.chunks()[row];
+    if (!options.only_docs.count(chunk.doc_id)) continue;
     listed[row] = true;
-    found.insert(c.doc_id);
-    out.insert(c.id);
+    found.insert(chunk.doc_id);
+    out.insert(chunk.id);
   }
-  for (const std::string& doc : o.only_docs)
-    KVF_CHECK(found.count(doc), o.store_dir, ": no chunk of document '", doc, "' in the store");
-  if (!o.with_similarity_neighbors) return out;
-  const NeighborTable nb = NeighborTable::read(store_file_path(o.store_dir, kNeighborsFile));
-  KVF_CHECK(nb.size() == chunks.size(), o.store_dir, ": ", kNeighborsFile, " lists ", nb.size(), " chunks, the store ",
-            chunks.size(), "; run `kvprep neighbors`");
-  const int top_n = std::min(o.top_n, nb.top_n);
+  for (const std::string& doc : options.only_docs)
+    KVF_CHECK(found.count(doc), options.store_dir, ": no chunk of document '", doc, "' in the store");
+  if (!options.with_similarity_neighbors) return out;
+  const NeighborTable neighbors = NeighborTable::read(store_file_path(options.store_dir, kNeighborsFile));
+  KVF_CHECK(neighbors.size() == chunks.size(), options.store_dir, ": ", kNeighborsFile, " lists ", neighbors.size(),
+            " chunks, the store ", chunks.size(), "; run `kvprep neighbors`");
+  const int top_n = std::min(options.top_n, neighbors.top_n);
   // The similarity stage batches as this one does (the pipeline gives both the same batch_tokens).
-  for (const auto& [begin, end] : fixed_chunk_batches(chunks, o.batch_tokens)) {
+  for (const auto& [begin, end] : fixed_chunk_batches(chunks, options.batch_tokens)) {
     if (std::none_of(listed.begin() + (std::ptrdiff_t)begin, listed.begin() + (std::ptrdiff_t)end,
-                     [](bool b) { return b; }))
+                     [](bool is_listed) { return is_listed; }))
       continue;
     for (size_t row = begin; row < end; ++row)
       for (int k = 0; k < top_n; ++k) {
-        const int64_t neighbor = nb.rows[row * (size_t)nb.top_n + (size_t)k];
-        if (neighbor >= 0) out.insert(nb.chunk_ids[(size_t)neighbor]);
+        const int64_t neighbor = neighbors.rows[row * (size_t)neighbors.top_n + (size_t)k];
+        if (neighbor >= 0) out.insert(neighbors.chunk_ids[(size_t)neighbor]);
       }
   }
   return out;
+}
+
+// The store as this run finds it, checked against the options and the model, and S (the system prompt).
+struct PrefillStore {
+  Manifest manifest;
+  std::shared_ptr<const gguf::File> model_file;
+  uint64_t fingerprint = 0;
+  std::string system_text;
+  std::vector<int32_t> system_tokens;
+};
+
+// The manifest, once the mode is known and the stages this mode reads are done.
+Manifest load_manifest_for_mode(const PrefillStageOptions& options) {
+  KVF_CHECK(is_prefill_mode(options.mode), "--mode must be independent or similarity, got '", options.mode, "'");
+  KVF_CHECK(has_manifest(options.store_dir), options.store_dir,
+            ": not a kvfuse store (no manifest.json); run `kvprep chunk`");
+  Manifest manifest = load_manifest(options.store_dir);
+  KVF_CHECK(manifest.find_stage("chunk"), options.store_dir, ": no chunks yet; run `kvprep chunk` first");
+  if (options.mode == "similarity")
+    KVF_CHECK(manifest.find_stage("neighbors") && manifest.find_stage("prefill-independent"), options.store_dir,
+              ": similarity mode needs the neighbour lists and the independent KV; run `kvprep neighbors` and "
+              "`kvprep prefill --mode independent` first");
+  return manifest;
+}
+
+// The store's prefill settings must be this run's (recorded by the first run).
+void require_prefill_settings(Manifest& manifest, const PrefillStageOptions& options, const std::string& system_text) {
+  // Stores built before the fast compute mode existed were computed in f32.
+  if (manifest.settings.contains("prefill") && !manifest.settings["prefill"].contains("compute"))
+    manifest.settings["prefill"]["compute"] = "f32";
+  require_settings(manifest, "prefill",
+                   {{"system_prompt", system_text},
+                    {"dtype", kv_dtype_name(options.dtype)},
+                    {"compute", compute_mode_name(options.compute)}},
+                   options.store_dir);
+  if (options.mode != "similarity") return;
+  // Recorded only when not the default, so stores made before the setting keep matching.
+  nlohmann::json wanted = {{"top_n", options.top_n}};
+  if (options.neighbor_order != NeighborOrder::BestFirst)
+    wanted["neighbor_order"] = neighbor_order_name(options.neighbor_order);
+  require_settings(manifest, "prefill_similarity", wanted, options.store_dir);
+}
+
+PrefillStore open_checked_store(const PrefillStageOptions& options) {
+  PrefillStore store;
+  store.manifest = load_manifest_for_mode(options);
+  store.model_file = open_decoder_file(options.model_path);
+  store.fingerprint = model_fingerprint(*store.model_file);
+  require_same_model(store.manifest, store.fingerprint, fs::path(options.model_path).filename().string(),
+                     options.store_dir);
+  const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*store.model_file));
+  store.system_text = rag_system_prefix(chat_template_from_gguf(*store.model_file), options.system_message);
+  require_prefill_settings(store.manifest, options, store.system_text);
+  store.system_tokens = tokenizer.encode(store.system_text, false, true);
+  return store;
+}
+
+// Where the model runs and the model itself (the decoder released first).
+struct PrefillModel {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Decoder> decoder;
+};
+
+PrefillModel load_model(const PrefillStageOptions& options, PrefillStageResult& result) {
+  const auto started = Clock::now();
+  PrefillModel model;
+  model.backend = make_backend(options.backend);
+  model.decoder = Decoder::load(options.model_path, *model.backend, options.compute);
+  result.load_seconds = seconds_since(started);
+  return model;
+}
+
+// S: computed once per store (by the leader), stored as its own shard; the other ranks then read its commit.
+void store_system_kv(const PrefillStageOptions& options, const Cluster& cluster, const PrefillModel& model,
+                     PrefillStore& store) {
+  const uint64_t system_id = chunk_id(store.system_tokens, store.fingerprint);
+  if (KvModeReader(options.store_dir, store.manifest, kSystemKvMode, store.fingerprint).contains(system_id)) return;
+  if (cluster.leader()) {
+    ForwardRequest request;
+    request.tokens = store.system_tokens;
+    request.positions = iota((int64_t)store.system_tokens.size(), 0);
+    request.return_kv = true;
+    const Decoder& decoder = *model.decoder;
+    ShardSink sink(options.store_dir, store.manifest,
+                   layout_for(decoder, kSystemKvMode, store.fingerprint, options.dtype), 0);
+    sink.add(system_id,
+             segment_to_host(source_layers_of(decoder.forward(request).kv, decoder.kv_sources()), *model.backend));
+    sink.flush();
+  }
+  cluster.barrier();
+  if (!cluster.leader()) store.manifest = load_manifest(options.store_dir);  // the leader's commit of S
+}
+
+// Which chunks this run computes, in which of the fixed batches, and what it leaves as it is.
+struct ChunkPlan {
+  std::vector<bool> needed;                       // per row of the chunk table: computed by this run
+  std::vector<std::pair<size_t, size_t>> groups;  // fixed batches with at least one chunk to compute
+  size_t missing = 0;                             // chunks to compute
+  size_t left_without_kv = 0;                     // by a limited run: chunks of other documents without KV
+  uint64_t stale = 0;                             // kept with KV of another neighbour list (see the result)
+};
+
+ChunkPlan plan_chunks(const PrefillStageOptions& options, const ChunkTable& chunks, const KvModeReader& existing,
+                      const PrecomputeView& view) {
+  const bool limited = !options.only_docs.empty();
+  const std::unordered_set<uint64_t> wanted = limited ? chunks_of_documents(options, chunks)
+                                                      : std::unordered_set<uint64_t>();
+  const auto changed = [&](size_t row, uint64_t id) { return existing.context(id) != view.context_hash(row); };
+  const auto needs = [&](size_t row) {
+    const uint64_t id = chunks.chunks()[row].id;
+    if (limited && !wanted.count(id)) return false;
+    return !existing.contains(id) || (options.refresh_changed_neighbors && changed(row, id));
+  };
+  ChunkPlan plan;
+  std::unordered_set<uint64_t> left_without_kv;
+  for (const ChunkRecord& chunk : chunks.chunks())
+    if (limited && !wanted.count(chunk.id) && !existing.contains(chunk.id)) left_without_kv.insert(chunk.id);
+  plan.left_without_kv = left_without_kv.size();
+  if (!options.refresh_changed_neighbors)
+    for (size_t row = 0; row < chunks.size(); ++row) {
+      const uint64_t id = chunks.chunks()[row].id;
+      plan.stale += existing.contains(id) && changed(row, id);
+    }
+  plan.needed.assign(chunks.size(), false);
+  for (const auto& [begin, end] : fixed_chunk_batches(chunks, options.batch_tokens)) {
+    size_t todo_here = 0;
+    for (size_t row = begin; row < end; ++row) {
+      plan.needed[row] = needs(row);
+      todo_here += plan.needed[row];
+    }
+    if (todo_here) plan.groups.push_back({begin, end});
+    plan.missing += todo_here;
+  }
+  return plan;
+}
+
+// Groups go round-robin to the ranks (alone: one round, the sink committing each full shard). With several ranks a
+// round gives each about one shard's worth of groups, and ends with the leader committing every rank's shard of it.
+size_t groups_per_round(const PrefillStageOptions& options, const Cluster& cluster, const KvShardLayout& layout,
+                        size_t groups) {
+  if (cluster.alone()) return groups;
+  const uint64_t group_bytes = std::max<uint64_t>(1, (uint64_t)(options.batch_tokens * layout.bytes_per_row()));
+  return (size_t)cluster.size() * std::max<uint64_t>(1, options.shard_bytes / group_bytes);
+}
+
+// The chunks of this rank's groups: the leader's progress shows its own share.
+size_t chunks_of_rank(const Cluster& cluster, const ChunkPlan& plan) {
+  size_t count = 0;
+  for (size_t group = 0; group < plan.groups.size(); ++group)
+    if ((int)(group % (size_t)cluster.size()) == cluster.rank())
+      for (size_t row = plan.groups[group].first; row < plan.groups[group].second; ++row) count += plan.needed[row];
+  return count;
+}
+
+// The chunk's anchor scores when its request probed them (probe_every_layer), else none.
+std::vector<double> anchor_scores_of(const ForwardRequest& request, const ForwardResult& output, int64_t rows) {
+  if (request.probe_layers.empty()) return {};
+  int64_t view_rows = 0;
+  for (const KvSegment* segment : request.view) view_rows += segment->rows();
+  return received_attention(output.attn_colsum, view_rows, rows, AnchorScore::Sum);
+}
+
+// Computes one fixed group of chunks after their views and hands the planned chunks' KV (and anchor scores) to
+// the sink, adding to the result's counts and times.
+class GroupPrefill {
+ public:
+  GroupPrefill(const PrefillStageOptions& options, const PrefillModel& model, const ChunkTable& chunks,
+               const PrecomputeView& view, const ChunkPlan& plan, ShardSink& sink, Progress& progress,
+               PrefillStageResult& result)
+      : options_(options),
+        model_(model),
+        chunks_(chunks),
+        view_(view),
+        plan_(plan),
+        sink_(sink),
+        progress_(progress),
+        result_(result) {}
+
+  void compute(size_t group) {
+    const auto [begin, end] = plan_.groups[group];
+    std::vector<size_t> rows;
+    for (size_t row = begin; row < end; ++row) rows.push_back(row);
+    std::vector<std::vector<KvSegment>> placed;
+    std::vector<ForwardRequest> batch = requests(rows, placed);
+    const std::vector<ForwardResult> outputs = forward(batch, placed);
+    store_planned_chunks(begin, batch, outputs);
+  }
+
+ private:
+  // The chunks' requests after their views (`placed` holds the segments they read), asking for KV and, when
+  // recorded, anchor scores of chunks longer than kMaxUnscoredChunkTokens.
+  std::vector<ForwardRequest> requests(const std::vector<size_t>& rows, std::vector<std::vector<KvSegment>>& placed) {
+    const auto started = Clock::now();
+    std::vector<ForwardRequest> batch = view_.chunk_requests(rows, placed);
+    result_.view_seconds += seconds_since(started);
+    for (ForwardRequest& request : batch) {
+      request.return_kv = true;
+      if (options_.record_anchor_scores && (int64_t)request.tokens.size() > kMaxUnscoredChunkTokens)
+        probe_every_layer(request, model_.decoder->config().n_layers);
+    }
+    return batch;
+  }
+
+  // On a GPU the neighbours' keys are rotated once for every layer, so each layer reads them where they lie: a
+  // launch per chunk instead of a gather and a rotation per neighbour, layer and sequence. The CPU gathers the
+  // rows cheaply and keeps its memory for the batch.
+  void rope_neighbor_keys(std::vector<std::vector<KvSegment>>& placed) const {
+    if (model_.backend->device() == Device::Host) return;
+    for (std::vector<KvSegment>& segments : placed) {
+      std::vector<KvSegment> roped = model_.decoder->with_roped_keys(segments);
+      for (size_t i = 0; i < segments.size(); ++i) segments[i] = std::move(roped[i]);  // in place: views point here
+    }
+  }
+
+  std::vector<ForwardResult> forward(const std::vector<ForwardRequest>& batch,
+                                     std::vector<std::vector<KvSegment>>& placed) {
+    const auto started = Clock::now();
+    rope_neighbor_keys(placed);
+    std::vector<ForwardResult> outputs = model_.decoder->forward(batch);
+    model_.backend->synchronize();
+    result_.forward_seconds += seconds_since(started);
+    return outputs;
+  }
+
+  // The planned chunks of the group (the others were computed only to keep the batch as it always is).
+  void store_planned_chunks(size_t begin, const std::vector<ForwardRequest>& batch,
+                            const std::vector<ForwardResult>& outputs) {
+    const auto started = Clock::now();
+    const double readback_before = result_.readback_seconds;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (plan_.needed[begin + i]) store_chunk(begin + i, batch[i], outputs[i]);
+    result_.store_seconds += seconds_since(started) - (result_.readback_seconds - readback_before);
+  }
+
+  void store_chunk(size_t row, const ForwardRequest& request, const ForwardResult& output) {
+    const auto readback_started = Clock::now();
+    HostKv kv = segment_to_host(source_layers_of(output.kv, model_.decoder->kv_sources()), *model_.backend);
+    result_.readback_seconds += seconds_since(readback_started);
+    kv.positions = iota(kv.rows, 0);  // stored rows carry in-chunk positions
+    const std::vector<double> scores = anchor_scores_of(request, output, kv.rows);
+    result_.scored += !request.probe_layers.empty();
+    sink_.add(chunks_.chunks()[row].id, kv, view_.context_hash(row), scores);
+    result_.tokens += (uint64_t)kv.rows;
+    result_.context_rows += (uint64_t)request.positions.front();
+    ++result_.computed;
+    progress_.advance(1);
+  }
+
+  const PrefillStageOptions& options_;
+  const PrefillModel& model_;
+  const ChunkTable& chunks_;
+  const PrecomputeView& view_;
+  const ChunkPlan& plan_;
+  ShardSink& sink_;
+  Progress& progress_;
+  PrefillStageResult& result_;
+};
+
+// The counts every rank added, summed at the leader (the totals that the stage records).
+void sum_counts_at_leader(const Cluster& cluster, PrefillStageResult& result) {
+  const std::vector<uint64_t> totals = cluster.sum_at_leader(
+      {result.computed, result.tokens, result.context_rows, result.shards_written, result.stored_bytes, result.scored});
+  result.computed = totals[0], result.tokens = totals[1], result.context_rows = totals[2];
+  result.shards_written = totals[3], result.stored_bytes = totals[4], result.scored = totals[5];
+}
+
+std::map<std::string, uint64_t> stage_counts(const PrefillStageResult& result, const ChunkPlan& plan) {
+  std::map<std::string, uint64_t> counts = {{"chunks", result.chunks},
+                                            {"computed", result.computed},
+                                            {"tokens", result.tokens}};
+  if (plan.left_without_kv) counts["missing"] = plan.left_without_kv;
+  if (result.stale) counts["stale"] = result.stale;
+  return counts;
+}
+
+// Every rank computes its groups of the plan into the mode's shards; then the stage is recorded with the totals.
+void compute_planned_chunks(const PrefillStageOptions& options, const Cluster& cluster, const PrefillModel& model,
+                            PrefillStore& store, const ChunkTable& chunks, const PrecomputeView& view,
+                            const ChunkPlan& plan, PrefillStageResult& result) {
+  remove_unlisted_shards(cluster, options.store_dir, options.mode);
+  const KvShardLayout layout = layout_for(*model.decoder, options.mode, store.fingerprint, options.dtype);
+  ShardSink sink(options.store_dir, store.manifest, layout, options.shard_bytes, options.deflate_level, cluster);
+  Progress progress("prefill " + options.mode + (cluster.alone() ? "" : " (" + cluster.describe() + ")"), "chunks",
+                    chunks_of_rank(cluster, plan), leader_progress(options.progress));
+  GroupPrefill group_prefill(options, model, chunks, view, plan, sink, progress, result);
+  run_in_rounds(
+      cluster, plan.groups.size(), groups_per_round(options, cluster, layout, plan.groups.size()),
+      [&](size_t group) { group_prefill.compute(group); }, [&](size_t round, bool) { sink.end_round(round); });
+  progress.finish();
+  if (cluster.alone()) sink.flush();  // the last shard, so that the counts below include it
+  result.shards_written = sink.written();
+  result.stored_bytes = sink.bytes();
+  sum_counts_at_leader(cluster, result);
+  sink.finish_stage("prefill-" + options.mode, stage_counts(result, plan));
 }
 
 }  // namespace
 
 bool is_prefill_mode(const std::string& mode) { return mode == "independent" || mode == "similarity"; }
 
-PrefillStageResult run_prefill_stage(const PrefillStageOptions& o) {
-  const auto t0 = Clock::now();
-  const bool similarity = o.mode == "similarity";
-  KVF_CHECK(is_prefill_mode(o.mode), "--mode must be independent or similarity, got '", o.mode, "'");
-  KVF_CHECK(has_manifest(o.store_dir), o.store_dir, ": not a kvfuse store (no manifest.json); run `kvprep chunk`");
-  Manifest m = load_manifest(o.store_dir);
-  KVF_CHECK(m.find_stage("chunk"), o.store_dir, ": no chunks yet; run `kvprep chunk` first");
-  if (similarity)
-    KVF_CHECK(m.find_stage("neighbors") && m.find_stage("prefill-independent"), o.store_dir,
-              ": similarity mode needs the neighbour lists and the independent KV; run `kvprep neighbors` and "
-              "`kvprep prefill --mode independent` first");
-
-  const auto file = open_decoder_file(o.model_path);
-  const uint64_t fingerprint = model_fingerprint(*file);
-  require_same_model(m, fingerprint, fs::path(o.model_path).filename().string(), o.store_dir);
-  const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*file));
-  const std::string system_text = rag_system_prefix(chat_template_from_gguf(*file), o.system_message);
-  // Stores built before the fast compute mode existed were computed in f32.
-  if (m.settings.contains("prefill") && !m.settings["prefill"].contains("compute")) m.settings["prefill"]["compute"] = "f32";
-  require_settings(m, "prefill",
-                   {{"system_prompt", system_text},
-                    {"dtype", kv_dtype_name(o.dtype)},
-                    {"compute", compute_mode_name(o.compute)}},
-                   o.store_dir);
-  if (similarity) {
-    // Recorded only when not the default, so stores made before the setting keep matching.
-    nlohmann::json wanted = {{"top_n", o.top_n}};
-    if (o.neighbor_order != NeighborOrder::BestFirst) wanted["neighbor_order"] = neighbor_order_name(o.neighbor_order);
-    require_settings(m, "prefill_similarity", wanted, o.store_dir);
-  }
-
-  const auto t_load = Clock::now();
-  auto backend = make_backend(o.backend);
-  const auto decoder = Decoder::load(o.model_path, *backend, o.compute);
-  PrefillStageResult res;
-  res.load_seconds = seconds_since(t_load);
-  const LlamaConfig& c = decoder->config();
-  const ChunkTable chunks = ChunkTable::read((fs::path(o.store_dir) / kChunksFile).string());
-
-  // S: computed once per store, stored as its own shard.
-  const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
-  const int32_t s_len = (int32_t)s_tokens.size();
-  const uint64_t s_id = chunk_id(s_tokens, fingerprint);
+PrefillStageResult run_prefill_stage(const PrefillStageOptions& options) {
+  const auto started = Clock::now();
+  PrefillStore store = open_checked_store(options);
+  PrefillStageResult result;
+  const PrefillModel model = load_model(options, result);
+  const ChunkTable chunks = ChunkTable::read((fs::path(options.store_dir) / kChunksFile).string());
   const Cluster& cluster = Cluster::world();
-  if (!KvModeReader(o.store_dir, m, kSystemKvMode, fingerprint).contains(s_id)) {
-    if (cluster.leader()) {  // one S for the store
-      ForwardRequest r;
-      r.tokens = s_tokens;
-      r.positions = iota(s_len, 0);
-      r.return_kv = true;
-      ShardSink sink(o.store_dir, m, layout_for(*decoder, kSystemKvMode, fingerprint, o.dtype), 0);
-      sink.add(s_id, segment_to_host(source_layers_of(decoder->forward(r).kv, decoder->kv_sources()), *backend));
-      sink.flush();
-    }
+  store_system_kv(options, cluster, model, store);
+  const PrecomputeView view(options.store_dir, store.manifest, chunks, options.mode, options.top_n,
+                            options.neighbor_order, store.fingerprint, store.system_tokens,
+                            model.decoder->config().context_length, *model.backend, options.neighbor_cache_bytes);
+  const KvModeReader existing(options.store_dir, store.manifest, options.mode, store.fingerprint);
+  const ChunkPlan plan = plan_chunks(options, chunks, existing, view);
+  result.chunks = chunks.size();
+  result.stale = plan.stale;
+  if (plan.missing == 0 && store.manifest.find_stage("prefill-" + options.mode)) {
+    result.unchanged = true;
+  } else {
+    compute_planned_chunks(options, cluster, model, store, chunks, view, plan, result);
+    if (cluster.leader()) publish_store_generation(options.store_dir);  // when this KV completes the store
     cluster.barrier();
-    if (!cluster.leader()) m = load_manifest(o.store_dir);  // the leader's commit of S
   }
-  const PrecomputeView view(o.store_dir, m, chunks, o.mode, o.top_n, o.neighbor_order, fingerprint, s_tokens,
-                            c.context_length, *backend, o.neighbor_cache_bytes);
-  const std::string stage = "prefill-" + o.mode;
-  const KvModeReader existing(o.store_dir, m, o.mode, fingerprint);
-  const bool limited = !o.only_docs.empty();
-  const std::unordered_set<uint64_t> wanted = limited ? chunks_of_documents(o, chunks) : std::unordered_set<uint64_t>();
-  const auto needs = [&](size_t row) {
-    const uint64_t id = chunks.chunks()[row].id;
-    if (limited && !wanted.count(id)) return false;
-    return !existing.contains(id) || (o.refresh_changed_neighbors && existing.context(id) != view.context_hash(row));
-  };
-  std::unordered_set<uint64_t> left_without_kv;  // by a limited run
-  for (const ChunkRecord& c : chunks.chunks())
-    if (limited && !wanted.count(c.id) && !existing.contains(c.id)) left_without_kv.insert(c.id);
-  if (!o.refresh_changed_neighbors)
-    for (size_t row = 0; row < chunks.size(); ++row) {
-      const uint64_t id = chunks.chunks()[row].id;
-      res.stale += existing.contains(id) && existing.context(id) != view.context_hash(row);
-    }
-  std::vector<std::pair<size_t, size_t>> groups;  // fixed batches with at least one chunk to compute
-  size_t missing = 0;
-  for (const auto& [begin, end] : fixed_chunk_batches(chunks, o.batch_tokens)) {
-    size_t todo_here = 0;
-    for (size_t row = begin; row < end; ++row) todo_here += needs(row);
-    if (todo_here) groups.push_back({begin, end});
-    missing += todo_here;
-  }
-  res.chunks = chunks.size();
-  if (missing == 0 && m.find_stage(stage)) {
-    res.unchanged = true;
-    res.seconds = seconds_since(t0);
-    return res;
-  }
-
-  remove_unlisted_shards(cluster, o.store_dir, o.mode);
-  const KvShardLayout layout = layout_for(*decoder, o.mode, fingerprint, o.dtype);
-  ShardSink sink(o.store_dir, m, layout, o.shard_bytes, o.deflate_level, cluster);
-  // Groups go round-robin to the ranks (alone: one round, the sink committing each full shard). With several
-  // ranks a round gives each about one shard's worth of groups, and ends with the leader committing every rank's
-  // shard of it.
-  const uint64_t group_bytes = std::max<uint64_t>(1, (uint64_t)(o.batch_tokens * layout.bytes_per_row()));
-  const size_t per_round = cluster.alone() ? groups.size()
-                                           : (size_t)cluster.size() * std::max<uint64_t>(1, o.shard_bytes / group_bytes);
-  size_t missing_here = 0;  // this rank's share: the leader's progress shows its own
-  for (size_t g = 0; g < groups.size(); ++g)
-    if ((int)(g % (size_t)cluster.size()) == cluster.rank())
-      for (size_t row = groups[g].first; row < groups[g].second; ++row) missing_here += needs(row);
-  Progress progress("prefill " + o.mode + (cluster.alone() ? "" : " (" + cluster.describe() + ")"), "chunks",
-                    missing_here, leader_progress(o.progress));
-  const auto compute_group = [&](size_t g) {
-    const auto [begin, end] = groups[g];
-    std::vector<size_t> rows;
-    for (size_t row = begin; row < end; ++row) rows.push_back(row);
-    std::vector<std::vector<KvSegment>> placed;
-    auto t = Clock::now();
-    std::vector<ForwardRequest> batch = view.chunk_requests(rows, placed);
-    res.view_seconds += seconds_since(t);
-    for (ForwardRequest& r : batch) {
-      r.return_kv = true;
-      if (o.record_anchor_scores && (int64_t)r.tokens.size() > kFewQueryRows) probe_every_layer(r, c.n_layers);
-    }
-    t = Clock::now();
-    // On a GPU the neighbours' keys are rotated once for every layer, so each layer reads them where they lie: a
-    // launch per chunk instead of a gather and a rotation per neighbour, layer and sequence. The CPU gathers the
-    // rows cheaply and keeps its memory for the batch.
-    if (backend->device() != Device::Host)
-      for (std::vector<KvSegment>& segments : placed) {
-        std::vector<KvSegment> roped = decoder->with_roped_keys(segments);
-        for (size_t i = 0; i < segments.size(); ++i) segments[i] = std::move(roped[i]);  // in place: views point here
-      }
-    const std::vector<ForwardResult> out = decoder->forward(batch);
-    backend->synchronize();
-    res.forward_seconds += seconds_since(t);
-    t = Clock::now();
-    const double readback_before = res.readback_seconds;
-    for (size_t i = 0; i < out.size(); ++i) {
-      const uint64_t id = chunks.chunks()[begin + i].id;
-      if (!needs(begin + i)) continue;  // computed only to keep the batch as it always is
-      const auto t_readback = Clock::now();
-      HostKv kv = segment_to_host(source_layers_of(out[i].kv, decoder->kv_sources()), *backend);
-      res.readback_seconds += seconds_since(t_readback);
-      kv.positions = iota(kv.rows, 0);  // stored rows carry in-chunk positions
-      std::vector<double> scores;
-      if (!batch[i].probe_layers.empty()) {
-        int64_t view_rows = 0;
-        for (const KvSegment* seg : batch[i].view) view_rows += seg->rows();
-        scores = received_attention(out[i].attn_colsum, view_rows, kv.rows, AnchorScore::Sum);
-        ++res.scored;
-      }
-      sink.add(id, kv, view.context_hash(begin + i), scores);
-      res.tokens += (uint64_t)kv.rows;
-      res.context_rows += (uint64_t)batch[i].positions.front();
-      ++res.computed;
-      progress.advance(1);
-    }
-    res.store_seconds += seconds_since(t) - (res.readback_seconds - readback_before);
-  };
-  run_in_rounds(cluster, groups.size(), per_round, compute_group, [&](size_t round, bool) { sink.end_round(round); });
-  progress.finish();
-  if (cluster.alone()) sink.flush();  // the last shard, so that the counts below include it
-  res.shards_written = sink.written();
-  res.stored_bytes = sink.bytes();
-  const std::vector<uint64_t> totals =
-      cluster.sum_at_leader({res.computed, res.tokens, res.context_rows, res.shards_written, res.stored_bytes,
-                             res.scored});
-  res.computed = totals[0], res.tokens = totals[1], res.context_rows = totals[2];
-  res.shards_written = totals[3], res.stored_bytes = totals[4], res.scored = totals[5];
-  std::map<std::string, uint64_t> counts = {{"chunks", res.chunks}, {"computed", res.computed}, {"tokens", res.tokens}};
-  if (!left_without_kv.empty()) counts["missing"] = left_without_kv.size();
-  if (res.stale) counts["stale"] = res.stale;
-  sink.finish_stage(stage, counts);
-  if (cluster.leader()) publish_store_generation(o.store_dir);  // when this KV completes the store
-  cluster.barrier();
-  res.seconds = seconds_since(t0);
-  return res;
+  result.seconds = seconds_since(started);
+  return result;
 }
 
 }  // namespace kvf

@@ -20,6 +20,9 @@
 
 namespace kvf {
 
+// Chunks of at most this many tokens get no stored anchor scores: probing so few rows would change their KV.
+inline constexpr int64_t kMaxUnscoredChunkTokens = 16;
+
 struct PrefillStageOptions {
   std::string store_dir;
   std::string model_path;           // the GGUF the store was chunked with
@@ -36,7 +39,8 @@ struct PrefillStageOptions {
   uint64_t neighbor_cache_bytes = 1ull << 30;  // similarity: independent KV kept in memory for reuse
   bool refresh_changed_neighbors = false;      // similarity: also recompute chunks whose neighbour list changed
   // Also record each token's received attention (every layer, from the chunk's own tokens) in the shards, so that
-  // `kvprep compress --anchors` (select) reads it instead of computing the view again. Stored KV is unchanged.
+  // `kvprep compress --anchors` (select) reads it instead of computing the view again, for chunks longer than
+  // kMaxUnscoredChunkTokens. Stored KV is unchanged.
   bool record_anchor_scores = false;
   // Non-empty: compute only the chunks of these corpus documents (doc ids). A chunk's KV is the same whichever
   // chunks are computed with it (fixed_chunk_batches), so a store completed in parts equals one built at once.
