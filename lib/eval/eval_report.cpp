@@ -343,6 +343,176 @@ std::string describe_machine(int threads) {
   return cpu.model + ", " + std::to_string(cpu.processors) + " cores, " + std::to_string(threads) + " threads";
 }
 
+namespace {
+
+// The sweep's points, each with its aggregate, and the two that the normalized scores run between: full attention
+// (1) and reuse (0), Full Reuse where the sweep ran it, else the reuse it ran.
+struct SweepSummary {
+  std::vector<PointRuns> points;
+  std::vector<Aggregate> aggregates;  // per point
+  const PointRuns* full = nullptr;
+  const PointRuns* reuse = nullptr;
+  bool full_reuse() const { return reuse->kv == "independent"; }
+};
+
+// The first point of `method` over `kv` KV ("": any), or null.
+const PointRuns* find_point(const std::vector<PointRuns>& points, FusionMethod method, const std::string& kv) {
+  for (const PointRuns& point : points)
+    if (point.method == method && (kv.empty() || point.kv == kv)) return &point;
+  return nullptr;
+}
+
+SweepSummary summarize(const std::vector<EvalQuestion>& questions, const std::string& out_dir) {
+  SweepSummary summary;
+  summary.points = group(questions);
+  summary.full = find_point(summary.points, FusionMethod::Full, "");
+  summary.reuse = find_point(summary.points, FusionMethod::Reuse, "independent");
+  if (!summary.reuse) summary.reuse = find_point(summary.points, FusionMethod::Reuse, "");
+  KVF_CHECK(summary.full && summary.reuse, out_dir, ": results lack full or reuse runs");
+  for (const PointRuns& point : summary.points)
+    summary.aggregates.push_back(aggregate(point, *summary.full, *summary.reuse));
+  return summary;
+}
+
+// The figures, drawn by gnuplot when it is there (false: not drawn).
+bool draw_figures(const fs::path& dir, const SweepSummary& summary, const std::string& title) {
+  const std::vector<PointRuns>& points = summary.points;
+  const std::vector<Aggregate>& aggs = summary.aggregates;
+  const std::string ttft_kv = find_point(points, FusionMethod::Reuse, "similarity") ? "similarity" : summary.reuse->kv;
+  return draw(dir, {{"norm_f1.gp", quality_figure(points, aggs, &Aggregate::norm_f1, "norm_f1.png", "normalized F1",
+                                                  title + ": normalized F1 (95% CI)")},
+                    {"norm_ll.gp",
+                     quality_figure(points, aggs, &Aggregate::norm_ll, "norm_ll.png", "normalized gold log-likelihood",
+                                    title + ": gold-answer log-likelihood recovery (95% CI)")},
+                    {"ttft.gp", ttft_figure(points, aggs, ttft_kv, title + ": TTFT by phase (" + ttft_kv + " KV)")},
+                    {"kv_deviation.gp", deviation_figure(points, aggs, title + ": KV deviation by layer")}});
+}
+
+// The report's title and its list: questions, store, command, machine, provenance.
+std::string report_header(const std::vector<EvalQuestion>& questions, const nlohmann::json& sweep,
+                          const ReportContext& context) {
+  double context_tokens = 0, question_tokens = 0, chunks = 0;
+  for (const EvalQuestion& question : questions)
+    context_tokens += question.n_context_tokens, question_tokens += question.n_question_tokens,
+        chunks += question.n_chunks;
+  const double n_questions = (double)questions.size();
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::ostringstream header;
+  header << "# kvrun eval: " << context.title << "\n\n"
+         << "- Questions: " << questions.size() << " (setting " << sweep_text(sweep, "setting", "?")
+         << (sweep_flag(sweep, "best_last") ? ", best chunk last" : "")
+         << (sweep_flag(sweep, "exact_first_chunk") ? ", first chunk's independent KV in every mode" : "") << "), mean "
+         << fmt(chunks / n_questions, 1) << " chunks, " << fmt(context_tokens / n_questions, 0)
+         << " context tokens and " << fmt(question_tokens / n_questions, 0) << " question tokens per question\n"
+         << "- Store: `" << sweep_text(sweep, "store", "?") << "`, model " << sweep_text(sweep, "model", "?")
+         << "; answers are greedy, at most " << sweep_text(sweep, "max_tokens", "?")
+         << " tokens, cut at the first blank line\n"
+         << "- Command: `" << context.command << "`\n"
+         << "- Machine: " << machines_answered_on(questions, context.machine) << "; report written " << date << "\n"
+         << provenance_line(sweep) << "\n";
+  return header.str();
+}
+
+// How the measures are made.
+std::string measures_note(const SweepSummary& summary) {
+  // The 0 of the normalized scores: Full Reuse, or the reuse the sweep ran when it ran no independent KV.
+  const std::string zero = summary.full_reuse()
+                               ? "reuse of the\nindependent KV (Full Reuse)"
+                               : "reuse of the\n" + summary.reuse->kv + " KV (this sweep ran no Full Reuse)";
+  std::ostringstream note;
+  note << "Intervals are 95% percentile bootstrap intervals over questions (1000 resamples). Normalized scores are\n"
+       << "(x - reuse) / (full - reuse) of the means over the same questions (FusionRAG eq. 11), with " << zero
+       << " as 0 and full attention as 1: a similarity-mode point above 0 at ratio 0 is what\n"
+       << "the offline stage alone buys. Every selector at ratio 0 is reuse itself, so its curve starts at reuse.\n"
+       << "F1 / full is the ratio of mean F1 to full attention's (ProphetKV's measure); it needs no gap to divide by.\n"
+       << "Gold LL is the mean log-probability of the first gold answer's tokens under teacher forcing; KL is\n"
+       << "KL(full || method) of the first answer token; top-1 is the share of gold-answer steps whose most likely\n"
+       << "token equals full attention's. TTFT counts loading chunk KV from the store only where it was not already\n"
+       << "in the in-memory chunk cache: the sweep loads the next question's chunks in the background while one\n"
+       << "computes (FusionRAG §4.2), so load is mostly 0 here; `docs/results/ttft_cpu.md` measures it.\n\n";
+  return note.str();
+}
+
+std::string quality_table(const SweepSummary& summary) {
+  std::ostringstream table;
+  table << "## Quality\n\n"
+        << "| method | kv | ratio | F1 | EM | substring | normalized F1 | F1 / full | gold LL | normalized LL | "
+           "KL first | top-1 |\n"
+        << "|---|---|---:|---|---:|---:|---|---|---:|---|---:|---:|\n";
+  for (size_t i = 0; i < summary.points.size(); ++i) {
+    const PointRuns& point = summary.points[i];
+    const Aggregate& stats = summary.aggregates[i];
+    table << "| " << method_name(point.method) << " | " << point.kv << " | " << fmt(point.ratio, 2) << " | "
+          << with_interval(stats.f1) << " | " << fmt(stats.em.value) << " | " << fmt(stats.substring.value) << " | "
+          << with_interval(stats.norm_f1, 2) << " | " << with_interval(stats.rel_f1, 2) << " | "
+          << fmt(stats.gold_ll.value) << " | " << with_interval(stats.norm_ll, 2) << " | "
+          << fmt(stats.kl_first.value, 4) << " | " << fmt(stats.top1.value) << " |\n";
+  }
+  return table.str();
+}
+
+// Normalized scores divide by full - reuse: how sure that gap is, before anyone reads the ratios.
+std::string reuse_gaps(const SweepSummary& summary) {
+  const std::string gap_name = summary.full_reuse() ? "full reuse" : "reuse of the " + summary.reuse->kv + " KV";
+  std::ostringstream gaps;
+  for (const auto& [name, member] : {std::pair{"F1", &EvalRun::f1}, std::pair{"gold LL", &EvalRun::gold_ll}}) {
+    std::vector<double> gap;
+    for (size_t i = 0; i < summary.full->runs.size(); ++i)
+      gap.push_back(summary.full->runs[i]->*member - summary.reuse->runs[i]->*member);
+    const Interval interval = bootstrap_mean(gap);
+    gaps << "\nFull attention minus " << gap_name << ", " << name << ": " << with_interval(interval)
+         << (interval.low <= 0 && interval.high >= 0
+                 ? " (the interval includes 0: the normalized " + std::string(name) +
+                       " values above are not meaningful on this data)"
+                 : "")
+         << ".\n";
+  }
+  return gaps.str();
+}
+
+std::string ttft_table(const std::vector<EvalQuestion>& questions, const SweepSummary& summary) {
+  std::vector<double> gold_context;
+  for (const EvalQuestion& question : questions) gold_context.push_back(question.gold_context_share);
+  const double gold_base = finite_mean(gold_context);
+  std::ostringstream table;
+  table << "\n## Time to first token (medians over questions, ms)\n\n" << cores_note(questions);
+  if (std::isfinite(gold_base))  // the data set names each question's supporting passages
+    table << "In gold: the share of a point's recomputed tokens that lie in the question's supporting (gold) "
+             "passages,\nmean over questions; those passages hold "
+          << fmt(100 * gold_base, 1) << "% of the context tokens, the share a random choice would get.\n\n";
+  table << "| method | kv | ratio | recomputed tokens | in gold | TTFT | load | select | prefill | speedup vs full |\n"
+        << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (size_t i = 0; i < summary.points.size(); ++i) {
+    const PointRuns& point = summary.points[i];
+    const Aggregate& stats = summary.aggregates[i];
+    table << "| " << method_name(point.method) << " | " << point.kv << " | " << fmt(point.ratio, 2) << " | "
+          << fmt(stats.recomputed, 0) << " | "
+          << (std::isfinite(stats.gold_share) ? fmt(100 * stats.gold_share, 1) + "%" : "-") << " | "
+          << fmt(stats.ttft, 1) << " | " << fmt(stats.load, 1) << " | " << fmt(stats.select, 1) << " | "
+          << fmt(stats.prefill, 1) << " | " << fmt(stats.speedup, 2) << "x |\n";
+  }
+  return table.str();
+}
+
+std::string plots_section(bool plotted) {
+  if (plotted)
+    return "\n## Plots\n\n"
+           "![normalized F1](norm_f1.png)\n\n![log-likelihood recovery](norm_ll.png)\n\n![TTFT by phase](ttft.png)\n\n"
+           "![KV deviation](kv_deviation.png)\n\nEach plot's gnuplot script (`*.gp`) sits next to it.\n";
+  return "\n## Plots\n\n"
+         "gnuplot was not found, so the plots were not drawn (scripts/setup.sh installs it; then rerun with "
+         "`--report-only`).\n";
+}
+
+std::string files_note(const std::string& out_dir) {
+  return "\nPer-question answers and scores: `" + fs::path(eval_results_path(out_dir)).filename().string() +
+         "`; the tables as CSV: `metrics.csv`, `kv_deviation.csv`.\n";
+}
+
+}  // namespace
+
 bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
   const std::vector<EvalQuestion> questions = read_eval_results(out_dir);
   const nlohmann::json sweep = read_sweep_description(out_dir);
@@ -350,115 +520,15 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
   if (context.title.empty()) context.title = fs::path(sweep_text(sweep, "dataset", "")).filename().string();
   KVF_CHECK(!questions.empty(), out_dir, "/results.jsonl: no results to report (nor in results.jsonl.gz); run the "
             "sweep first");
-  const std::vector<PointRuns> points = group(questions);
-  const auto find = [&](FusionMethod m, const std::string& kv) -> const PointRuns* {
-    for (const PointRuns& p : points)
-      if (p.method == m && (kv.empty() || p.kv == kv)) return &p;
-    return nullptr;
-  };
-  const PointRuns* full = find(FusionMethod::Full, "");
-  const PointRuns* reuse = find(FusionMethod::Reuse, "independent");
-  if (!reuse) reuse = find(FusionMethod::Reuse, "");
-  KVF_CHECK(full && reuse, out_dir, ": results lack full or reuse runs");
-  // The 0 of the normalized scores: Full Reuse, or the reuse the sweep ran when it ran no independent KV.
-  const bool full_reuse = reuse->kv == "independent";
-  const std::string zero = full_reuse ? "reuse of the\nindependent KV (Full Reuse)"
-                                      : "reuse of the\n" + reuse->kv + " KV (this sweep ran no Full Reuse)";
-  const std::string gap_name = full_reuse ? "full reuse" : "reuse of the " + reuse->kv + " KV";
-  std::vector<Aggregate> aggs;
-  for (const PointRuns& p : points) aggs.push_back(aggregate(p, *full, *reuse));
-
+  const SweepSummary summary = summarize(questions, out_dir);
   const fs::path dir(out_dir);
-  write_file(dir / "metrics.csv", metrics_csv(points, aggs));
-  write_file(dir / "kv_deviation.csv", deviation_csv(points, aggs));
-
-  double context_tokens = 0, question_tokens = 0, chunks = 0;
-  for (const EvalQuestion& q : questions)
-    context_tokens += q.n_context_tokens, question_tokens += q.n_question_tokens, chunks += q.n_chunks;
-  const double n = (double)questions.size();
-  const std::string ttft_kv = find(FusionMethod::Reuse, "similarity") ? "similarity" : reuse->kv;
-  const bool plotted = draw(
-      dir, {{"norm_f1.gp", quality_figure(points, aggs, &Aggregate::norm_f1, "norm_f1.png", "normalized F1",
-                                          context.title + ": normalized F1 (95% CI)")},
-            {"norm_ll.gp", quality_figure(points, aggs, &Aggregate::norm_ll, "norm_ll.png",
-                                          "normalized gold log-likelihood", context.title + ": gold-answer log-likelihood recovery (95% CI)")},
-            {"ttft.gp", ttft_figure(points, aggs, ttft_kv, context.title + ": TTFT by phase (" + ttft_kv + " KV)")},
-            {"kv_deviation.gp", deviation_figure(points, aggs, context.title + ": KV deviation by layer")}});
-
-  std::ostringstream r;
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  r << "# kvrun eval: " << context.title << "\n\n"
-    << "- Questions: " << questions.size() << " (setting " << sweep_text(sweep, "setting", "?")
-    << (sweep_flag(sweep, "best_last") ? ", best chunk last" : "")
-    << (sweep_flag(sweep, "exact_first_chunk") ? ", first chunk's independent KV in every mode" : "") << "), mean "
-    << fmt(chunks / n, 1) << " chunks, " << fmt(context_tokens / n, 0) << " context tokens and "
-    << fmt(question_tokens / n, 0) << " question tokens per question\n"
-    << "- Store: `" << sweep_text(sweep, "store", "?") << "`, model " << sweep_text(sweep, "model", "?")
-    << "; answers are greedy, at most " << sweep_text(sweep, "max_tokens", "?") << " tokens, cut at the first blank line\n"
-    << "- Command: `" << context.command << "`\n"
-    << "- Machine: " << machines_answered_on(questions, context.machine) << "; report written " << date << "\n"
-    << provenance_line(sweep) << "\n"
-    << "Intervals are 95% percentile bootstrap intervals over questions (1000 resamples). Normalized scores are\n"
-    << "(x - reuse) / (full - reuse) of the means over the same questions (FusionRAG eq. 11), with " << zero
-    << " as 0 and full attention as 1: a similarity-mode point above 0 at ratio 0 is what\n"
-    << "the offline stage alone buys. Every selector at ratio 0 is reuse itself, so its curve starts at reuse.\n"
-    << "F1 / full is the ratio of mean F1 to full attention's (ProphetKV's measure); it needs no gap to divide by.\n"
-    << "Gold LL is the mean log-probability of the first gold answer's tokens under teacher forcing; KL is\n"
-    << "KL(full || method) of the first answer token; top-1 is the share of gold-answer steps whose most likely\n"
-    << "token equals full attention's. TTFT counts loading chunk KV from the store only where it was not already\n"
-    << "in the in-memory chunk cache: the sweep loads the next question's chunks in the background while one\n"
-    << "computes (FusionRAG §4.2), so load is mostly 0 here; `docs/results/ttft_cpu.md` measures it.\n\n## Quality\n\n"
-    << "| method | kv | ratio | F1 | EM | substring | normalized F1 | F1 / full | gold LL | normalized LL | KL first | "
-       "top-1 |\n"
-    << "|---|---|---:|---|---:|---:|---|---|---:|---|---:|---:|\n";
-  for (size_t i = 0; i < points.size(); ++i) {
-    const Aggregate& a = aggs[i];
-    r << "| " << method_name(points[i].method) << " | " << points[i].kv << " | " << fmt(points[i].ratio, 2) << " | "
-      << with_interval(a.f1) << " | " << fmt(a.em.value) << " | " << fmt(a.substring.value) << " | "
-      << with_interval(a.norm_f1, 2) << " | " << with_interval(a.rel_f1, 2) << " | " << fmt(a.gold_ll.value)
-      << " | " << with_interval(a.norm_ll, 2) << " | " << fmt(a.kl_first.value, 4) << " | " << fmt(a.top1.value)
-      << " |\n";
-  }
-  // Normalized scores divide by full - reuse: say how sure that gap is before anyone reads the ratios.
-  for (const auto& [name, member] : {std::pair{"F1", &EvalRun::f1}, std::pair{"gold LL", &EvalRun::gold_ll}}) {
-    std::vector<double> gap;
-    for (size_t i = 0; i < full->runs.size(); ++i) gap.push_back(full->runs[i]->*member - reuse->runs[i]->*member);
-    const Interval g = bootstrap_mean(gap);
-    r << "\nFull attention minus " << gap_name << ", " << name << ": " << with_interval(g)
-      << (g.low <= 0 && g.high >= 0 ? " (the interval includes 0: the normalized " + std::string(name) +
-                                          " values above are not meaningful on this data)"
-                                    : "")
-      << ".\n";
-  }
-  std::vector<double> gold_context;
-  for (const EvalQuestion& q : questions) gold_context.push_back(q.gold_context_share);
-  const double gold_base = finite_mean(gold_context);
-  r << "\n## Time to first token (medians over questions, ms)\n\n" << cores_note(questions);
-  if (std::isfinite(gold_base))  // the data set names each question's supporting passages
-    r << "In gold: the share of a point's recomputed tokens that lie in the question's supporting (gold) passages,\n"
-      << "mean over questions; those passages hold " << fmt(100 * gold_base, 1)
-      << "% of the context tokens, the share a random choice would get.\n\n";
-  r << "| method | kv | ratio | recomputed tokens | in gold | TTFT | load | select | prefill | speedup vs full |\n"
-    << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  for (size_t i = 0; i < points.size(); ++i) {
-    const Aggregate& a = aggs[i];
-    r << "| " << method_name(points[i].method) << " | " << points[i].kv << " | " << fmt(points[i].ratio, 2) << " | "
-      << fmt(a.recomputed, 0) << " | " << (std::isfinite(a.gold_share) ? fmt(100 * a.gold_share, 1) + "%" : "-")
-      << " | " << fmt(a.ttft, 1) << " | " << fmt(a.load, 1) << " | " << fmt(a.select, 1)
-      << " | " << fmt(a.prefill, 1) << " | " << fmt(a.speedup, 2) << "x |\n";
-  }
-  r << "\n## Plots\n\n";
-  if (plotted)
-    r << "![normalized F1](norm_f1.png)\n\n![log-likelihood recovery](norm_ll.png)\n\n![TTFT by phase](ttft.png)\n\n"
-      << "![KV deviation](kv_deviation.png)\n\nEach plot's gnuplot script (`*.gp`) sits next to it.\n";
-  else
-    r << "gnuplot was not found, so the plots were not drawn (scripts/setup.sh installs it; then rerun with "
-         "`--report-only`).\n";
-  r << "\nPer-question answers and scores: `" << fs::path(eval_results_path(out_dir)).filename().string()
-    << "`; the tables as CSV: `metrics.csv`, `kv_deviation.csv`.\n";
-  write_file(dir / "report.md", r.str());
+  write_file(dir / "metrics.csv", metrics_csv(summary.points, summary.aggregates));
+  write_file(dir / "kv_deviation.csv", deviation_csv(summary.points, summary.aggregates));
+  const bool plotted = draw_figures(dir, summary, context.title);
+  std::ostringstream report;
+  report << report_header(questions, sweep, context) << measures_note(summary) << quality_table(summary)
+         << reuse_gaps(summary) << ttft_table(questions, summary) << plots_section(plotted) << files_note(out_dir);
+  write_file(dir / "report.md", report.str());
   return plotted;
 }
 
