@@ -196,6 +196,16 @@ struct QueryEngine::State {
     }
     return {std::move(pc.ids), std::move(pc.passage)};
   }
+
+  // The steps of QueryEngine::prefill that read the engine's state, in order.
+  FusionInputs prompt_inputs(const ResolvedQuery& query, const std::vector<int32_t>& link_tokens,
+                             QueryAnswer& answer) const;
+  void load_chunk_kv(const ResolvedQuery& query, const AnswerOptions& answer_options, bool reads_stored,
+                     FusionInputs& inputs, Pending& pending);
+  void run_fused_prefill(const AnswerOptions& answer_options, bool reads_stored, SelectionMemo* memo,
+                         FusionInputs& inputs, Pending& pending);
+  void add_eval_outputs(const AnswerOptions& answer_options, const RagLayout& layout, Pending& pending) const;
+  std::unique_ptr<KvBuffer> decoding_kv(const Pending& pending, int max_tokens) const;
 };
 
 QueryEngine::QueryEngine(const QueryEngineOptions& options) : s_(std::make_unique<State>(options)) {}
@@ -291,92 +301,144 @@ struct QueryEngine::Pending {
   bool stopped_by_string = false;
 };
 
-QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& q, const AnswerOptions& o, SelectionMemo* memo) {
-  State& s = *s_;
-  const LlamaConfig& c = s.decoder->config();
-  Pending p;
-  if (s.profiler) s.profiler->set_stage("load");
-  QueryAnswer& a = p.answer;
-  a.id = q.id;
-  a.question = q.question;
-  a.method = o.method;
-  a.recompute = o.method == FusionMethod::Full ? 1.0 : o.method == FusionMethod::Reuse ? 0.0 : o.recompute;
-  a.kv_mode = s.options.kv_mode;
-  a.chunk_ids = q.chunk_ids;
-  a.scores = q.scores;
-  a.ms.retrieve = q.retrieve_ms;
-  KVF_CHECK(o.link_tokens >= 0, "--link-tokens must be >= 0, got ", o.link_tokens);
+namespace {
 
-  const auto t0 = Clock::now();
-  FusionInputs in;
-  in.system = &s.system_kv;
-  std::vector<std::vector<int32_t>> chunk_tokens;
-  for (uint64_t id : q.chunk_ids) {
-    const auto* chunk = s.chunks.find(id);
-    chunk_tokens.push_back(chunk->tokens);
-    a.sources.push_back({chunk->doc_id, chunk->title, chunk->text});
+// What an answer records of its query and method before anything is computed.
+QueryAnswer answer_to(const ResolvedQuery& query, const AnswerOptions& options, const std::string& kv_mode) {
+  QueryAnswer answer;
+  answer.id = query.id;
+  answer.question = query.question;
+  answer.method = options.method;
+  answer.recompute = options.method == FusionMethod::Full    ? 1.0
+                     : options.method == FusionMethod::Reuse ? 0.0
+                                                             : options.recompute;
+  answer.kv_mode = kv_mode;
+  answer.chunk_ids = query.chunk_ids;
+  answer.scores = query.scores;
+  answer.ms.retrieve = query.retrieve_ms;
+  return answer;
+}
+
+// Whether the prefill reads stored chunk KV: a method that recomputes every context token computes exactly full
+// attention, so it need not load chunk KV it would supersede entirely.
+bool reads_stored_kv(FusionMethod method, double recompute, int64_t context_tokens) {
+  return method == FusionMethod::Reuse ||
+         (method != FusionMethod::Full && recompute_count(recompute, context_tokens) < context_tokens);
+}
+
+// The prompt's counts and the tokens the prefill recomputed, in all and per chunk (marked in its text when asked).
+void record_recomputed(const FusedPrefill& fused, const RagLayout& layout, const BpeTokenizer& tokenizer,
+                       bool mark_recomputed, QueryAnswer& answer) {
+  answer.n_context_tokens = layout.n_context();
+  answer.n_recomputed = (int64_t)fused.selected.size();
+  answer.recomputed = fused.selected;
+  for (const RagLayout::Chunk& span : layout.chunks) {  // selected is ascending, chunks in context order
+    const auto from = std::lower_bound(fused.selected.begin(), fused.selected.end(), span.first_index);
+    const auto to = std::lower_bound(from, fused.selected.end(), span.first_index + span.tokens);
+    answer.chunk_tokens.push_back(span.tokens);
+    answer.recomputed_per_chunk.push_back(to - from);
+    if (mark_recomputed) answer.marked_chunks.push_back(marked_text(tokenizer, layout.context_tokens, span, from, to));
   }
-  const std::vector<int32_t> question =
-      s.tokenizer.encode(rag_question_suffix(s.chat, "", q.question), false, true);
-  in.layout = make_rag_layout(s.system_kv.rows(), chunk_tokens, link_token_ids(o.link_tokens), question,
-                              c.context_length);
-  // A method that recomputes every context token computes exactly full attention: it need not load chunk KV
-  // it would supersede entirely.
-  const int64_t n = in.layout.n_context();
-  const bool reads_stored = o.method == FusionMethod::Reuse ||
-                            (o.method != FusionMethod::Full && recompute_count(a.recompute, n) < n);
-  const auto t_load = Clock::now();
+  answer.n_link_tokens = (int64_t)layout.link_tokens.size();
+  answer.n_prompt_tokens = layout.end;
+}
+
+}  // namespace
+
+// The prompt: S's KV, then the chunks' tokens (each followed by its link tokens) and the question. The answer
+// records the chunks' sources and the question's length.
+FusionInputs QueryEngine::State::prompt_inputs(const ResolvedQuery& query, const std::vector<int32_t>& link_tokens,
+                                               QueryAnswer& answer) const {
+  FusionInputs inputs;
+  inputs.system = &system_kv;
+  std::vector<std::vector<int32_t>> chunk_tokens;
+  for (uint64_t id : query.chunk_ids) {
+    const ChunkRecord* chunk = chunks.find(id);
+    chunk_tokens.push_back(chunk->tokens);
+    answer.sources.push_back({chunk->doc_id, chunk->title, chunk->text});
+  }
+  const std::vector<int32_t> question = tokenizer.encode(rag_question_suffix(chat, "", query.question), false, true);
+  inputs.layout = make_rag_layout(system_kv.rows(), chunk_tokens, link_tokens, question,
+                                  decoder->config().context_length);
+  answer.n_question_tokens = (int64_t)question.size();
+  return inputs;
+}
+
+// The chunks' stored KV when the prefill reads it, held by `pending` while it is read; timed as the answer's load.
+void QueryEngine::State::load_chunk_kv(const ResolvedQuery& query, const AnswerOptions& answer_options,
+                                       bool reads_stored, FusionInputs& inputs, Pending& pending) {
+  const auto started = Clock::now();
   if (reads_stored) {
-    KVF_CHECK(s.cache, "method ", method_name(o.method),
+    KVF_CHECK(cache, "method ", method_name(answer_options.method),
               " reads stored chunk KV, but this engine was opened without it");
     // Chunks load side by side: the store reads one at a time, converting and checking them runs in parallel.
-    std::vector<ChunkKvCache::Lookup> looked(q.chunk_ids.size());
-    ChunkKvCache& first_cache = o.exact_first_chunk ? s.first_chunk_cache() : *s.cache;
-    tbb::parallel_for(size_t{0}, looked.size(), [&](size_t i) {
-      looked[i] = (i == 0 ? first_cache : *s.cache).get(q.chunk_ids[i]);
-    });
-    for (ChunkKvCache::Lookup& hit : looked) {
-      (hit.hit ? a.cache_hits : a.cache_misses)++;
-      p.held.push_back(hit.kv);
-      in.chunks.push_back(p.held.back().get());
+    std::vector<ChunkKvCache::Lookup> looked(query.chunk_ids.size());
+    ChunkKvCache& first_cache = answer_options.exact_first_chunk ? first_chunk_cache() : *cache;
+    tbb::parallel_for(size_t{0}, looked.size(),
+                      [&](size_t i) { looked[i] = (i == 0 ? first_cache : *cache).get(query.chunk_ids[i]); });
+    for (ChunkKvCache::Lookup& lookup : looked) {
+      (lookup.hit ? pending.answer.cache_hits : pending.answer.cache_misses)++;
+      pending.held.push_back(lookup.kv);
+      inputs.chunks.push_back(pending.held.back().get());
     }
   }
-  a.ms.load = ms_since(t_load);
-  if (o.exact_first_chunk && !in.layout.chunks.empty()) in.exact_context = in.layout.chunks[0].tokens;
-  p.decoder = reads_stored && s.stored_decoder ? s.stored_decoder.get() : s.decoder.get();
-  if (s.profiler) in.on_stage = [&s](const char* stage) { s.profiler->set_stage(stage); };
-  p.fused = fused_prefill(*p.decoder, in, reads_stored ? o.method : FusionMethod::Full, a.recompute, memo);
-  if (s.profiler) s.profiler->set_stage("after prefill");  // the KV kept for decoding, and the decoding
-  a.ms.select = p.fused.select_ms;
-  a.ms.prefill = p.fused.prefill_ms;
-  // Scores shared with an earlier ratio were not computed again here; a query alone would have spent that time.
-  a.ms.ttft = q.retrieve_ms + ms_since(t0) + p.fused.shared_select_ms;
-  a.n_context_tokens = in.layout.n_context();
-  a.n_recomputed = (int64_t)p.fused.selected.size();
-  a.recomputed = p.fused.selected;
-  for (const RagLayout::Chunk& span : in.layout.chunks) {  // selected is ascending, chunks in context order
-    const auto from = std::lower_bound(p.fused.selected.begin(), p.fused.selected.end(), span.first_index);
-    const auto to = std::lower_bound(from, p.fused.selected.end(), span.first_index + span.tokens);
-    a.chunk_tokens.push_back(span.tokens);
-    a.recomputed_per_chunk.push_back(to - from);
-    if (o.mark_recomputed)
-      a.marked_chunks.push_back(marked_text(s.tokenizer, in.layout.context_tokens, span, from, to));
-  }
-  a.n_link_tokens = (int64_t)in.layout.link_tokens.size();
-  a.n_question_tokens = (int64_t)question.size();
-  a.n_prompt_tokens = in.layout.end;
-  a.first_logits = p.fused.logits;
-  p.first = argmax(p.fused.logits.data(), c.vocab);
-  p.end = in.layout.end;
+  pending.answer.ms.load = ms_since(started);
+}
 
-  if (o.return_context_kv) a.context_kv = gather_context_kv(*s.backend, p.fused, in.layout);
-  if (!o.teacher_tokens.empty())
-    a.teacher_logits = forced_logits(*p.decoder, p.fused.base_view(), p.fused.computed, p.fused.logits, p.end,
-                                     o.teacher_tokens);
-  p.own = std::make_unique<KvBuffer>(*s.backend, c.n_layers, c.n_kv_heads, c.head_dim,
-                                     p.fused.computed.rows() + o.max_tokens, &p.decoder->rope());
-  p.own->append(p.fused.computed);
-  return p;
+// The fused prefill by the answer's method (full when it reads no stored KV), on the model that then decodes.
+void QueryEngine::State::run_fused_prefill(const AnswerOptions& answer_options, bool reads_stored, SelectionMemo* memo,
+                                           FusionInputs& inputs, Pending& pending) {
+  if (answer_options.exact_first_chunk && !inputs.layout.chunks.empty())
+    inputs.exact_context = inputs.layout.chunks[0].tokens;
+  pending.decoder = reads_stored && stored_decoder ? stored_decoder.get() : decoder.get();
+  if (profiler) inputs.on_stage = [this](const char* stage) { profiler->set_stage(stage); };
+  pending.fused = fused_prefill(*pending.decoder, inputs, reads_stored ? answer_options.method : FusionMethod::Full,
+                                pending.answer.recompute, memo);
+  if (profiler) profiler->set_stage("after prefill");  // the KV kept for decoding, and the decoding
+  pending.answer.ms.select = pending.fused.select_ms;
+  pending.answer.ms.prefill = pending.fused.prefill_ms;
+}
+
+// What an evaluation asks beyond the answer: the context's K and V as decoding sees them, and the logits at each
+// teacher token.
+void QueryEngine::State::add_eval_outputs(const AnswerOptions& answer_options, const RagLayout& layout,
+                                          Pending& pending) const {
+  if (answer_options.return_context_kv) pending.answer.context_kv = gather_context_kv(*backend, pending.fused, layout);
+  if (!answer_options.teacher_tokens.empty())
+    pending.answer.teacher_logits = forced_logits(*pending.decoder, pending.fused.base_view(), pending.fused.computed,
+                                                  pending.fused.logits, pending.end, answer_options.teacher_tokens);
+}
+
+// The KV that decoding appends to: the prefill's computed rows, with room for `max_tokens` more.
+std::unique_ptr<KvBuffer> QueryEngine::State::decoding_kv(const Pending& pending, int max_tokens) const {
+  const LlamaConfig& config = decoder->config();
+  auto own = std::make_unique<KvBuffer>(*backend, config.n_layers, config.n_kv_heads, config.head_dim,
+                                        pending.fused.computed.rows() + max_tokens, &pending.decoder->rope());
+  own->append(pending.fused.computed);
+  return own;
+}
+
+QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& query, const AnswerOptions& options,
+                                          SelectionMemo* memo) {
+  State& state = *s_;
+  Pending pending;
+  if (state.profiler) state.profiler->set_stage("load");
+  pending.answer = answer_to(query, options, state.options.kv_mode);
+  KVF_CHECK(options.link_tokens >= 0, "--link-tokens must be >= 0, got ", options.link_tokens);
+  const auto started = Clock::now();
+  FusionInputs inputs = state.prompt_inputs(query, link_token_ids(options.link_tokens), pending.answer);
+  const bool reads_stored = reads_stored_kv(options.method, pending.answer.recompute, inputs.layout.n_context());
+  state.load_chunk_kv(query, options, reads_stored, inputs, pending);
+  state.run_fused_prefill(options, reads_stored, memo, inputs, pending);
+  // Scores shared with an earlier ratio were not computed again here; a query alone would have spent that time.
+  pending.answer.ms.ttft = query.retrieve_ms + ms_since(started) + pending.fused.shared_select_ms;
+  record_recomputed(pending.fused, inputs.layout, state.tokenizer, options.mark_recomputed, pending.answer);
+  pending.answer.first_logits = pending.fused.logits;
+  pending.first = argmax(pending.fused.logits.data(), state.decoder->config().vocab);
+  pending.end = inputs.layout.end;
+  state.add_eval_outputs(options, inputs.layout, pending);
+  pending.own = state.decoding_kv(pending, options.max_tokens);
+  return pending;
 }
 
 struct AnswerInProgress::Parts {
