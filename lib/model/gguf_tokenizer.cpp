@@ -109,7 +109,16 @@ BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
 }
 
 ChatTemplate chat_template_from_gguf(const gguf::File& file) {
-  return ChatTemplate(file.get_string("tokenizer.chat_template", ""));
+  const std::string source = file.get_string("tokenizer.chat_template", "");
+  if (source.empty()) return ChatTemplate(source);
+  // The template's bos_token and eos_token: the texts of the file's BOS and EOS tokens ("" where it names none).
+  const std::vector<std::string> tokens =
+      file.has("tokenizer.ggml.tokens") ? file.get_string_array("tokenizer.ggml.tokens") : std::vector<std::string>{};
+  const auto text = [&](const char* key) -> std::string {
+    const int64_t id = file.get_int(key, -1);
+    return id >= 0 && id < (int64_t)tokens.size() ? tokens[id] : "";
+  };
+  return ChatTemplate(source, file.path(), text("tokenizer.ggml.bos_token_id"), text("tokenizer.ggml.eos_token_id"));
 }
 
 

@@ -1,5 +1,6 @@
 #include "text/chat_template.h"
 
+#include "text/jinja_chat_template.h"
 
 namespace kvf {
 namespace {
@@ -61,8 +62,37 @@ ChatTemplate::ChatTemplate(const std::string& jinja_source) {
   }
 }
 
+ChatTemplate::ChatTemplate(const std::string& jinja_source, const std::string& origin, const std::string& bos_token,
+                           const std::string& eos_token)
+    : ChatTemplate(jinja_source) {
+  if (jinja_source.empty()) return;  // no template: ChatML with the note
+  auto jinja = std::make_shared<const JinjaChatTemplate>(jinja_source, origin, bos_token, eos_token);
+  if (style_ == Style::ChatML && note_.empty()) {
+    // The native ChatML renderer stays where it writes what the template writes.
+    const std::vector<std::vector<ChatMessage>> probes = {
+        {{"user", "Hi"}},
+        {{"system", "S"}, {"user", "U"}, {"assistant", "A"}, {"user", " V\n"}},
+    };
+    bool same = true;
+    for (const auto& probe : probes) {
+      for (const bool prompt : {false, true}) same = same && render(probe, prompt) == jinja->render(probe, prompt);
+    }
+    if (same) return;
+  }
+  style_ = Style::Jinja;
+  default_system_.clear();
+  note_.clear();
+  jinja_ = std::move(jinja);
+}
+
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   std::string out;
+  if (style_ == Style::Jinja) {
+    out = jinja_->render(messages, add_generation_prompt);
+    const std::string& bos = jinja_->bos_token();
+    if (!bos.empty() && out.compare(0, bos.size(), bos) == 0) out.erase(0, bos.size());
+    return out;
+  }
   if (style_ == Style::Llama3) {
     for (const ChatMessage& m : messages) {
       out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";

@@ -7,7 +7,15 @@
 //   Llama3  "<|start_header_id|>role<|end_header_id|>\n\n" + trimmed content + "<|eot_id|>"; the BOS the template
 //           writes first is left to the tokenizer (add_bos), and Llama 3.1's date/tools preamble is not rendered.
 // Anything else renders ChatML, and note() says so.
+//
+// A model's own template (the constructor with its origin, bos_token and eos_token: chat_template_from_gguf) is
+// rendered by minja (text/jinja_chat_template.h), as jinja2 renders it, except where the native ChatML renderer
+// above writes the same text for a probe conversation (SmolLM2, Qwen2.5 and Qwen2.5-Coder: byte for byte, as
+// tests/unit/jinja_chat_template_test.cpp checks): then the native one renders, as before. A template minja
+// cannot parse is refused (kvf::Error naming the model file and minja's message), never replaced by ChatML; only
+// a model with no template at all renders ChatML, with a note.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,11 +26,18 @@ struct ChatMessage {
   std::string content;
 };
 
+class JinjaChatTemplate;
+
 class ChatTemplate {
  public:
-  enum class Style { ChatML, Llama3 };
+  enum class Style { ChatML, Llama3, Jinja };
 
   explicit ChatTemplate(const std::string& jinja_source);
+
+  // A model's own template, origin naming its file (in errors); see above. Style::Jinja renders with minja and
+  // drops a leading bos_token from the rendering (the tokenizer writes BOS, add_bos).
+  ChatTemplate(const std::string& jinja_source, const std::string& origin, const std::string& bos_token,
+               const std::string& eos_token);
 
   // The prompt text; with add_generation_prompt it ends with the assistant header, ready for the reply.
   std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
@@ -35,6 +50,7 @@ class ChatTemplate {
   Style style_ = Style::ChatML;
   std::string default_system_;
   std::string note_;
+  std::shared_ptr<const JinjaChatTemplate> jinja_;
 };
 
 }  // namespace kvf
