@@ -104,7 +104,7 @@ ShareSearchResult search_layer_sharing(const Decoder& decoder, const std::vector
     }
   // Most dissimilar first; equal distances in pair order, so the walk is fully determined.
   std::stable_sort(ranking.begin(), ranking.end(),
-                   [](const ShareStep& a, const ShareStep& b) { return a.distance > b.distance; });
+                   [](const ShareStep& lhs, const ShareStep& rhs) { return lhs.distance > rhs.distance; });
 
   ShareSearchResult res;
   res.sources.resize(L);

@@ -156,7 +156,7 @@ SequencePlan plan_sequence(const ForwardRequest& r, int64_t offset, const LlamaC
   if (p.reorder) {
     std::vector<int32_t> order((size_t)m);
     for (int64_t i = 0; i < m; ++i) order[i] = (int32_t)i;
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return key_pos[a] < key_pos[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](int32_t lhs, int32_t rhs) { return key_pos[lhs] < key_pos[rhs]; });
     std::vector<int32_t> pos_sorted((size_t)m);
     std::vector<int64_t> slot_sorted((size_t)m);
     for (int64_t i = 0; i < m; ++i) {

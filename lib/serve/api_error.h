@@ -11,8 +11,8 @@ struct ApiError : std::runtime_error {
   int status;
   std::string param;  // the request field at fault ("messages", "kvfuse.recompute"); "" for none
   std::string code;   // a short machine-readable reason
-  ApiError(int status, std::string message, std::string param = "", std::string code = "")
-      : std::runtime_error(std::move(message)), status(status), param(std::move(param)), code(std::move(code)) {}
+  ApiError(int http_status, std::string message, std::string field = "", std::string reason = "")
+      : std::runtime_error(std::move(message)), status(http_status), param(std::move(field)), code(std::move(reason)) {}
 };
 
 // The error object of a response: type from the status (invalid_request_error, authentication_error, ...).

@@ -214,8 +214,8 @@ class Service {
           size_t sent = 0;
           std::string out = sse(c.chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
           for (;;) {
-            std::unique_lock<std::mutex> lock(r->m);
-            const bool in_time = wait_for(*r, lock, [&] { return r->finished || r->text.size() > sent; });
+            std::unique_lock<std::mutex> stream_lock(r->m);
+            const bool in_time = wait_for(*r, stream_lock, [&] { return r->finished || r->text.size() > sent; });
             if (r->text.size() > sent) {
               out += sse(c.chunk({{"content", r->text.substr(sent)}}, nullptr));
               sent = r->text.size();
@@ -239,7 +239,7 @@ class Service {
               }
               out += "data: [DONE]\n\n";
             }
-            lock.unlock();
+            stream_lock.unlock();
             if (!sink.write(out.data(), out.size())) {
               r->abandoned = true;  // the client went away: its slot is freed
               return false;

@@ -158,9 +158,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, DecoderVsLlamaCpp,
                                            DecoderCase{"qwen0.5b", "q4_k_m", 0.002, 0.9, 1.0, 0, 1900, false, 1.0},
                                            DecoderCase{"qwen1.5b", "q4_k_m", 0.002, 0.9, 1.0, 2, 1900, true, 1.0}),
                                            ::testing::Values(ComputeMode::F32, ComputeMode::Fast)),
-                         [](const auto& info) {
-                           return test::preset_test_name(std::get<0>(info.param).preset) + "_" +
-                                  compute_mode_name(std::get<1>(info.param));
+                         [](const auto& param_info) {
+                           return test::preset_test_name(std::get<0>(param_info.param).preset) + "_" +
+                                  compute_mode_name(std::get<1>(param_info.param));
                          });
 
 }  // namespace

@@ -113,7 +113,7 @@ INSTANTIATE_TEST_SUITE_P(
         TokenizerCase{"smollm2", "You are a helpful AI assistant named SmolLM, trained by Hugging Face", false},
         TokenizerCase{"qwen0.5b", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", false},
         TokenizerCase{"qwen1.5b", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", true}),
-    [](const ::testing::TestParamInfo<TokenizerCase>& info) { return test::preset_test_name(info.param.preset); });
+    [](const ::testing::TestParamInfo<TokenizerCase>& param_info) { return test::preset_test_name(param_info.param.preset); });
 
 }  // namespace
 }  // namespace kvf

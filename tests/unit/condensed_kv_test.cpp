@@ -181,7 +181,7 @@ TEST_P(CondensedKvEngine, ContinuesFromAStoredPrefix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ComputeModes, CondensedKvEngine, ::testing::Values(ComputeMode::F32, ComputeMode::Fast),
-                         [](const auto& info) { return std::string(compute_mode_name(info.param)); });
+                         [](const auto& param_info) { return std::string(compute_mode_name(param_info.param)); });
 
 TEST(CondensedKv, DefaultPassesKvErrorIsReported) {
   // The paper's default of m + b = 9 passes against the exact encoding (one pass per token) of a 64-token prompt

@@ -295,20 +295,20 @@ TEST_P(DecoderForward, EncodedSegmentsReadExactlyAsTheirDecodedRows) {
   const Shape row_shape{decoder->config().n_kv_heads, decoder->config().head_dim};
   const int n_layers = decoder->config().n_layers;
   for (const int bits : {4, 3, 2}) {
-    const LowBitSpec spec{bits, 8, 2};
+    const LowBitSpec low_bit{bits, 8, 2};
     // Each chunk both ways: encoded as a store keeps it, and decoded to f32 as a load would.
     const auto both = [&](const KvSegment& computed, int32_t offset) {
       const HostKv kv = segment_to_host(computed, *backend);
       auto enc = std::make_shared<LowBitRows>();
-      enc->spec = spec;
+      enc->spec = low_bit;
       enc->rows = kv.rows;
       enc->stored_layers = n_layers;
       enc->kv_heads = (int)row_shape[0];
       enc->head_dim = (int)row_shape[1];
       enc->layer_map = iota_positions(n_layers, 0);
-      encode_low_bit_chunk(spec, kv.k.data(), kv.v.data(), kv.rows, enc->width(), enc->bytes);
+      encode_low_bit_chunk(low_bit, kv.k.data(), kv.v.data(), kv.rows, enc->width(), enc->bytes);
       HostKv decoded = kv;
-      EXPECT_TRUE(decode_low_bit_chunk(spec, enc->bytes.data(), kv.rows, enc->width(), decoded.k.data(),
+      EXPECT_TRUE(decode_low_bit_chunk(low_bit, enc->bytes.data(), kv.rows, enc->width(), decoded.k.data(),
                                        decoded.v.data()));
       KvShardLayout layout;
       layout.kv_heads = enc->kv_heads;
@@ -490,8 +490,8 @@ TEST_P(DecoderForward, RejectsBadRequestsWithAMessage) {
 INSTANTIATE_TEST_SUITE_P(ArchsAndModes, DecoderForward,
                          ::testing::Combine(::testing::Values("llama", "qwen2"),
                                             ::testing::Values(ComputeMode::Fast, ComputeMode::F32)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + compute_mode_name(std::get<1>(info.param));
+                         [](const auto& param_info) {
+                           return std::get<0>(param_info.param) + "_" + compute_mode_name(std::get<1>(param_info.param));
                          });
 
 }  // namespace

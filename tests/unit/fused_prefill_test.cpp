@@ -259,9 +259,9 @@ INSTANTIATE_TEST_SUITE_P(ArchsAndModes, FusedPrefillTest,
                          ::testing::Combine(::testing::Values("llama", "qwen2"),
                                             ::testing::Values(ComputeMode::Fast, ComputeMode::F32),
                                             ::testing::Values("cpu", "cuda")),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + compute_mode_name(std::get<1>(info.param)) + "_" +
-                                  std::get<2>(info.param);
+                         [](const auto& param_info) {
+                           return std::get<0>(param_info.param) + "_" + compute_mode_name(std::get<1>(param_info.param)) + "_" +
+                                  std::get<2>(param_info.param);
                          });
 
 }  // namespace

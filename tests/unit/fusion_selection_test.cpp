@@ -355,8 +355,8 @@ TEST_P(FusionSelection, DecodingOverTheQuerysOwnRowsSupersedesTheStoredOnes) {
 
 INSTANTIATE_TEST_SUITE_P(ArchsAndLinks, FusionSelection,
                          ::testing::Combine(::testing::Values("llama", "qwen2"), ::testing::Values(0, 2)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_links" + std::to_string(std::get<1>(info.param));
+                         [](const auto& param_info) {
+                           return std::get<0>(param_info.param) + "_links" + std::to_string(std::get<1>(param_info.param));
                          });
 
 // KVLink Fig. 2: the link token after chunk i reads S, chunks 1..i and links 1..i, nothing later.

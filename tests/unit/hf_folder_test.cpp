@@ -75,7 +75,7 @@ INSTANTIATE_TEST_SUITE_P(Folders, HfFolderMatchesGguf,
                          ::testing::Values(Case{"llama", GgmlType::F32, 1}, Case{"llama", GgmlType::BF16, 2},
                                            Case{"llama", GgmlType::F16, 3}, Case{"qwen2", GgmlType::F32, 2},
                                            Case{"qwen2", GgmlType::BF16, 1}),
-                         [](const auto& info) { return case_name(info.param); });
+                         [](const auto& param_info) { return case_name(param_info.param); });
 
 // A good tiny folder, changed by `edit`; the error message of loading it.
 class HfFolderErrors : public ::testing::Test {
@@ -106,8 +106,8 @@ class HfFolderErrors : public ::testing::Test {
 #define EXPECT_ERROR_HAS(text) EXPECT_NE(load_error().find(text), std::string::npos) << load_error()
 
 TEST_F(HfFolderErrors, UnsupportedRopeScalingNamesTheType) {
-  edit_config([](json& j) { j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}}; });
-  EXPECT_ERROR_HAS("model/config.json: rope_scaling.type \"yarn\" is not supported");
+  edit_config([](json& j) { j["rope_scaling"] = {{"type", "longrope"}, {"factor", 4.0}}; });
+  EXPECT_ERROR_HAS("model/config.json: rope_scaling.type \"longrope\" is not supported");
 }
 
 TEST_F(HfFolderErrors, BadCountsNameTheField) {

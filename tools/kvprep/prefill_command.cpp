@@ -133,7 +133,7 @@ void add_prefill_command(CLI::App& app) {
                 r.computed ? 1e3 * r.forward_seconds / r.computed : 0.0, r.readback_seconds, r.store_seconds);
     if (a->anchor_scores)
       std::printf("anchor scores recorded for %llu chunks (chunks of %lld tokens or fewer are scored by compress)\n",
-                  (unsigned long long)r.scored, (long long)kFewQueryRows);
+                  (unsigned long long)r.scored, (long long)kMaxUnscoredChunkTokens);
   });
 }
 
