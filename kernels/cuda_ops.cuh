@@ -65,12 +65,13 @@ void stage_blocks_f32(const StagedBlock* blocks, int64_t n_blocks, int64_t m, in
 
 // x [n, heads, head_dim] rotated in place to positions pos [n]: the first rotary_dim dims of each head, pairs
 // (2i, 2i+1) when adjacent, else (i, i + rotary_dim/2); angles p * inv_freq[i] in double; inverse: -angle.
+// cos and sin are multiplied by magnitude (RopeSpec::attn_factor), divided by it for the inverse.
 // A negative position is reported and its row left as it was.
 // src == x rotates in place; else x = src rotated (the dims past rotary_dim copied). Row r takes position
 // pos[r % period] (period n: one each; less: layers of `period` rows rotated alike in one launch).
 void rope(const float* src, float* x, const int32_t* pos, int64_t period, int64_t n, int64_t heads,
-          int64_t head_dim, int64_t rotary_dim, const float* inv_freq, bool adjacent, bool inverse, IndexError* err,
-          cudaStream_t stream);
+          int64_t head_dim, int64_t rotary_dim, const float* inv_freq, float magnitude, bool adjacent, bool inverse,
+          IndexError* err, cudaStream_t stream);
 
 // The forward rule's attention (DESIGN.md §3) over gathered keys: query row r (position q_pos[r], head h) reads
 // every key j with k_pos[j] <= q_pos[r] of kv head h / (n_heads / n_kv_heads); scores scaled, softmax, P·V. A row

@@ -21,6 +21,9 @@ struct RopeSpec {
   // trigonometry; positions past it are computed from inv_freq.
   std::shared_ptr<const std::vector<float>> cos_sin;
   int32_t table_positions = 0;
+  // Magnitude every rotation multiplies cos and sin by (YaRN's attention scaling; 1 for every other kind), in the
+  // table and in positions computed past it alike; the inverse rotation divides by it.
+  float attn_factor = 1.0f;
 };
 
 // One sequence's attention over already gathered keys: causality by position, scores scaled, softmax, P·V.

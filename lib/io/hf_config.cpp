@@ -74,8 +74,8 @@ void read_rope_scaling(const json& rs, HfDecoderConfig& c, const Fields& f) {
             rs.contains(type_key) ? json_shown(rs[type_key]) : "(missing)", " is not a string");
   const std::string type = rs[type_key].get<std::string>();
   if (type == "default") return;
-  KVF_CHECK(type == "linear" || type == "llama3", c.path, ": rope_scaling.", type_key, " \"", type,
-            "\" is not supported (none, default, linear, llama3)");
+  KVF_CHECK(type == "linear" || type == "llama3" || type == "yarn", c.path, ": rope_scaling.", type_key, " \"", type,
+            "\" is not supported (none, default, linear, llama3, yarn)");
   c.rope_scaling = type;
   KVF_CHECK(rs.contains("factor"), c.path, ": rope_scaling has no \"factor\"");
   c.rope_factor = f.positive(rs, "rope_scaling.", "factor", 1.0);
@@ -86,6 +86,19 @@ void read_rope_scaling(const json& rs, HfDecoderConfig& c, const Fields& f) {
       c.original_context = f.positive_integer(rs, "rope_scaling.", "original_max_position_embeddings");
     KVF_CHECK(c.high_freq_factor > c.low_freq_factor, c.path, ": rope_scaling.high_freq_factor ", c.high_freq_factor,
               " must exceed low_freq_factor ", c.low_freq_factor);
+  }
+  if (type == "yarn") {
+    // What GGUF carries of yarn (llama.cpp's converter writes factor and original_context_length); llama.cpp takes
+    // beta_fast 32, beta_slow 1 and the magnitude 0.1 ln(factor) + 1 itself, as transformers does by default.
+    c.original_context = 0;
+    if (rs.contains("original_max_position_embeddings") && !rs["original_max_position_embeddings"].is_null())
+      c.original_context = f.positive_integer(rs, "rope_scaling.", "original_max_position_embeddings");
+    KVF_CHECK(f.positive(rs, "rope_scaling.", "beta_fast", 32.0) == 32.0 &&
+                  f.positive(rs, "rope_scaling.", "beta_slow", 1.0) == 1.0,
+              c.path, ": rope_scaling.beta_fast / beta_slow other than 32 / 1 are not supported (llama.cpp's yarn)");
+    for (const char* key : {"attention_factor", "mscale", "mscale_all_dim"})
+      KVF_CHECK(!rs.contains(key) || rs[key].is_null(), c.path, ": rope_scaling.", key,
+                " is not supported (yarn's magnitude is 0.1 ln(factor) + 1, as llama.cpp computes it)");
   }
 }
 
@@ -198,9 +211,11 @@ void add_hf_config_metadata(const HfDecoderConfig& c, std::map<std::string, gguf
     kv[a + "lckv.prompt_iterations"] = gguf::int_value(c.prompt_iterations);
     kv[a + "lckv.mask_every_diagonal"] = gguf::bool_value(c.mask_every_diagonal);
   }
-  if (c.rope_scaling == "linear") {
-    kv[a + "rope.scaling.type"] = gguf::string_value("linear");
+  if (c.rope_scaling == "linear" || c.rope_scaling == "yarn") {
+    kv[a + "rope.scaling.type"] = gguf::string_value(c.rope_scaling);
     kv[a + "rope.scaling.factor"] = gguf::float_value(c.rope_factor);
+    if (c.rope_scaling == "yarn" && c.original_context > 0)
+      kv[a + "rope.scaling.original_context_length"] = gguf::int_value(c.original_context);
   }
 }
 

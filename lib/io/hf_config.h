@@ -18,10 +18,11 @@ struct HfDecoderConfig {
   int64_t context_length = 0;  // max_position_embeddings, capped by a sliding window
   double norm_eps = 1e-6;
   double rope_theta = 10000.0;
-  std::string rope_scaling = "none";  // none | linear | llama3
+  std::string rope_scaling = "none";  // none | linear | llama3 | yarn
   double rope_factor = 1.0;
   double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
-  int64_t original_context = 8192;                       // llama3
+  // llama3 (default 8192); yarn: original_max_position_embeddings, 0 when absent (then the context length)
+  int64_t original_context = 8192;
   bool tie_embeddings = false;
   int64_t bos_id = -1, eos_id = -1;  // bos_token_id / eos_token_id (the first of a list); -1 when absent
   // lckv-llama (the LCKV release): layer_types "0_20_20_..._21" (layer i reads the KV of that layer), the prompt

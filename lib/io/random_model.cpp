@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.h"
 #include "io/gguf.h"
@@ -79,6 +80,28 @@ void write_random_model(const RandomModelSpec& spec, const std::string& path) {
       if (key.rfind("tokenizer.", 0) == 0) w.add_value(key, value);
     s.vocab = (int)source->get("tokenizer.ggml.tokens").array_size();
   }
+  if (s.placeholder_vocab && s.tokenizer_from.empty()) {
+    KVF_CHECK(s.vocab >= 259, "random model: a placeholder vocabulary needs at least 259 tokens, not ", s.vocab);
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+    std::vector<int32_t> types = {2, 3, 3};  // llama.cpp's token types: unknown, control, normal 1, byte 6
+    char hex[8];
+    for (int b = 0; b < 256; ++b) {
+      std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+      tokens.push_back(hex);
+      types.push_back(6);
+    }
+    while ((int)tokens.size() < s.vocab) {
+      tokens.push_back("t" + std::to_string(tokens.size()));
+      types.push_back(1);
+    }
+    w.add_string("tokenizer.ggml.model", "llama");
+    w.add_string_array("tokenizer.ggml.tokens", tokens);
+    w.add_f32_array("tokenizer.ggml.scores", std::vector<float>(tokens.size(), 0.0f));
+    w.add_i32_array("tokenizer.ggml.token_type", types);
+    w.add_u32("tokenizer.ggml.bos_token_id", 1);
+    w.add_u32("tokenizer.ggml.eos_token_id", 2);
+    w.add_u32("tokenizer.ggml.unknown_token_id", 0);
+  }
   const std::string a = s.arch + ".";
   w.add_string("general.architecture", s.arch);
   w.add_u32(a + "block_count", s.n_layers);
@@ -90,6 +113,15 @@ void write_random_model(const RandomModelSpec& spec, const std::string& path) {
   w.add_u32(a + "vocab_size", s.vocab);
   w.add_f32(a + "rope.freq_base", s.rope_theta);
   w.add_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  if (s.sliding_window > 0) w.add_u32(a + "attention.sliding_window", (uint32_t)s.sliding_window);
+  if (s.rope_scaling != "none") {
+    KVF_CHECK(s.rope_scaling == "linear" || s.rope_scaling == "yarn", "random model: rope scaling '", s.rope_scaling,
+              "' (none, linear, yarn)");
+    w.add_string(a + "rope.scaling.type", s.rope_scaling);
+    w.add_f32(a + "rope.scaling.factor", s.rope_scaling_factor);
+    if (s.rope_scaling == "yarn" && s.rope_original_context > 0)
+      w.add_u32(a + "rope.scaling.original_context_length", (uint32_t)s.rope_original_context);
+  }
   if (!s.lckv_kv_layers.empty()) {
     w.add_i32_array(a + "lckv.kv_layers", s.lckv_kv_layers);
     w.add_u32(a + "lckv.prompt_iterations", (uint32_t)s.lckv_prompt_iterations);
@@ -107,6 +139,12 @@ void write_random_model(const RandomModelSpec& spec, const std::string& path) {
     random_values(values, stream++, (size_t)n, scale, offset);
     w.add_tensor_f32(name, {n}, values.data(), GgmlType::F32);
   };
+  if (!s.rope_freq_factors.empty()) {
+    KVF_CHECK((int)s.rope_freq_factors.size() * 2 * s.n_heads == s.hidden, "random model: ",
+              s.rope_freq_factors.size(), " rope_freqs factors for head dim ", s.hidden / s.n_heads);
+    w.add_tensor_f32("rope_freqs.weight", {(int64_t)s.rope_freq_factors.size()}, s.rope_freq_factors.data(),
+                     GgmlType::F32);
+  }
   random_values(values, stream++, (size_t)s.vocab * s.hidden, 1.0f);
   w.add_tensor_f32("token_embd.weight", {s.hidden, s.vocab}, values.data(), s.matrix_type);
   vector("output_norm.weight", s.hidden, 0.1f, 1.0f);

@@ -30,6 +30,18 @@ struct RandomModelSpec {
   std::vector<int32_t> lckv_kv_layers;
   int lckv_prompt_iterations = 9;
   bool lckv_mask_every_diagonal = false;
+  // RoPE scaling metadata as llama.cpp reads it: "none", "linear" or "yarn" (rope.scaling.type, .factor, and for
+  // yarn .original_context_length when rope_original_context > 0); rope_freq_factors non-empty adds a rope_freqs
+  // tensor of per-frequency divisors (how llama3 scaling arrives), rotary_dim / 2 of them.
+  std::string rope_scaling = "none";
+  float rope_scaling_factor = 1.0f;
+  int rope_original_context = 0;
+  std::vector<float> rope_freq_factors;
+  int sliding_window = 0;  // > 0: <arch>.attention.sliding_window (Mistral's)
+  // Writes a placeholder SentencePiece-style vocabulary (tokenizer.ggml.model = llama: <unk>, <s>, </s>, the 256
+  // byte tokens, then t<i>) of `vocab` tokens (at least 259) when there is no tokenizer_from: enough for llama.cpp
+  // to load the file and compute logits of token ids.
+  bool placeholder_vocab = false;
 };
 
 // The shape of a real model: "smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b" or "qwen2.5-7b" (all its layers; set

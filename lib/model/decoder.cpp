@@ -397,12 +397,24 @@ Decoder::Decoder(LlamaConfig config, LlamaWeights weights, Backend& backend, Com
       kv_sources_(config_.condensed.kv_layer) {
   rope_.rotary_dim = config_.rotary_dim;
   rope_.pairing = config_.rope_pairing;
-  rope_.inv_freq = std::make_shared<const std::vector<float>>(rope_inv_frequencies(
-      config_.rotary_dim, config_.rope_theta, config_.rope_scaling_factor, weights_.rope_freq_factors));
+  if (config_.rope_scaling == "yarn") {
+    YarnScaling yarn;
+    yarn.factor = config_.rope_scaling_factor;
+    yarn.original_context = config_.rope_original_context;
+    yarn.attn_factor = config_.rope_attn_factor;
+    rope_.inv_freq = std::make_shared<const std::vector<float>>(
+        rope_yarn_inv_frequencies(config_.rotary_dim, config_.rope_theta, yarn, weights_.rope_freq_factors));
+    rope_.attn_factor = rope_yarn_magnitude(yarn);
+  } else {
+    rope_.inv_freq = std::make_shared<const std::vector<float>>(rope_inv_frequencies(
+        config_.rotary_dim, config_.rope_theta, config_.rope_scaling_factor, weights_.rope_freq_factors));
+    rope_.attn_factor = config_.rope_attn_factor;
+  }
   // The table covers the positions real prompts use; a file may declare a context of 2^31 positions, and the
   // backend computes positions past the table from inv_freq.
   rope_.table_positions = std::min(config_.context_length, kRopeTablePositions);
-  rope_.cos_sin = std::make_shared<const std::vector<float>>(rope_cos_sin_table(*rope_.inv_freq, rope_.table_positions));
+  rope_.cos_sin = std::make_shared<const std::vector<float>>(rope_cos_sin_table(*rope_.inv_freq, rope_.table_positions,
+                                                                                rope_.attn_factor));
 }
 
 std::unique_ptr<Decoder> Decoder::load(const std::string& path, Backend& backend, ComputeMode mode) {

@@ -67,13 +67,33 @@ LlamaConfig llama_config_from_gguf(const gguf::File& f) {
   KVF_CHECK(c.rotary_dim <= c.head_dim && c.rotary_dim % 2 == 0, f.path(), ": rope.dimension_count ",
             c.rotary_dim, " does not fit head dim ", c.head_dim);
   c.rope_scaling = f.get_string(a + "rope.scaling.type", "none");
-  if (c.rope_scaling == "linear") {
+  if (c.rope_scaling == "linear" || c.rope_scaling == "yarn") {
     c.rope_scaling_factor = f.get_float(a + "rope.scaling.factor", 1.0);
     KVF_CHECK(c.rope_scaling_factor > 0 && std::isfinite(c.rope_scaling_factor), f.path(), ": rope.scaling.factor ", c.rope_scaling_factor,
               " must be positive");
   } else {
     KVF_CHECK(c.rope_scaling == "none", f.path(), ": rope.scaling.type '", c.rope_scaling,
-              "' is not supported (none, linear; llama3 comes as a rope_freqs tensor)");
+              "' is not supported (none, linear, yarn; llama3 comes as a rope_freqs tensor)");
+  }
+  // llama.cpp multiplies cos and sin by it whatever the kind (its yarn_attn_factor).
+  c.rope_attn_factor = (float)f.get_float(a + "rope.scaling.attn_factor", 1.0);
+  KVF_CHECK(c.rope_attn_factor > 0 && std::isfinite(c.rope_attn_factor), f.path(), ": rope.scaling.attn_factor ",
+            c.rope_attn_factor, " must be positive");
+  if (c.rope_scaling == "yarn") {
+    c.rope_original_context = positive(f, a + "rope.scaling.original_context_length",
+                                       f.get_int(a + "rope.scaling.original_context_length", c.context_length));
+    KVF_CHECK(f.get_float(a + "rope.scaling.yarn_log_multiplier", 0.0) == 0.0, f.path(),
+              ": rope.scaling.yarn_log_multiplier (DeepSeek's YaRN variant) is not supported");
+  }
+  if (f.has(a + "attention.sliding_window")) {
+    const int64_t window = f.get_int(a + "attention.sliding_window");
+    KVF_CHECK(window >= 0, f.path(), ": metadata '", a, "attention.sliding_window' = ", window, " is negative");
+    // Attention is not masked by the window: capping the context keeps every query within it, where a windowed
+    // and a full attention agree.
+    if (window > 0 && window < c.context_length) {
+      c.sliding_window = (int)window;
+      c.context_length = (int)window;
+    }
   }
   const int64_t vocab = f.has(a + "vocab_size") ? f.get_int(a + "vocab_size")
                                                  : (int64_t)f.get("tokenizer.ggml.tokens").array_size();

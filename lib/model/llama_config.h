@@ -24,8 +24,17 @@ struct LlamaConfig {
   double rope_theta = 10000.0;
   int rotary_dim = 0;
   RopePairing rope_pairing = RopePairing::Adjacent;
-  std::string rope_scaling = "none";  // none | linear (plus per-frequency factors from a rope_freqs tensor)
+  // none | linear | yarn (plus per-frequency factors from a rope_freqs tensor: how llama3 scaling arrives)
+  std::string rope_scaling = "none";
   double rope_scaling_factor = 1.0;
+  // yarn: rope.scaling.original_context_length (else context_length); beta_fast / beta_slow are llama.cpp's
+  // defaults (32, 1), which it takes from its context parameters. rope.scaling.attn_factor (default 1) multiplies
+  // cos and sin for every kind, as in llama.cpp.
+  int rope_original_context = 0;
+  float rope_attn_factor = 1.0f;
+  // Mistral-style sliding-window attention (<arch>.attention.sliding_window; 0: none). kvfuse does not mask by
+  // it: context_length is capped at the window, where attention with and without it agree.
+  int sliding_window = 0;
   CondensedKv condensed;  // layer-condensed KV (<arch>.lckv.* keys); inactive for a plain model
 };
 

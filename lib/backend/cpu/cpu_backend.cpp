@@ -269,6 +269,10 @@ void CpuBackend::rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec
   KVF_CHECK(half <= 256, "rope: rotary_dim ", spec.rotary_dim, " above the supported 512");
   const bool adjacent = spec.pairing == RopePairing::Adjacent;
   const float* table = spec.cos_sin ? spec.cos_sin->data() : nullptr;
+  // The table holds cos and sin times attn_factor; computed angles are multiplied here. The inverse rotation
+  // divides by it: a table entry by attn_factor squared, a computed one by attn_factor.
+  const float magnitude = spec.attn_factor;
+  const bool scaled = magnitude != 1.0f;
   tbb::parallel_for(int64_t{0}, n, [&](int64_t r) {
     float cs[256], sn[256];
     const int32_t p = pp[r];
@@ -277,10 +281,19 @@ void CpuBackend::rope_inplace(Tensor& x, const Tensor& pos, const RopeSpec& spec
       if (table && p < spec.table_positions) {
         cs[i] = table[(p * half + i) * 2];
         sn[i] = table[(p * half + i) * 2 + 1];
+        if (scaled && inverse) {
+          cs[i] /= magnitude * magnitude;
+          sn[i] /= magnitude * magnitude;
+        }
       } else {  // angles in double: positions reach 1e5 and a float product would lose the phase's low bits
         const double angle = (double)p * (double)inv_freq[i];
         cs[i] = (float)std::cos(angle);
         sn[i] = (float)std::sin(angle);
+        if (scaled) {
+          const float m = inverse ? 1.0f / magnitude : magnitude;
+          cs[i] *= m;
+          sn[i] *= m;
+        }
       }
       if (inverse) sn[i] = -sn[i];
     }

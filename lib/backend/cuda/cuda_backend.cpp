@@ -459,7 +459,7 @@ class CudaBackend final : public Backend {
     KVF_CHECK(spec.inv_freq && (int64_t)spec.inv_freq->size() == spec.rotary_dim / 2 && spec.rotary_dim <= x.dim(2),
               "rope: rotary_dim ", spec.rotary_dim, " does not fit head_dim ", x.dim(2));
     cuda::rope(src.data<float>(), x.data<float>(), pos.data<int32_t>(), pos.numel(), x.dim(0), x.dim(1), x.dim(2),
-               spec.rotary_dim, frequencies(spec).data<float>(), spec.pairing == RopePairing::Adjacent, inverse,
+               spec.rotary_dim, frequencies(spec).data<float>(), spec.attn_factor, spec.pairing == RopePairing::Adjacent, inverse,
                error_word(), s());
     launched("rope");
   }
