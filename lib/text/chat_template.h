@@ -9,9 +9,10 @@
 // Anything else renders ChatML, and note() says so.
 //
 // A model's own template (the constructor with its origin, bos_token and eos_token: chat_template_from_gguf) is
-// rendered by minja (text/jinja_chat_template.h), as jinja2 renders it, except where the native ChatML renderer
-// above writes the same text for a probe conversation (SmolLM2, Qwen2.5 and Qwen2.5-Coder: byte for byte, as
-// tests/unit/jinja_chat_template_test.cpp checks): then the native one renders, as before. A template minja
+// rendered by minja (text/jinja_chat_template.h), as jinja2 renders it, except a ChatML template, which the native
+// renderer above renders as before (SmolLM2, Qwen2.5 and Qwen2.5-Coder: the same text byte for byte, as
+// tests/unit/jinja_chat_template_test.cpp checks), and a Llama 3 template the native renderer writes the same
+// text for on probe conversations (Llama 3.0; Llama 3.1's date preamble makes it minja's). A template minja
 // cannot parse is refused (kvf::Error naming the model file and minja's message), never replaced by ChatML; only
 // a model with no template at all renders ChatML, with a note.
 #pragma once
