@@ -108,6 +108,72 @@ BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
   return vocab;
 }
 
+bool gguf_tokenizer_is_spm(const gguf::File& file) {
+  return file.get_string("tokenizer.ggml.model", "") == "llama";
+}
+
+SpmVocabulary spm_vocabulary_from_gguf(const gguf::File& file) {
+  const std::string& path = file.path();
+  const std::string model = file.get_string("tokenizer.ggml.model");
+  KVF_CHECK(model == "llama", path, ": tokenizer.ggml.model is '", model,
+            "', not 'llama' (SentencePiece-style)");
+  SpmVocabulary vocab;
+  vocab.tokens = file.get_string_array("tokenizer.ggml.tokens");
+  const int64_t n = (int64_t)vocab.tokens.size();
+  KVF_CHECK(n > 0, path, ": tokenizer.ggml.tokens is empty");
+  KVF_CHECK(n < (1LL << 31), path, ": tokenizer.ggml.tokens has ", n, " tokens, more than int32 ids can name");
+  for (int64_t i = 0; i < n; ++i) {
+    if (vocab.tokens[i].empty()) vocab.tokens[i] = "[EMPTY_" + std::to_string(i) + "]";
+  }
+  const std::unordered_map<std::string, int64_t> ids = token_ids(path, vocab.tokens);
+
+  vocab.token_types.assign(n, TokenType::Normal);
+  if (file.has("tokenizer.ggml.token_type")) {
+    const std::vector<int64_t> types = file.get_int_array("tokenizer.ggml.token_type");
+    KVF_CHECK((int64_t)types.size() == n, path, ": tokenizer.ggml.token_type has ", types.size(), " entries for ", n,
+              " tokens");
+    for (int64_t i = 0; i < n; ++i) {
+      const bool known = types[i] >= 0 && types[i] <= (int64_t)TokenType::Byte;
+      vocab.token_types[i] = known ? (TokenType)types[i] : TokenType::Undefined;
+    }
+  }
+  if (file.has("tokenizer.ggml.merges")) {
+    vocab.merges = file.get_string_array("tokenizer.ggml.merges");
+    check_merges(path, vocab.merges, ids);
+  }
+  if (vocab.merges.empty()) {
+    KVF_CHECK(file.has("tokenizer.ggml.scores"), path,
+              ": tokenizer.ggml.scores is missing (a 'llama' tokenizer merges by score)");
+    const std::vector<double> scores = file.get_float_array("tokenizer.ggml.scores");
+    KVF_CHECK((int64_t)scores.size() == n, path, ": tokenizer.ggml.scores has ", scores.size(), " entries for ", n,
+              " tokens");
+    vocab.scores.reserve(scores.size());
+    for (size_t i = 0; i < scores.size(); ++i) {
+      KVF_CHECK(scores[i] == scores[i], path, ": tokenizer.ggml.scores[", i, "] is NaN");
+      vocab.scores.push_back((float)scores[i]);
+    }
+  }
+
+  const auto special_id = [&](const std::string& key) -> int32_t {
+    if (!file.has(key)) return -1;
+    const int64_t id = file.get_int(key);
+    KVF_CHECK(id >= 0 && id < n, path, ": ", key, " = ", id, " is outside the vocabulary of ", n, " tokens");
+    return (int32_t)id;
+  };
+  vocab.bos_id = special_id("tokenizer.ggml.bos_token_id");
+  vocab.eos_id = special_id("tokenizer.ggml.eos_token_id");
+  vocab.unk_id = special_id("tokenizer.ggml.unknown_token_id");
+  vocab.pad_id = special_id("tokenizer.ggml.padding_token_id");
+  vocab.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix", true);
+  vocab.add_bos = file.get_bool("tokenizer.ggml.add_bos_token", true);
+  vocab.add_eos = file.get_bool("tokenizer.ggml.add_eos_token", false);
+  KVF_CHECK(!vocab.add_bos || vocab.bos_id >= 0, path,
+            ": tokenizer.ggml.add_bos_token is set but there is no bos_token_id");
+  KVF_CHECK(!vocab.add_eos || vocab.eos_id >= 0, path,
+            ": tokenizer.ggml.add_eos_token is set but there is no eos_token_id");
+  return vocab;
+}
+
 ChatTemplate chat_template_from_gguf(const gguf::File& file) {
   const std::string source = file.get_string("tokenizer.chat_template", "");
   if (source.empty()) return ChatTemplate(source);

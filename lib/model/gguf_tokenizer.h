@@ -11,12 +11,23 @@
 #include "text/bpe_tokenizer.h"
 #include "text/bpe_vocabulary.h"
 #include "text/chat_template.h"
+#include "text/spm_tokenizer.h"
 
 namespace kvf {
 
 // Reads tokenizer.ggml.* from a GGUF file. Throws kvf::Error naming the file and the key when the tokenizer is
 // not "gpt2", the pre-tokenizer is unknown, the arrays disagree in length or a special id is out of range.
 BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file);
+
+// Reads a SentencePiece-style vocabulary (tokenizer.ggml.model "llama": tokens, scores, token_type, the special
+// ids, add_bos_token / add_eos_token, add_space_prefix). A vocabulary kvfuse wrote from a Hugging Face
+// tokenizer.json (io/hf_tokenizer.h) carries tokenizer.ggml.merges, which then decide instead of the scores.
+// Throws kvf::Error naming the file and the key for another model, arrays of other lengths, a token given twice
+// or a special id outside the vocabulary.
+SpmVocabulary spm_vocabulary_from_gguf(const gguf::File& file);
+
+// True when the file's tokenizer is SentencePiece-style (tokenizer.ggml.model "llama").
+bool gguf_tokenizer_is_spm(const gguf::File& file);
 
 // The template of a GGUF file (tokenizer.chat_template; ChatML with a note when absent).
 ChatTemplate chat_template_from_gguf(const gguf::File& file);

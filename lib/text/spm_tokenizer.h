@@ -1,0 +1,74 @@
+// SentencePiece-style tokenizer (GGUF tokenizer.ggml.model "llama": Llama 2, Mistral 7B), giving the ids
+// llama.cpp gives for the same vocabulary: spaces become U+2581 ("▁"), one "▁" is put before the text (and after
+// each special token) when the vocabulary asks for a space prefix, and the text's characters are merged pair by
+// pair, the pair whose merged text is the highest-scoring token first (leftmost on ties). A character no token
+// spells becomes its bytes' <0xNN> tokens (byte fallback), else the unknown token.
+//
+// A vocabulary read from a Hugging Face tokenizer.json (a BPE model with byte_fallback) carries merges instead:
+// then a pair merges by the merge list's rank (lowest first), as the Hugging Face tokenizers library merges.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "text/bpe_vocabulary.h"
+
+namespace kvf {
+
+struct SpmVocabulary {
+  std::vector<std::string> tokens;     // id -> text, "▁" for a space; byte tokens "<0x0A>"
+  std::vector<TokenType> token_types;  // id -> type, same length as tokens
+  std::vector<float> scores;           // id -> score (higher merges first); empty when merges are given
+  std::vector<std::string> merges;     // "left right" by rank; when not empty they decide instead of scores
+  bool add_space_prefix = true;        // "▁" before the text and after each special token
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t unk_id = -1;
+  int32_t pad_id = -1;
+  bool add_bos = true;
+  bool add_eos = false;
+};
+
+class SpmTokenizer {
+ public:
+  // Throws kvf::Error when the arrays disagree in length, a token text appears twice, a merge names no token
+  // or a special id lies outside the vocabulary.
+  explicit SpmTokenizer(SpmVocabulary vocab);
+
+  // Token ids of `text`. add_special: BOS / EOS where the vocabulary asks for them. parse_special: control
+  // tokens written in the text ("</s>") become their ids; user-defined tokens always do.
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+
+  // The bytes the ids stand for: "▁" becomes a space, byte tokens their byte, the first token's leading space
+  // (the prefix encode adds) is dropped. Control tokens render as their text unless skip_special, which also
+  // drops a leading BOS and a trailing EOS. Throws kvf::Error on an id outside the vocabulary.
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
+
+  // The bytes of one token ("▁" as a space, a byte token as its byte, control tokens as their text).
+  std::string token_piece(int32_t id) const;
+
+  int32_t vocab_size() const { return (int32_t)vocab_.tokens.size(); }
+  int32_t bos() const { return vocab_.bos_id; }
+  int32_t eos() const { return vocab_.eos_id; }
+  TokenType token_type(int32_t id) const;
+  const SpmVocabulary& vocabulary() const { return vocab_; }
+
+ private:
+  void check_id(int32_t id) const;
+  // Appends the ids of one piece of text (spaces already "▁").
+  void encode_text(const std::string& text, std::vector<int32_t>& out) const;
+  // The merge priority of the pair (higher first); false when the pair does not merge.
+  bool pair_priority(const std::string& merged, std::string_view left, std::string_view right,
+                     double& priority) const;
+
+  SpmVocabulary vocab_;
+  std::unordered_map<std::string, int32_t> ids_;    // token text -> id
+  std::unordered_map<std::string, int32_t> ranks_;  // "left right" -> merge rank (merges only)
+  std::array<int32_t, 256> byte_ids_{};             // byte -> id of "<0xNN>" (or the byte itself), -1 if none
+  std::vector<int32_t> specials_;                   // ids cut out of text, longest text first
+};
+
+}  // namespace kvf
