@@ -37,6 +37,51 @@ void check_merges(const std::string& path, const std::vector<std::string>& merge
   }
 }
 
+// The token texts and their types as both vocabularies read them: an empty text gets llama.cpp's stand-in, so
+// that it can neither match text nor collide with another token; an unknown type reads as Undefined.
+struct TokenList {
+  std::vector<std::string> tokens;
+  std::vector<TokenType> types;
+  std::unordered_map<std::string, int64_t> ids;
+};
+
+TokenList read_token_list(const gguf::File& file) {
+  const std::string& path = file.path();
+  TokenList list;
+  list.tokens = file.get_string_array("tokenizer.ggml.tokens");
+  const int64_t n = (int64_t)list.tokens.size();
+  KVF_CHECK(n > 0, path, ": tokenizer.ggml.tokens is empty");
+  KVF_CHECK(n < (1LL << 31), path, ": tokenizer.ggml.tokens has ", n, " tokens, more than int32 ids can name");
+  for (int64_t i = 0; i < n; ++i)
+    if (list.tokens[i].empty()) list.tokens[i] = "[EMPTY_" + std::to_string(i) + "]";
+  list.ids = token_ids(path, list.tokens);
+  list.types.assign(n, TokenType::Normal);
+  if (file.has("tokenizer.ggml.token_type")) {
+    const std::vector<int64_t> types = file.get_int_array("tokenizer.ggml.token_type");
+    KVF_CHECK((int64_t)types.size() == n, path, ": tokenizer.ggml.token_type has ", types.size(), " entries for ", n,
+              " tokens");
+    for (int64_t i = 0; i < n; ++i) {
+      const bool known = types[i] >= 0 && types[i] <= (int64_t)TokenType::Byte;
+      list.types[i] = known ? (TokenType)types[i] : TokenType::Undefined;
+    }
+  }
+  return list;
+}
+
+// The special token id under `key`; -1 when the file names none, refused outside the vocabulary of n tokens.
+int32_t special_token_id(const gguf::File& file, const std::string& key, int64_t n) {
+  if (!file.has(key)) return -1;
+  const int64_t id = file.get_int(key);
+  KVF_CHECK(id >= 0 && id < n, file.path(), ": ", key, " = ", id, " is outside the vocabulary of ", n, " tokens");
+  return (int32_t)id;
+}
+
+// add_bos / add_eos need the token they add.
+void check_added_tokens(const std::string& path, bool add_bos, int32_t bos_id, bool add_eos, int32_t eos_id) {
+  KVF_CHECK(!add_bos || bos_id >= 0, path, ": tokenizer.ggml.add_bos_token is set but there is no bos_token_id");
+  KVF_CHECK(!add_eos || eos_id >= 0, path, ": tokenizer.ggml.add_eos_token is set but there is no eos_token_id");
+}
+
 }  // namespace
 
 
@@ -46,29 +91,13 @@ BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
   KVF_CHECK(model == "gpt2", path, ": tokenizer.ggml.model is '", model,
             "'; only 'gpt2' (byte-level BPE) is supported");
 
+  TokenList list = read_token_list(file);
+  const int64_t n = (int64_t)list.tokens.size();
   BpeVocabulary vocab;
-  vocab.tokens = file.get_string_array("tokenizer.ggml.tokens");
-  const int64_t n = (int64_t)vocab.tokens.size();
-  KVF_CHECK(n > 0, path, ": tokenizer.ggml.tokens is empty");
-  KVF_CHECK(n < (1LL << 31), path, ": tokenizer.ggml.tokens has ", n, " tokens, more than int32 ids can name");
-  for (int64_t i = 0; i < n; ++i) {
-    // llama.cpp's stand-in, so that an empty entry can neither match text nor collide with another token.
-    if (vocab.tokens[i].empty()) vocab.tokens[i] = "[EMPTY_" + std::to_string(i) + "]";
-  }
-  const std::unordered_map<std::string, int64_t> ids = token_ids(path, vocab.tokens);
-
-  vocab.token_types.assign(n, TokenType::Normal);
-  if (file.has("tokenizer.ggml.token_type")) {
-    const std::vector<int64_t> types = file.get_int_array("tokenizer.ggml.token_type");
-    KVF_CHECK((int64_t)types.size() == n, path, ": tokenizer.ggml.token_type has ", types.size(), " entries for ", n,
-              " tokens");
-    for (int64_t i = 0; i < n; ++i) {
-      const bool known = types[i] >= 0 && types[i] <= (int64_t)TokenType::Byte;
-      vocab.token_types[i] = known ? (TokenType)types[i] : TokenType::Undefined;
-    }
-  }
+  vocab.tokens = std::move(list.tokens);
+  vocab.token_types = std::move(list.types);
   vocab.merges = file.get_string_array("tokenizer.ggml.merges");
-  check_merges(path, vocab.merges, ids);
+  check_merges(path, vocab.merges, list.ids);
 
   const std::string normalizer = file.get_string(kNormalizerKey, "none");
   KVF_CHECK(normalizer == "none" || normalizer == "NFC", path, ": ", kNormalizerKey, " '", normalizer,
@@ -83,12 +112,7 @@ BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
     fail(path, ": ", e.what());
   }
 
-  const auto special_id = [&](const std::string& key) -> int32_t {
-    if (!file.has(key)) return -1;
-    const int64_t id = file.get_int(key);
-    KVF_CHECK(id >= 0 && id < n, path, ": ", key, " = ", id, " is outside the vocabulary of ", n, " tokens");
-    return (int32_t)id;
-  };
+  const auto special_id = [&](const std::string& key) { return special_token_id(file, key, n); };
   vocab.bos_id = special_id("tokenizer.ggml.bos_token_id");
   vocab.eos_id = special_id("tokenizer.ggml.eos_token_id");
   vocab.unk_id = special_id("tokenizer.ggml.unknown_token_id");
@@ -101,10 +125,7 @@ BpeVocabulary bpe_vocabulary_from_gguf(const gguf::File& file) {
 
   vocab.add_bos = file.get_bool("tokenizer.ggml.add_bos_token", pre->add_bos);
   vocab.add_eos = file.get_bool("tokenizer.ggml.add_eos_token", false);
-  KVF_CHECK(!vocab.add_bos || vocab.bos_id >= 0, path,
-            ": tokenizer.ggml.add_bos_token is set but there is no bos_token_id");
-  KVF_CHECK(!vocab.add_eos || vocab.eos_id >= 0, path,
-            ": tokenizer.ggml.add_eos_token is set but there is no eos_token_id");
+  check_added_tokens(path, vocab.add_bos, vocab.bos_id, vocab.add_eos, vocab.eos_id);
   return vocab;
 }
 
@@ -117,29 +138,14 @@ SpmVocabulary spm_vocabulary_from_gguf(const gguf::File& file) {
   const std::string model = file.get_string("tokenizer.ggml.model");
   KVF_CHECK(model == "llama", path, ": tokenizer.ggml.model is '", model,
             "', not 'llama' (SentencePiece-style)");
+  TokenList list = read_token_list(file);
+  const int64_t n = (int64_t)list.tokens.size();
   SpmVocabulary vocab;
-  vocab.tokens = file.get_string_array("tokenizer.ggml.tokens");
-  const int64_t n = (int64_t)vocab.tokens.size();
-  KVF_CHECK(n > 0, path, ": tokenizer.ggml.tokens is empty");
-  KVF_CHECK(n < (1LL << 31), path, ": tokenizer.ggml.tokens has ", n, " tokens, more than int32 ids can name");
-  for (int64_t i = 0; i < n; ++i) {
-    if (vocab.tokens[i].empty()) vocab.tokens[i] = "[EMPTY_" + std::to_string(i) + "]";
-  }
-  const std::unordered_map<std::string, int64_t> ids = token_ids(path, vocab.tokens);
-
-  vocab.token_types.assign(n, TokenType::Normal);
-  if (file.has("tokenizer.ggml.token_type")) {
-    const std::vector<int64_t> types = file.get_int_array("tokenizer.ggml.token_type");
-    KVF_CHECK((int64_t)types.size() == n, path, ": tokenizer.ggml.token_type has ", types.size(), " entries for ", n,
-              " tokens");
-    for (int64_t i = 0; i < n; ++i) {
-      const bool known = types[i] >= 0 && types[i] <= (int64_t)TokenType::Byte;
-      vocab.token_types[i] = known ? (TokenType)types[i] : TokenType::Undefined;
-    }
-  }
+  vocab.tokens = std::move(list.tokens);
+  vocab.token_types = std::move(list.types);
   if (file.has("tokenizer.ggml.merges")) {
     vocab.merges = file.get_string_array("tokenizer.ggml.merges");
-    check_merges(path, vocab.merges, ids);
+    check_merges(path, vocab.merges, list.ids);
   }
   if (vocab.merges.empty()) {
     KVF_CHECK(file.has("tokenizer.ggml.scores"), path,
@@ -154,12 +160,7 @@ SpmVocabulary spm_vocabulary_from_gguf(const gguf::File& file) {
     }
   }
 
-  const auto special_id = [&](const std::string& key) -> int32_t {
-    if (!file.has(key)) return -1;
-    const int64_t id = file.get_int(key);
-    KVF_CHECK(id >= 0 && id < n, path, ": ", key, " = ", id, " is outside the vocabulary of ", n, " tokens");
-    return (int32_t)id;
-  };
+  const auto special_id = [&](const std::string& key) { return special_token_id(file, key, n); };
   vocab.bos_id = special_id("tokenizer.ggml.bos_token_id");
   vocab.eos_id = special_id("tokenizer.ggml.eos_token_id");
   vocab.unk_id = special_id("tokenizer.ggml.unknown_token_id");
@@ -167,10 +168,7 @@ SpmVocabulary spm_vocabulary_from_gguf(const gguf::File& file) {
   vocab.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix", true);
   vocab.add_bos = file.get_bool("tokenizer.ggml.add_bos_token", true);
   vocab.add_eos = file.get_bool("tokenizer.ggml.add_eos_token", false);
-  KVF_CHECK(!vocab.add_bos || vocab.bos_id >= 0, path,
-            ": tokenizer.ggml.add_bos_token is set but there is no bos_token_id");
-  KVF_CHECK(!vocab.add_eos || vocab.eos_id >= 0, path,
-            ": tokenizer.ggml.add_eos_token is set but there is no eos_token_id");
+  check_added_tokens(path, vocab.add_bos, vocab.bos_id, vocab.add_eos, vocab.eos_id);
   return vocab;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "support/temp_dir.h"
+#include "support/test_values.h"
 
 namespace kvf {
 namespace {
@@ -23,14 +24,7 @@ std::string read(const fs::path& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(FileRoles, OutputRefusesDevicesFifosAndFolders) {
   const fs::path dir = test::fresh_test_dir();

@@ -15,6 +15,7 @@
 #include "support/model_files.h"
 #include "text/chat_template.h"
 #include "text/jinja_chat_template.h"
+#include "support/test_values.h"
 
 namespace kvf {
 namespace {
@@ -39,15 +40,7 @@ nlohmann::json expected_cases() {
   return nlohmann::json::parse(read_text(test::fixture_path("chat_templates/expected.json"))).at("cases");
 }
 
-// The message of the kvf::Error f throws; "" when it throws none.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(JinjaChatTemplate, RendersAsJinja2DoesByteForByte) {
   const nlohmann::json cases = expected_cases();

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "io/corpus_reader.h"
 #include "support/temp_dir.h"
+#include "support/test_values.h"
 
 namespace kvf {
 namespace {
@@ -52,14 +53,7 @@ std::vector<Line> lines_of(const fs::path& path, uint64_t* bytes = nullptr, bool
   return out;
 }
 
-std::string error_of(const std::function<void()>& read) {
-  try {
-    read();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // Lines longer than the reader's 64 KiB buffer, blank lines, CR before LF, and a last line without a newline.
 std::string awkward_text() {
