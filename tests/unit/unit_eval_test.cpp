@@ -167,7 +167,9 @@ TEST(UnitEval, SweepHoldsItsInvariantsReportsAndResumes) {
         EXPECT_EQ(r.top1, 1) << what;
         for (double d : r.deviation.k) EXPECT_EQ(d, 0) << what;
         for (double d : r.deviation.v) EXPECT_EQ(d, 0) << what;
-        if (q.id != "ice") EXPECT_NEAR(r.gold_share, q.gold_context_share, 1e-12) << what;
+        if (q.id != "ice") {
+          EXPECT_NEAR(r.gold_share, q.gold_context_share, 1e-12) << what;
+        }
       }
       if (r.method == FusionMethod::Reuse) {
         EXPECT_EQ(r.n_recomputed, 0) << what;
@@ -176,7 +178,9 @@ TEST(UnitEval, SweepHoldsItsInvariantsReportsAndResumes) {
         EXPECT_GT(r.deviation.v[1], 0) << what << ": reuse's layer-1 V is not full attention's";
         EXPECT_GT(r.kl_first, 0) << what;
       }
-      if (r.ratio == 0.5) EXPECT_GT(r.n_recomputed, 0) << what;
+      if (r.ratio == 0.5) {
+        EXPECT_GT(r.n_recomputed, 0) << what;
+      }
     }
   }
 
@@ -201,13 +205,19 @@ TEST(UnitEval, SweepHoldsItsInvariantsReportsAndResumes) {
     }
   const auto deviation = read_csv(out / "kv_deviation.csv");
   EXPECT_FALSE(deviation.empty());
-  for (const auto& row : deviation)
-    if (std::stod(row.at("ratio")) == 1.0) EXPECT_EQ(std::stod(row.at("v_deviation")), 0.0) << row.at("method");
+  for (const auto& row : deviation) {
+    if (std::stod(row.at("ratio")) == 1.0) {
+      EXPECT_EQ(std::stod(row.at("v_deviation")), 0.0) << row.at("method");
+    }
+  }
   const std::string report = read_text(out / "report.md");
   EXPECT_NE(report.find("| fusion | similarity | 0.50 |"), std::string::npos) << report;
   EXPECT_NE(report.find("independent KV (Full Reuse) as 0"), std::string::npos);
-  for (const char* png : {"norm_f1.png", "norm_ll.png", "ttft.png", "kv_deviation.png"})
-    if (plots) EXPECT_EQ(read_text(out / png).substr(1, 3), "PNG") << png;
+  for (const char* png : {"norm_f1.png", "norm_ll.png", "ttft.png", "kv_deviation.png"}) {
+    if (plots) {
+      EXPECT_EQ(read_text(out / png).substr(1, 3), "PNG") << png;
+    }
+  }
   EXPECT_EQ(report.find("![normalized F1](norm_f1.png)") != std::string::npos, plots);
 
   // A rerun answers nothing again; a sweep with other settings is refused, naming sweep.json.

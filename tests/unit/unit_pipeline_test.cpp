@@ -191,7 +191,9 @@ TEST_F(UnitPipeline, EveryMethodAnswersOverBothModes) {
       EXPECT_TRUE(std::adjacent_find(a.recomputed.begin(), a.recomputed.end(), std::greater_equal<>()) ==
                   a.recomputed.end())
           << what;
-      if (!a.recomputed.empty()) EXPECT_LT(a.recomputed.back(), a.n_context_tokens);
+      if (!a.recomputed.empty()) {
+        EXPECT_LT(a.recomputed.back(), a.n_context_tokens);
+      }
       EXPECT_EQ(std::accumulate(a.recomputed_per_chunk.begin(), a.recomputed_per_chunk.end(), int64_t{0}),
                 a.n_recomputed);
       EXPECT_FALSE(a.tokens.empty()) << what;
