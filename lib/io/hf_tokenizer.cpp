@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/json_file.h"
 #include "core/regular_file.h"
+#include "io/hf_spm_tokenizer.h"
 
 namespace kvf {
 namespace {
@@ -21,6 +22,12 @@ const char* const kQwen2Split =
 const char* const kLlama3Split =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3})"
     R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// "<0x41>": a byte token, as the Hugging Face tokenizers library names them for byte fallback.
+bool is_byte_token(const std::string& text) {
+  const auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
+  return text.size() == 6 && text.compare(0, 3, "<0x") == 0 && hex(text[3]) && hex(text[4]) && text[5] == '>';
+}
 
 constexpr uint64_t kMaxTokenizerBytes = 512u << 20;  // the largest tokenizer.json files are tens of MB
 
@@ -209,23 +216,31 @@ void add_hf_tokenizer_metadata(const std::string& dir, const HfDecoderConfig& co
   KVF_CHECK(cfg.is_object(), cfg_path, ": not a JSON object");
   const json* model_ptr = member(tok, "model");
   const json model = model_ptr ? *model_ptr : json();
-  KVF_CHECK(is_type(model, "BPE"), path, ": model.type ", json_shown(member(model, "type") ? model["type"] : json()),
-            " is not supported (byte-level BPE only)");
-  const json* decoder = member(tok, "decoder");
-  KVF_CHECK(decoder && is_type(*decoder, "ByteLevel"), path, ": decoder ", json_shown(decoder ? *decoder : json(), 200),
-            " is not ByteLevel");
-  const json* norm_ptr = member(tok, "normalizer");
-  const json norm = norm_ptr ? *norm_ptr : json();
-  KVF_CHECK(norm.is_null() || is_type(norm, "NFC"), path, ": normalizer ", json_shown(norm),
-            " is not supported (none, NFC)");
-  if (is_type(norm, "NFC")) kv[kNormalizerKey] = gguf::string_value("NFC");
+  const bool spm = is_hf_spm_tokenizer(tok);
+  HfSpmForm form;
+  if (spm) {
+    form = read_hf_spm_form(path, tok);
+  } else {
+    KVF_CHECK(is_type(model, "BPE"), path, ": model.type ",
+              json_shown(member(model, "type") ? model["type"] : json()),
+              " is not supported (BPE: byte-level, or SentencePiece-style with byte_fallback)");
+    const json* decoder = member(tok, "decoder");
+    KVF_CHECK(decoder && is_type(*decoder, "ByteLevel"), path, ": decoder ",
+              json_shown(decoder ? *decoder : json(), 200), " is not ByteLevel");
+    const json* norm_ptr = member(tok, "normalizer");
+    const json norm = norm_ptr ? *norm_ptr : json();
+    KVF_CHECK(norm.is_null() || is_type(norm, "NFC"), path, ": normalizer ", json_shown(norm),
+              " is not supported (none, NFC)");
+    if (is_type(norm, "NFC")) kv[kNormalizerKey] = gguf::string_value("NFC");
+  }
 
   const int64_t n = config.vocab;
   TokenTable table(path, config.path, n);
   const json* vocab = member(model, "vocab");
   KVF_CHECK(vocab && vocab->is_object(), path, ": model.vocab is not an object");
   KVF_CHECK(!vocab->empty(), path, ": model.vocab is empty");
-  for (const auto& [text, id] : vocab->items()) table.place(text, id, 1, "model.vocab");
+  for (const auto& [text, id] : vocab->items())
+    table.place(text, id, spm && is_byte_token(text) ? 6 : 1, "model.vocab");  // TokenType::Byte, Normal
   if (const json* added = member(tok, "added_tokens"); added && !added->is_null()) {
     KVF_CHECK(added->is_array(), path, ": added_tokens = ", json_shown(*added), " is not an array");
     for (size_t i = 0; i < added->size(); ++i) {
@@ -241,12 +256,35 @@ void add_hf_tokenizer_metadata(const std::string& dir, const HfDecoderConfig& co
   }
   table.pad();
   std::vector<std::string> merges = read_merges(path, model, table);
-  const bool clean_spaces = bool_field(cfg_path, cfg, "", "clean_up_tokenization_spaces", true);
-  kv["tokenizer.ggml.model"] = gguf::string_value("gpt2");
-  const json* pre = member(tok, "pre_tokenizer");
-  kv["tokenizer.ggml.pre"] = gguf::string_value(pre_tokenizer_name(path, pre ? *pre : json(), clean_spaces));
+  HfAddedTokens added;  // the tokens post_processor adds (SentencePiece-style form only)
+  if (spm) {
+    KVF_CHECK(!merges.empty(), path, ": model.merges is empty (a byte_fallback BPE merges by rank)");
+    if (!form.unk_token.empty()) {
+      const int64_t unk = table.id(form.unk_token);
+      KVF_CHECK(unk >= 0, path, ": model.unk_token \"", form.unk_token, "\" is not in the vocabulary");
+      table.types()[(size_t)unk] = 2;  // TokenType::Unknown
+    }
+    added = read_hf_post_processor(path, tok);
+    kv["tokenizer.ggml.model"] = gguf::string_value("llama");
+    kv["tokenizer.ggml.add_space_prefix"] = gguf::bool_value(form.add_space_prefix);
+    if (!form.prepend_scheme.empty()) kv[kPrependSchemeKey] = gguf::string_value(form.prepend_scheme);
+  } else {
+    const bool clean_spaces = bool_field(cfg_path, cfg, "", "clean_up_tokenization_spaces", true);
+    kv["tokenizer.ggml.model"] = gguf::string_value("gpt2");
+    const json* pre = member(tok, "pre_tokenizer");
+    kv["tokenizer.ggml.pre"] = gguf::string_value(pre_tokenizer_name(path, pre ? *pre : json(), clean_spaces));
+  }
 
-  // Special ids: tokenizer_config.json names them by text, config.json by id.
+  // Special ids: tokenizer_config.json names them by text, else post_processor or tokenizer.json's model, else
+  // config.json by id.
+  const auto id_in_tokenizer = [&](const std::string& text, const char* where) -> int64_t {
+    if (text.empty()) return -1;
+    const int64_t id = table.id(text);
+    KVF_CHECK(id >= 0, path, ": ", where, " \"", text, "\" is not in the vocabulary");
+    return id;
+  };
+  const int64_t added_bos = id_in_tokenizer(added.bos, "post_processor token");
+  const int64_t added_eos = id_in_tokenizer(added.eos, "post_processor token");
   const auto id_of = [&](const char* key, int64_t fallback) -> int64_t {
     const std::string text = special_text(cfg_path, cfg, key);
     if (text.empty()) return fallback;
@@ -254,18 +292,31 @@ void add_hf_tokenizer_metadata(const std::string& dir, const HfDecoderConfig& co
     KVF_CHECK(id >= 0, cfg_path, ": ", key, " \"", text, "\" is not in the vocabulary of ", path);
     return id;
   };
-  const std::pair<const char*, int64_t> specials[] = {
-      {"bos_token", config.bos_id}, {"eos_token", config.eos_id}, {"unk_token", -1}, {"pad_token", -1}};
+  const std::pair<const char*, int64_t> specials[] = {{"bos_token", added_bos >= 0 ? added_bos : config.bos_id},
+                                                      {"eos_token", added_eos >= 0 ? added_eos : config.eos_id},
+                                                      {"unk_token", form.unk_token.empty() ? -1 : table.id(form.unk_token)},
+                                                      {"pad_token", -1}};
   const char* const keys[] = {"bos_token_id", "eos_token_id", "unknown_token_id", "padding_token_id"};
+  int64_t ids[4];
   for (size_t k = 0; k < 4; ++k) {
-    const int64_t id = id_of(specials[k].first, specials[k].second);
-    KVF_CHECK(id < n, config.path, ": ", specials[k].first, "_id ", id, " is outside vocab_size ", n);
-    if (id >= 0) kv[std::string("tokenizer.ggml.") + keys[k]] = gguf::int_value(id);
+    ids[k] = id_of(specials[k].first, specials[k].second);
+    KVF_CHECK(ids[k] < n, config.path, ": ", specials[k].first, "_id ", ids[k], " is outside vocab_size ", n);
+    if (ids[k] >= 0) kv[std::string("tokenizer.ggml.") + keys[k]] = gguf::int_value(ids[k]);
   }
-  for (const char* key : {"add_bos_token", "add_eos_token"}) {
-    const json* v = member(cfg, key);
-    if (!v || v->is_null()) continue;
-    kv[std::string("tokenizer.ggml.") + key] = gguf::bool_value(bool_field(cfg_path, cfg, "", key, false));
+  // A SentencePiece-style vocabulary adds BOS / EOS as post_processor does unless tokenizer_config.json says
+  // otherwise (transformers rebuilds the post-processor from add_bos_token / add_eos_token).
+  const bool adds[2] = {added_bos >= 0, added_eos >= 0};
+  const int64_t added_ids[2] = {added_bos, added_eos};
+  const char* const add_keys[2] = {"add_bos_token", "add_eos_token"};
+  for (size_t k = 0; k < 2; ++k) {
+    const json* v = member(cfg, add_keys[k]);
+    const bool given = v && !v->is_null();
+    if (!given && !spm) continue;
+    kv[std::string("tokenizer.ggml.") + add_keys[k]] =
+        gguf::bool_value(given ? bool_field(cfg_path, cfg, "", add_keys[k], false) : adds[k]);
+    KVF_CHECK(added_ids[k] < 0 || added_ids[k] == ids[k], path, ": post_processor adds \"",
+              k == 0 ? added.bos : added.eos, "\" (id ", added_ids[k], "), but ", specials[k].first, " is id ",
+              ids[k], " (", cfg_path, ")");
   }
   const std::string tmpl = chat_template(dir, cfg_path, cfg);
   if (!tmpl.empty()) kv["tokenizer.chat_template"] = gguf::string_value(tmpl);

@@ -1,4 +1,5 @@
-// A Hugging Face byte-level BPE tokenizer (tokenizer.json, tokenizer_config.json, chat_template.jinja) written as
+// A Hugging Face BPE tokenizer (tokenizer.json, tokenizer_config.json, chat_template.jinja), byte-level or
+// SentencePiece-style (byte_fallback, io/hf_spm_tokenizer.h), written as
 // the "tokenizer." GGUF metadata llama.cpp's converter would write for it: token texts, types, merges, the
 // pre-tokenizer's name, special ids and the chat template. text/ builds the tokenizer from that, as for a GGUF.
 #pragma once
