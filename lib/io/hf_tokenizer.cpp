@@ -249,7 +249,14 @@ void add_hf_tokenizer_metadata(const std::string& dir, const HfDecoderConfig& co
       KVF_CHECK(content && content->is_string(), path, ": added_tokens[", i, "] = ", json_shown(a),
                 " has no \"content\" string");
       const json* id = member(a, "id");
-      const bool special = bool_field(path, a, "added_tokens[" + std::to_string(i) + "].", "special", false);
+      const std::string where = "added_tokens[" + std::to_string(i) + "].";
+      const bool special = bool_field(path, a, where, "special", false);
+      // SpmTokenizer cuts added tokens out of the raw text, as tokenizers does for normalized: false.
+      if (spm)
+        for (const char* key : {"normalized", "lstrip", "rstrip", "single_word"})
+          KVF_CHECK(!bool_field(path, a, where, key, key == std::string("normalized") && !special), path, ": ",
+                    where, key, " = true (\"", content->get<std::string>(),
+                    "\") is not supported with byte_fallback (false)");
       table.place(content->get<std::string>(), id ? *id : json(), special ? 3 : 4,
                   "added_tokens[" + std::to_string(i) + "]");
     }

@@ -222,6 +222,9 @@ TEST(HfSpmTokenizer, RefusesWhatItCannotRepresent) {
       {[](json& d) { d["model"]["unk_token"] = "<nope>"; }, "model.unk_token \"<nope>\" is not in the vocabulary"},
       {[](json& d) { d["decoder"] = {{"type", "Metaspace"}}; }, "decoder {\"type\":\"Metaspace\"} is not supported"},
       {[](json& d) { d["decoder"]["decoders"].erase(3); }, "decoder {\"decoders\":[{"},
+      {[](json& d) { d["added_tokens"][2]["normalized"] = true; },
+       "added_tokens[2].normalized = true (\"</s>\") is not supported"},
+      {[](json& d) { d["added_tokens"][1]["lstrip"] = true; }, "added_tokens[1].lstrip = true (\"<s>\")"},
       {[](json& d) { d["post_processor"] = {{"type", "ByteLevel"}}; },
        "post_processor {\"type\":\"ByteLevel\"} is not supported"},
   };
