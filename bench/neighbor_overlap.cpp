@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     KVF_CHECK(manifest.settings.contains("chunking"), store, ": not chunked yet; run `kvprep chunk` first");
     const auto file = kvf::open_decoder_file(kvf::resolve_model(model));
     const uint64_t fingerprint = kvf::model_fingerprint(*file);
-    const kvf::BpeTokenizer tokenizer(kvf::bpe_vocabulary_from_gguf(*file));
+    const std::unique_ptr<kvf::Tokenizer> tokenizer = kvf::tokenizer_from_gguf(*file);
     const kvf::NeighborTable nb = kvf::NeighborTable::read(kvf::store_file_path(store, "neighbors.h5"));
     std::unordered_map<uint64_t, size_t> row_of;
     for (size_t r = 0; r < nb.size(); ++r) row_of[nb.chunk_ids[r]] = r;
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     for (const kvf::QueryRecord& rec : kvf::read_query_file(queries)) {
       const kvf::Query& q = rec.query;
       const std::vector<uint64_t> ids =
-          kvf::chunk_passages(q.contexts, manifest.settings.at("chunking"), tokenizer, fingerprint).ids;
+          kvf::chunk_passages(q.contexts, manifest.settings.at("chunking"), *tokenizer, fingerprint).ids;
       const std::unordered_set<uint64_t> prompt(ids.begin(), ids.end());
       if (prompt.size() < 2) continue;
       double in_prompt = 0, listed = 0;

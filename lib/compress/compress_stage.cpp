@@ -21,7 +21,7 @@
 #include "store/chunk_kv.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
-#include "text/bpe_tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace kvf {
 namespace {
@@ -292,9 +292,9 @@ class CompressJob {
   // segment is the preset's k-th id, the list repeating when it is shorter.
   void read_prompt_tokens() {
     const std::string system_text = s_.manifest.settings.at("prefill").at("system_prompt").get<std::string>();
-    const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*s_.file));
-    s_tokens_ = tokenizer.encode(system_text, false, true);
-    anchor_ids_ = preset_token_list(*s_.file, kAnchorTokensKey, tokenizer);
+    const std::unique_ptr<Tokenizer> tokenizer = tokenizer_from_gguf(*s_.file);
+    s_tokens_ = tokenizer->encode(system_text, false, true);
+    anchor_ids_ = preset_token_list(*s_.file, kAnchorTokensKey, *tokenizer);
   }
 
   // The new mode's layout: the source layers only, in order; each layer maps to its source's stored layer.

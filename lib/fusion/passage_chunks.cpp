@@ -6,7 +6,7 @@
 namespace kvf {
 
 PassageChunks chunk_passages(const std::vector<Passage>& passages, const nlohmann::json& chunking,
-                             const BpeTokenizer& tokenizer, uint64_t model_fingerprint) {
+                             const Tokenizer& tokenizer, uint64_t model_fingerprint) {
   ChunkerOptions chunker;
   chunker.chunk_tokens = chunking.at("chunk_tokens").get<size_t>();
   chunker.max_tokens = chunking.at("max_tokens").get<size_t>();

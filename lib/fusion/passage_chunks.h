@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "text/bpe_tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace kvf {
 
@@ -20,6 +20,6 @@ struct PassageChunks {
 };
 
 PassageChunks chunk_passages(const std::vector<Passage>& passages, const nlohmann::json& chunking,
-                             const BpeTokenizer& tokenizer, uint64_t model_fingerprint);
+                             const Tokenizer& tokenizer, uint64_t model_fingerprint);
 
 }  // namespace kvf

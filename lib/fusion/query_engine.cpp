@@ -28,7 +28,7 @@
 #include "store/chunk_kv_cache.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
-#include "text/bpe_tokenizer.h"
+#include "text/tokenizer.h"
 #include "text/chat_template.h"
 #include "text/rag_prompt.h"
 
@@ -38,7 +38,7 @@ namespace {
 // The chunk's text with each run of its tokens in [first, last) (ascending context indices within the chunk) in
 // [[ ]]. Runs are decoded whole, so a character split over tokens stays whole unless a run boundary splits it.
 using IndexIt = std::vector<int64_t>::const_iterator;
-std::string marked_text(const BpeTokenizer& tokenizer, const std::vector<int32_t>& context_tokens,
+std::string marked_text(const Tokenizer& tokenizer, const std::vector<int32_t>& context_tokens,
                         const RagLayout::Chunk& span, IndexIt first, IndexIt last) {
   std::string text;
   auto next = first;
@@ -106,7 +106,7 @@ struct QueryEngine::State {
   std::string model_path;  // --model, or the store's own (prep/store_model.h)
   std::shared_ptr<const gguf::File> file;
   uint64_t fingerprint = 0;
-  BpeTokenizer tokenizer;
+  std::unique_ptr<Tokenizer> tokenizer;
   ChatTemplate chat;
   std::string system_text;
   std::unique_ptr<Backend> device_backend;  // where the decoder runs
@@ -132,7 +132,7 @@ struct QueryEngine::State {
         model_path(resolve_model(model_for_store(o.model, o.store_dir))),
         file(open_decoder_file(model_path)),
         fingerprint(model_fingerprint(*file)),
-        tokenizer(bpe_vocabulary_from_gguf(*file)),
+        tokenizer(tokenizer_from_gguf(*file)),
         chat(chat_template_from_gguf(*file)),
         chunks(std::move(commit.chunks)),
         kv(std::move(commit.kv)) {
@@ -150,7 +150,7 @@ struct QueryEngine::State {
     const Timing timing = o.profile_host_calls ? Timing::HostCalls : Timing::OpsWaited;
     if (o.profile_ops) backend = (profiler = std::make_unique<ProfilingBackend>(*device_backend, timing)).get();
     decoder = Decoder::load(model_path, *backend, o.compute);
-    const std::vector<int32_t> s_tokens = tokenizer.encode(system_text, false, true);
+    const std::vector<int32_t> s_tokens = tokenizer->encode(system_text, false, true);
     const uint64_t s_id = chunk_id(s_tokens, fingerprint);
     const KvModeReader& system_store = *commit.system_kv;
     KVF_CHECK(system_store.contains(s_id), o.store_dir, ": the system prompt's KV is missing; run `kvprep prefill`");
@@ -187,7 +187,7 @@ struct QueryEngine::State {
 
   // The store's chunks of a query's passages in order, and the passage each chunk comes from.
   std::pair<std::vector<uint64_t>, std::vector<int32_t>> chunks_of_passages(const Query& q) const {
-    PassageChunks pc = chunk_passages(q.contexts, manifest.settings.at("chunking"), tokenizer, fingerprint);
+    PassageChunks pc = chunk_passages(q.contexts, manifest.settings.at("chunking"), *tokenizer, fingerprint);
     for (size_t c = 0; c < pc.ids.size(); ++c) {
       const Passage& p = q.contexts[(size_t)pc.passage[c]];
       KVF_CHECK(chunks.contains(pc.ids[c]), "question '", q.id, "': passage ", pc.passage[c], " ('",
@@ -234,11 +234,11 @@ void QueryEngine::reset_op_stats() {
 }
 
 std::vector<int32_t> QueryEngine::link_token_ids(int count) const {
-  return preset_token_ids(*s_->file, kLinkTokensKey, s_->tokenizer, count);
+  return preset_token_ids(*s_->file, kLinkTokensKey, *s_->tokenizer, count);
 }
 
 std::vector<int32_t> QueryEngine::encode_answer(const std::string& text) const {
-  return s_->tokenizer.encode(text, false, false);
+  return s_->tokenizer->encode(text, false, false);
 }
 
 ResolvedQuery QueryEngine::resolve(const Query& q, int top_k) {
@@ -327,7 +327,7 @@ bool reads_stored_kv(FusionMethod method, double recompute, int64_t context_toke
 }
 
 // The prompt's counts and the tokens the prefill recomputed, in all and per chunk (marked in its text when asked).
-void record_recomputed(const FusedPrefill& fused, const RagLayout& layout, const BpeTokenizer& tokenizer,
+void record_recomputed(const FusedPrefill& fused, const RagLayout& layout, const Tokenizer& tokenizer,
                        bool mark_recomputed, QueryAnswer& answer) {
   answer.n_context_tokens = layout.n_context();
   answer.n_recomputed = (int64_t)fused.selected.size();
@@ -357,7 +357,7 @@ FusionInputs QueryEngine::State::prompt_inputs(const ResolvedQuery& query, const
     chunk_tokens.push_back(chunk->tokens);
     answer.sources.push_back({chunk->doc_id, chunk->title, chunk->text});
   }
-  const std::vector<int32_t> question = tokenizer.encode(rag_question_suffix(chat, "", query.question), false, true);
+  const std::vector<int32_t> question = tokenizer->encode(rag_question_suffix(chat, "", query.question), false, true);
   inputs.layout = make_rag_layout(system_kv.rows(), chunk_tokens, link_tokens, question,
                                   decoder->config().context_length);
   answer.n_question_tokens = (int64_t)question.size();
@@ -432,7 +432,7 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& query, const Answ
   state.run_fused_prefill(options, reads_stored, memo, inputs, pending);
   // Scores shared with an earlier ratio were not computed again here; a query alone would have spent that time.
   pending.answer.ms.ttft = query.retrieve_ms + ms_since(started) + pending.fused.shared_select_ms;
-  record_recomputed(pending.fused, inputs.layout, state.tokenizer, options.mark_recomputed, pending.answer);
+  record_recomputed(pending.fused, inputs.layout, *state.tokenizer, options.mark_recomputed, pending.answer);
   pending.answer.first_logits = pending.fused.logits;
   pending.first = argmax(pending.fused.logits.data(), state.decoder->config().vocab);
   pending.end = inputs.layout.end;
@@ -467,7 +467,7 @@ std::unique_ptr<AnswerInProgress> QueryEngine::begin_answer(const ResolvedQuery&
   job.first = p.first;
   job.next_position = p.end;
   job.options.max_new_tokens = o.max_tokens;
-  job.options.is_end_token = [&s](int32_t id) { return s.tokenizer.is_eog(id); };
+  job.options.is_end_token = [&s](int32_t id) { return s.tokenizer->is_eog(id); };
   if (!o.stop.empty())
     job.options.should_stop = [&s, &p, stops = o.stop](const std::vector<int32_t>& tokens) {
       // A stop string appears when the newest token ends it, so only a tail of the answer is decoded at each
@@ -477,7 +477,7 @@ std::unique_ptr<AnswerInProgress> QueryEngine::begin_answer(const ResolvedQuery&
       std::string text;
       for (size_t tail = longest + 1;; tail *= 2) {
         tail = std::min(tail, tokens.size());
-        text = s.tokenizer.decode(std::vector<int32_t>(tokens.end() - (long)tail, tokens.end()));
+        text = s.tokenizer->decode(std::vector<int32_t>(tokens.end() - (long)tail, tokens.end()));
         if (text.size() >= longest + 4 || tail == tokens.size()) break;
       }
       for (const std::string& stop : stops)
@@ -515,7 +515,7 @@ bool QueryEngine::step(const std::vector<AnswerInProgress*>& answers) {
 }
 
 std::string QueryEngine::answer_text(const std::vector<int32_t>& tokens, const std::vector<std::string>& stop) const {
-  std::string text = without_partial_utf8_tail(s_->tokenizer.decode(tokens));
+  std::string text = without_partial_utf8_tail(s_->tokenizer->decode(tokens));
   for (const std::string& cut : stop)
     if (!cut.empty() && text.find(cut) != std::string::npos) text.resize(text.find(cut));
   const size_t b = text.find_first_not_of(" \t\n\r"), e = text.find_last_not_of(" \t\n\r");

@@ -172,6 +172,11 @@ SpmVocabulary spm_vocabulary_from_gguf(const gguf::File& file) {
   return vocab;
 }
 
+std::unique_ptr<Tokenizer> tokenizer_from_gguf(const gguf::File& file) {
+  if (gguf_tokenizer_is_spm(file)) return std::make_unique<SpmTokenizer>(spm_vocabulary_from_gguf(file));
+  return std::make_unique<BpeTokenizer>(bpe_vocabulary_from_gguf(file));
+}
+
 ChatTemplate chat_template_from_gguf(const gguf::File& file) {
   const std::string source = file.get_string("tokenizer.chat_template", "");
   if (source.empty()) return ChatTemplate(source);
@@ -186,7 +191,7 @@ ChatTemplate chat_template_from_gguf(const gguf::File& file) {
 }
 
 
-std::vector<int32_t> preset_token_list(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer) {
+std::vector<int32_t> preset_token_list(const gguf::File& file, const std::string& key, const Tokenizer& tokenizer) {
   std::vector<int32_t> preset;
   if (file.has(key)) {
     const std::vector<int64_t> ids = file.get_int_array(key);
@@ -196,11 +201,14 @@ std::vector<int32_t> preset_token_list(const gguf::File& file, const std::string
       preset.push_back((int32_t)ids[i]);
     }
   }
-  if (preset.empty()) preset = tokenizer.encode("\n", false, false);
+  if (preset.empty()) {
+    preset = tokenizer.encode("\n", false, false);
+    if (preset.size() > 1) preset.erase(preset.begin(), preset.end() - 1);  // "▁" first: a SentencePiece prefix
+  }
   return preset;
 }
 
-std::vector<int32_t> preset_token_ids(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer,
+std::vector<int32_t> preset_token_ids(const gguf::File& file, const std::string& key, const Tokenizer& tokenizer,
                                       int count) {
   const std::vector<int32_t> preset = preset_token_list(file, key, tokenizer);
   std::vector<int32_t> ids;

@@ -4,6 +4,7 @@
 // gets a neutral separator, the newline token.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "text/bpe_vocabulary.h"
 #include "text/chat_template.h"
 #include "text/spm_tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace kvf {
 
@@ -29,16 +31,21 @@ SpmVocabulary spm_vocabulary_from_gguf(const gguf::File& file);
 // True when the file's tokenizer is SentencePiece-style (tokenizer.ggml.model "llama").
 bool gguf_tokenizer_is_spm(const gguf::File& file);
 
+// The file's tokenizer, of the kind tokenizer.ggml.model names: SpmTokenizer for "llama", else BpeTokenizer
+// (which refuses anything but "gpt2", naming the file and the value).
+std::unique_ptr<Tokenizer> tokenizer_from_gguf(const gguf::File& file);
+
 // The template of a GGUF file (tokenizer.chat_template; ChatML with a note when absent).
 ChatTemplate chat_template_from_gguf(const gguf::File& file);
 
 inline constexpr const char* kLinkTokensKey = "kvfuse.link_token_ids";
 inline constexpr const char* kAnchorTokensKey = "kvfuse.anchor_token_ids";
 
-// The ids listed under `key`, or the newline token alone.
-std::vector<int32_t> preset_token_list(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer);
+// The ids listed under `key`, or the newline token alone (a SentencePiece vocabulary's "<0x0A>", without the
+// "▁" it puts before a text).
+std::vector<int32_t> preset_token_list(const gguf::File& file, const std::string& key, const Tokenizer& tokenizer);
 // `count` ids: preset_token_list's, repeated in turn.
-std::vector<int32_t> preset_token_ids(const gguf::File& file, const std::string& key, const BpeTokenizer& tokenizer,
+std::vector<int32_t> preset_token_ids(const gguf::File& file, const std::string& key, const Tokenizer& tokenizer,
                                       int count);
 
 }  // namespace kvf

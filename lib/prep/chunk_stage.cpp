@@ -19,7 +19,7 @@
 #include "model/gguf_tokenizer.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
-#include "text/bpe_tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace kvf {
 namespace {
@@ -92,7 +92,7 @@ using ChunkPlaces = std::unordered_map<uint64_t, std::pair<std::string, uint32_t
 
 // Tokenizing is the work: a batch of documents in parallel, then its chunks added to the table in corpus order so
 // that the table is deterministic.
-void add_documents(std::vector<Document>& docs, const ChunkStageOptions& options, const BpeTokenizer& tokenizer,
+void add_documents(std::vector<Document>& docs, const ChunkStageOptions& options, const Tokenizer& tokenizer,
                    ChunkTable& table, ChunkPlaces& brought, ChunkStageResult& result, Progress& progress) {
   const Tokenize tokenize = [&](std::string_view text) { return tokenizer.encode(text, false, false); };
   std::vector<std::vector<TextChunk>> pieces(docs.size());
@@ -140,7 +140,7 @@ ChunkStageResult chunk_into_store(const ChunkStageOptions& options) {
   const std::string model_name = fs::path(options.model_path).filename().string();
   ChunkStageResult result;
   result.model_fingerprint = model_fingerprint(*model);
-  const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*model));
+  const std::unique_ptr<Tokenizer> tokenizer = tokenizer_from_gguf(*model);
   const std::string& dir = options.store_dir;
   Manifest manifest = open_store(dir, *model, result.model_fingerprint, model_name, options.chunker);
 
@@ -163,7 +163,7 @@ ChunkStageResult chunk_into_store(const ChunkStageOptions& options) {
   Progress progress(kStage, "documents", corpus.documents, options.progress);
   ChunkPlaces brought;
   stream_corpus(options.corpus, kDocumentsPerBatch, [&](std::vector<Document>& docs) {
-    add_documents(docs, options, tokenizer, table, brought, result, progress);
+    add_documents(docs, options, *tokenizer, table, brought, result, progress);
   });
   progress.finish();
   if (!options.keep_removed && table.size() > brought.size()) {

@@ -22,7 +22,7 @@
 #include "store/chunk_kv.h"
 #include "store/chunk_table.h"
 #include "store/manifest.h"
-#include "text/bpe_tokenizer.h"
+#include "text/tokenizer.h"
 #include "text/chat_template.h"
 #include "text/rag_prompt.h"
 
@@ -144,10 +144,10 @@ PrefillStore open_checked_store(const PrefillStageOptions& options) {
   store.fingerprint = model_fingerprint(*store.model_file);
   require_same_model(store.manifest, store.fingerprint, fs::path(options.model_path).filename().string(),
                      options.store_dir);
-  const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*store.model_file));
+  const std::unique_ptr<Tokenizer> tokenizer = tokenizer_from_gguf(*store.model_file);
   store.system_text = rag_system_prefix(chat_template_from_gguf(*store.model_file), options.system_message);
   require_prefill_settings(store.manifest, options, store.system_text);
-  store.system_tokens = tokenizer.encode(store.system_text, false, true);
+  store.system_tokens = tokenizer->encode(store.system_text, false, true);
   return store;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "text/end_of_generation.h"
 
 namespace kvf {
 namespace {
@@ -66,17 +67,6 @@ bool is_special_type(TokenType type) { return type == TokenType::Control || type
 bool is_verbatim_type(TokenType type) { return is_special_type(type) || type == TokenType::UserDefined; }
 
 uint64_t pair_key(int32_t left, int32_t right) { return (uint64_t)left << 32 | (uint32_t)right; }
-
-// Token texts llama.cpp (as bundled with llama-cpp-python 0.3.16) treats as end of generation, whatever their
-// stored type; it retypes them as control tokens.
-const std::vector<std::string> kEndOfGenerationTexts = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>", "<|endoftext|>",
-    "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
-};
-// Fill-in-the-middle pad, repository and file-separator tokens, looked up by text when the file gives no id.
-const std::vector<std::string> kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"};
-const std::vector<std::string> kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
-const std::vector<std::string> kFimSepTexts = {"<|file_sep|>"};
 
 // llama.cpp's clean_up_tokenization_spaces, pass for pass, in place: drops the space before "?!.,", around a lone
 // apostrophe and before "'s", "'m", "'re", "'ve".
@@ -205,36 +195,10 @@ BpeTokenizer::BpeTokenizer(BpeVocabulary vocab) : vocab_(std::move(vocab)), pre_
 }
 
 void BpeTokenizer::mark_end_of_generation() {
-  const auto find_text = [&](const std::vector<std::string>& texts) -> int32_t {
-    int32_t found = -1;
-    for (const std::string& text : texts) {
-      const auto it = ids_.find(text);
-      if (it != ids_.end() && (found < 0 || it->second < found)) found = it->second;
-    }
-    return found;
-  };
-  const auto make_control = [&](int32_t id) {
-    if (id >= 0) vocab_.token_types[id] = TokenType::Control;
-  };
-  const std::pair<int32_t*, const std::vector<std::string>*> fims[] = {
-      {&vocab_.fim_pad_id, &kFimPadTexts}, {&vocab_.fim_rep_id, &kFimRepTexts}, {&vocab_.fim_sep_id, &kFimSepTexts}};
-  for (const auto& [id, texts] : fims) {
-    if (*id >= 0) continue;
-    *id = find_text(*texts);
-    make_control(*id);
-  }
-
-  eog_.assign(vocab_.tokens.size(), false);
-  for (const std::string& text : kEndOfGenerationTexts) {
-    const auto it = ids_.find(text);
-    if (it == ids_.end()) continue;
-    eog_[it->second] = true;
-    make_control(it->second);
-  }
-  for (int32_t id : {vocab_.eos_id, vocab_.eot_id, vocab_.eom_id, vocab_.fim_pad_id, vocab_.fim_rep_id,
-                     vocab_.fim_sep_id}) {
-    if (id >= 0) eog_[id] = true;
-  }
+  EndOfGenerationIds known{vocab_.eos_id, vocab_.eot_id, vocab_.eom_id, vocab_.fim_pad_id, vocab_.fim_rep_id,
+                           vocab_.fim_sep_id};
+  eog_ = kvf::mark_end_of_generation(ids_, vocab_.token_types, known);
+  vocab_.fim_pad_id = known.fim_pad, vocab_.fim_rep_id = known.fim_rep, vocab_.fim_sep_id = known.fim_sep;
 }
 
 void BpeTokenizer::check_id(int32_t id) const {
@@ -248,7 +212,7 @@ TokenType BpeTokenizer::token_type(int32_t id) const {
   return vocab_.token_types[id];
 }
 
-const std::string& BpeTokenizer::token_piece(int32_t id) const {
+std::string BpeTokenizer::token_piece(int32_t id) const {
   check_id(id);
   return pieces_[id];
 }
@@ -356,16 +320,6 @@ std::string BpeTokenizer::decode(const std::vector<int32_t>& ids, bool skip_spec
     text += pieces_[id];
   }
   if (pre_.config().clean_spaces) clean_up_spaces(text);
-  return text;
-}
-
-std::string without_partial_utf8_tail(std::string text) {
-  size_t start = text.size(), continuation = 0;
-  while (start > 0 && continuation < 3 && ((unsigned char)text[start - 1] & 0xC0) == 0x80) --start, ++continuation;
-  if (start == 0) return text;
-  const unsigned char lead = (unsigned char)text[start - 1];
-  const size_t needed = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
-  if (lead >= 0xC0 && continuation < needed) text.resize(start - 1);
   return text;
 }
 

@@ -11,35 +11,25 @@
 
 #include "text/bpe_vocabulary.h"
 #include "text/pretokenizer.h"
+#include "text/tokenizer.h"
 
 namespace kvf {
 
-class BpeTokenizer {
+class BpeTokenizer final : public Tokenizer {
  public:
   // Throws kvf::Error when tokens and types disagree in length or a token text appears twice.
   explicit BpeTokenizer(BpeVocabulary vocab);
 
-  // Token ids of `text` (any bytes; what is not UTF-8 becomes U+FFFD as in llama.cpp).
-  // add_special: prepend BOS / append EOS where the vocabulary asks for them (llama_tokenize's add_special).
-  // parse_special: control tokens written in the text ("<|im_start|>") become their ids; user-defined tokens
-  // always do.
-  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  // Any bytes may be encoded: what is not UTF-8 becomes U+FFFD, as in llama.cpp.
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override;
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const override;
+  std::string token_piece(int32_t id) const override;
 
-  // The bytes the ids stand for. Control tokens render as their text unless skip_special. Throws kvf::Error on an
-  // id outside the vocabulary.
-  std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
-
-  // The bytes of one token, control tokens as their text (for streaming output).
-  const std::string& token_piece(int32_t id) const;
-
-  int32_t vocab_size() const { return (int32_t)vocab_.tokens.size(); }
-  int32_t bos() const { return vocab_.bos_id; }  // -1 when the vocabulary has none
-  int32_t eos() const { return vocab_.eos_id; }
-  // End of generation: EOS, end-of-turn tokens ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|endoftext|>", ...)
-  // and fill-in-the-middle pad/repo/file-separator tokens, found by their text as llama.cpp finds them.
-  bool is_eog(int32_t id) const;
-  // The type after llama.cpp's fix-ups (end-of-turn-looking tokens become Control).
-  TokenType token_type(int32_t id) const;
+  int32_t vocab_size() const override { return (int32_t)vocab_.tokens.size(); }
+  int32_t bos() const override { return vocab_.bos_id; }
+  int32_t eos() const override { return vocab_.eos_id; }
+  bool is_eog(int32_t id) const override;
+  TokenType token_type(int32_t id) const override;
   const BpeVocabulary& vocabulary() const { return vocab_; }
 
  private:
@@ -53,8 +43,7 @@ class BpeTokenizer {
   void check_id(int32_t id) const;
   std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
   void encode_word(std::string_view word, Workspace& work, std::vector<int32_t>& out) const;
-  // As llama.cpp's loader: finds the end-of-generation ids, retyping end-of-turn-looking tokens as control.
-  void mark_end_of_generation();
+  void mark_end_of_generation();  // text/end_of_generation.h, and the fim ids it finds
 
   BpeVocabulary vocab_;  // token types after the fix-ups
   PreTokenizer pre_;
@@ -68,9 +57,5 @@ class BpeTokenizer {
 
 // GPT-2's printable stand-in for a byte (bytes_to_unicode), UTF-8 encoded: "Ġ" for ' ', "Ċ" for '\n', "!" for '!'.
 const std::string& byte_level_char(uint8_t byte);
-
-// Text decoded from a generation that stopped inside a multi-byte character ends with that character's first
-// bytes: they are dropped, so the text is valid UTF-8 again (when the rest is).
-std::string without_partial_utf8_tail(std::string text);
 
 }  // namespace kvf

@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "core/error.h"
+#include "text/end_of_generation.h"
 
 namespace kvf {
 namespace {
@@ -113,6 +114,10 @@ SpmTokenizer::SpmTokenizer(SpmVocabulary vocab) : vocab_(std::move(vocab)) {
   KVF_CHECK(!vocab_.add_bos || vocab_.bos_id >= 0, "SentencePiece vocabulary: add_bos is set but there is no BOS");
   KVF_CHECK(!vocab_.add_eos || vocab_.eos_id >= 0, "SentencePiece vocabulary: add_eos is set but there is no EOS");
 
+  EndOfGenerationIds known;
+  known.eos = vocab_.eos_id;
+  eog_ = mark_end_of_generation(ids_, vocab_.token_types, known);
+
   byte_ids_.fill(-1);
   for (int b = 0; b < 256; ++b) {
     char hex[8];
@@ -136,6 +141,8 @@ void SpmTokenizer::check_id(int32_t id) const {
   KVF_CHECK(id >= 0 && id < vocab_size(), "token id ", id, " is outside the vocabulary of ", vocab_size(),
             " tokens");
 }
+
+bool SpmTokenizer::is_eog(int32_t id) const { return id >= 0 && id < vocab_size() && eog_[(size_t)id]; }
 
 TokenType SpmTokenizer::token_type(int32_t id) const {
   check_id(id);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "text/bpe_vocabulary.h"
+#include "text/tokenizer.h"
 
 namespace kvf {
 
@@ -32,28 +33,24 @@ struct SpmVocabulary {
   bool add_eos = false;
 };
 
-class SpmTokenizer {
+class SpmTokenizer final : public Tokenizer {
  public:
   // Throws kvf::Error when the arrays disagree in length, a token text appears twice, a merge names no token
   // or a special id lies outside the vocabulary.
   explicit SpmTokenizer(SpmVocabulary vocab);
 
-  // Token ids of `text`. add_special: BOS / EOS where the vocabulary asks for them. parse_special: control
-  // tokens written in the text ("</s>") become their ids; user-defined tokens always do.
-  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override;
+  // "▁" becomes a space, byte tokens their byte, and the first token's leading space (the prefix encode adds) is
+  // dropped; skip_special also drops a leading BOS and a trailing EOS.
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const override;
+  // "▁" as a space, a byte token as its byte, control tokens as their text.
+  std::string token_piece(int32_t id) const override;
 
-  // The bytes the ids stand for: "▁" becomes a space, byte tokens their byte, the first token's leading space
-  // (the prefix encode adds) is dropped. Control tokens render as their text unless skip_special, which also
-  // drops a leading BOS and a trailing EOS. Throws kvf::Error on an id outside the vocabulary.
-  std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
-
-  // The bytes of one token ("▁" as a space, a byte token as its byte, control tokens as their text).
-  std::string token_piece(int32_t id) const;
-
-  int32_t vocab_size() const { return (int32_t)vocab_.tokens.size(); }
-  int32_t bos() const { return vocab_.bos_id; }
-  int32_t eos() const { return vocab_.eos_id; }
-  TokenType token_type(int32_t id) const;
+  int32_t vocab_size() const override { return (int32_t)vocab_.tokens.size(); }
+  int32_t bos() const override { return vocab_.bos_id; }
+  int32_t eos() const override { return vocab_.eos_id; }
+  bool is_eog(int32_t id) const override;
+  TokenType token_type(int32_t id) const override;
   const SpmVocabulary& vocabulary() const { return vocab_; }
 
  private:
@@ -69,6 +66,7 @@ class SpmTokenizer {
   std::unordered_map<std::string, int32_t> ranks_;  // "left right" -> merge rank (merges only)
   std::array<int32_t, 256> byte_ids_{};             // byte -> id of "<0xNN>" (or the byte itself), -1 if none
   std::vector<int32_t> specials_;                   // ids cut out of text, longest text first
+  std::vector<bool> eog_;                           // id -> ends generation (text/end_of_generation.h)
 };
 
 }  // namespace kvf

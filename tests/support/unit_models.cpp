@@ -25,6 +25,12 @@ std::string write_tiny_text_decoder(const std::string& dir, const RandomModelSpe
   return dir;
 }
 
+std::string write_tiny_spm_decoder(const std::string& path, RandomModelSpec spec) {
+  spec.placeholder_vocab = true;
+  write_random_model(spec, path);
+  return path;
+}
+
 std::string write_tiny_embedder(const std::string& dir, const RandomBertSpec& spec) {
   write_random_bert(spec, dir);
   return dir;

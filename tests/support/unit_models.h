@@ -17,6 +17,10 @@ RandomModelSpec tiny_text_decoder_spec(uint32_t seed = 42);
 // Writes the decoder as a Hugging Face folder `dir` (config.json, model.safetensors, tokenizer.json) and returns it.
 std::string write_tiny_text_decoder(const std::string& dir, const RandomModelSpec& spec = tiny_text_decoder_spec());
 
+// Writes the decoder as a GGUF file `path` with a placeholder SentencePiece-style vocabulary (RandomModelSpec::
+// placeholder_vocab: every text falls back to its bytes' <0xNN> tokens), for the commands' SentencePiece path.
+std::string write_tiny_spm_decoder(const std::string& path, RandomModelSpec spec = tiny_text_decoder_spec());
+
 // Writes a random BERT embedder folder `dir` and returns it.
 std::string write_tiny_embedder(const std::string& dir, const RandomBertSpec& spec = {});
 

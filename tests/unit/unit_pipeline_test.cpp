@@ -1,4 +1,5 @@
-// The whole of kvprep and kvrun ask on tiny random models (support/unit_models.h): a store built by every stage
+// The whole of kvprep and kvrun ask on tiny random models (support/unit_models.h), once with a byte-level BPE
+// tokenizer (a Hugging Face folder) and once with a SentencePiece-style one (a GGUF file): a store built by every stage
 // (chunk, embed, index, neighbors, prefill of both KV modes) verifies and reruns as a no-op, retrieval finds a
 // chunk by its own text, and every method over both modes keeps the exactness invariants of DESIGN.md §6:
 // recomputing every context token is full attention bit for bit, recomputing none is full reuse, and reuse of
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -37,28 +39,40 @@ constexpr int kTopN = 3;
 
 int64_t argmax_of(const std::vector<float>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); }
 
-class UnitPipeline : public ::testing::Test {
+// The decoder's tokenizer kind: "bpe" or "spm".
+class UnitPipeline : public ::testing::TestWithParam<std::string> {
  protected:
-  // One store per process (ctest runs each test as its own process): about half a second.
-  static void SetUpTestSuite() {
-    dir = new fs::path(fs::path(::testing::TempDir()) / ("kvf_UnitPipeline_" + std::to_string(getpid())));
-    fs::remove_all(*dir);
-    fs::create_directories(*dir);
-    test::write_tiny_text_decoder(decoder());
+  // One store per tokenizer kind and process (ctest runs each test as its own process): about half a second.
+  void SetUp() override {
+    if (!dirs) dirs = new std::map<std::string, fs::path>;
+    if (dirs->count(GetParam())) return;
+    const fs::path folder =
+        fs::path(::testing::TempDir()) / ("kvf_UnitPipeline_" + GetParam() + "_" + std::to_string(getpid()));
+    (*dirs)[GetParam()] = folder;
+    fs::remove_all(folder);
+    fs::create_directories(folder);
+    if (GetParam() == "spm") {
+      test::write_tiny_spm_decoder(decoder());
+    } else {
+      test::write_tiny_text_decoder(decoder());
+    }
     test::write_tiny_embedder(embedder());
     test::write_tiny_corpus(corpus(), 12);
     test::build_test_store(corpus(), store(), decoder(), kTopN, {"independent", "similarity"}, embedder());
   }
   static void TearDownTestSuite() {
-    fs::remove_all(*dir);
-    delete dir;
+    if (!dirs) return;
+    for (const auto& entry : *dirs) fs::remove_all(entry.second);
+    delete dirs;
+    dirs = nullptr;
   }
-  static std::string decoder() { return (*dir / "decoder").string(); }
-  static std::string embedder() { return (*dir / "embedder").string(); }
-  static std::string corpus() { return (*dir / "corpus.jsonl").string(); }
-  static std::string store() { return (*dir / "store").string(); }
+  fs::path dir() const { return dirs->at(GetParam()); }
+  std::string decoder() const { return (dir() / (GetParam() == "spm" ? "decoder.gguf" : "decoder")).string(); }
+  std::string embedder() const { return (dir() / "embedder").string(); }
+  std::string corpus() const { return (dir() / "corpus.jsonl").string(); }
+  std::string store() const { return (dir() / "store").string(); }
 
-  static QueryEngine engine(const std::string& mode) {
+  QueryEngine engine(const std::string& mode) const {
     QueryEngineOptions o;
     o.store_dir = store();
     o.model = decoder();
@@ -80,11 +94,11 @@ class UnitPipeline : public ::testing::Test {
     for (int t : topics) q.contexts.push_back({test::kTopics[t][0], test::kTopics[t][1]});
     return e.resolve(q, 0);
   }
-  static fs::path* dir;
+  static std::map<std::string, fs::path>* dirs;
 };
-fs::path* UnitPipeline::dir = nullptr;
+std::map<std::string, fs::path>* UnitPipeline::dirs = nullptr;
 
-TEST_F(UnitPipeline, StoreHoldsEveryStageVerifiesAndRerunsAsNoOp) {
+TEST_P(UnitPipeline, StoreHoldsEveryStageVerifiesAndRerunsAsNoOp) {
   const Manifest m = load_manifest(store());
   for (const char* stage : {"chunk", "embed", "index", "neighbors", "prefill-independent", "prefill-similarity"})
     EXPECT_NE(m.find_stage(stage), nullptr) << stage;
@@ -117,11 +131,11 @@ TEST_F(UnitPipeline, StoreHoldsEveryStageVerifiesAndRerunsAsNoOp) {
   // Another embedder (seed) is refused rather than mixed into the store's vectors.
   RandomBertSpec other;
   other.seed = 99;
-  e.embedder_dir = test::write_tiny_embedder((*dir / "embedder99").string(), other);
+  e.embedder_dir = test::write_tiny_embedder((dir() / "embedder99").string(), other);
   EXPECT_THROW(run_embed_stage(e), Error);
 }
 
-TEST_F(UnitPipeline, RetrievalFindsEachChunkByItsOwnText) {
+TEST_P(UnitPipeline, RetrievalFindsEachChunkByItsOwnText) {
   QueryEngine e = engine("independent");
   for (int t : {0, 5, 11}) {
     const ResolvedQuery given = question_over(e, "?", {t});
@@ -138,7 +152,7 @@ TEST_F(UnitPipeline, RetrievalFindsEachChunkByItsOwnText) {
   }
 }
 
-TEST_F(UnitPipeline, RecomputingAllIsFullAndNoneIsReuse) {
+TEST_P(UnitPipeline, RecomputingAllIsFullAndNoneIsReuse) {
   for (const char* mode : {"independent", "similarity"}) {
     QueryEngine e = engine(mode);
     const ResolvedQuery q = question_over(e, "Which instrument is played seated?", {2, 3, 6});
@@ -162,7 +176,7 @@ TEST_F(UnitPipeline, RecomputingAllIsFullAndNoneIsReuse) {
   }
 }
 
-TEST_F(UnitPipeline, EveryMethodAnswersOverBothModes) {
+TEST_P(UnitPipeline, EveryMethodAnswersOverBothModes) {
   for (const char* mode : {"independent", "similarity"}) {
     QueryEngine e = engine(mode);
     const ResolvedQuery q = e.resolve({"q", "Which planet has bright rings?", {}, {}}, 3);
@@ -219,7 +233,7 @@ TEST_F(UnitPipeline, EveryMethodAnswersOverBothModes) {
 
 // One chunk after S is what its independent KV was computed in: reuse is full attention but for the f16
 // rounding of the stored rows, and exact_first_chunk takes those rows whatever the KV mode.
-TEST_F(UnitPipeline, ReuseOfOneChunkIsFullToStorageRounding) {
+TEST_P(UnitPipeline, ReuseOfOneChunkIsFullToStorageRounding) {
   QueryEngine independent = engine("independent"), similarity = engine("similarity");
   const ResolvedQuery one = question_over(independent, "What is espresso?", {8});
   const QueryAnswer full = independent.answer(one, options(FusionMethod::Full, 1.0, 1));
@@ -238,6 +252,9 @@ TEST_F(UnitPipeline, ReuseOfOneChunkIsFullToStorageRounding) {
   EXPECT_GT(max_abs_diff(own_kv.first_logits, reuse.first_logits), 1e-4f) << "the modes' KV must differ here";
   EXPECT_GT(max_abs_diff(own_kv.first_logits, full.first_logits), diff) << "similarity KV read its neighbours";
 }
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, UnitPipeline, ::testing::Values("bpe", "spm"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace
 }  // namespace kvf

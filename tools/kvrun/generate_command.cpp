@@ -16,7 +16,7 @@
 #include "model/decoder.h"
 #include "model/generate.h"
 #include "model/gguf_tokenizer.h"
-#include "text/bpe_tokenizer.h"
+#include "text/tokenizer.h"
 #include "text/chat_template.h"
 
 namespace kvf::cli {
@@ -40,7 +40,7 @@ void run_generate(const GenerateArgs& a) {
 
   const auto t_load = std::chrono::steady_clock::now();
   const auto file = open_decoder_file(path);
-  const BpeTokenizer tokenizer(bpe_vocabulary_from_gguf(*file));
+  const std::unique_ptr<Tokenizer> tokenizer = tokenizer_from_gguf(*file);
   auto backend = make_backend(a.backend);
   auto decoder = Decoder::load(path, *backend, compute_mode_from_name(a.compute));
   const double load_ms = ms_since(t_load);
@@ -53,22 +53,22 @@ void run_generate(const GenerateArgs& a) {
     if (!a.system.empty()) messages.push_back({"system", a.system});
     messages.push_back({"user", a.prompt});
     // The rendered template already opens with its own special tokens: no extra BOS.
-    prompt_ids = tokenizer.encode(tmpl.render(messages, /*add_generation_prompt=*/true), /*add_special=*/false,
+    prompt_ids = tokenizer->encode(tmpl.render(messages, /*add_generation_prompt=*/true), /*add_special=*/false,
                                   /*parse_special=*/true);
   } else {
-    prompt_ids = tokenizer.encode(a.prompt, /*add_special=*/true, /*parse_special=*/false);
+    prompt_ids = tokenizer->encode(a.prompt, /*add_special=*/true, /*parse_special=*/false);
   }
 
   GreedyOptions opts;
   opts.max_new_tokens = a.max_tokens;
-  opts.is_end_token = [&](int32_t id) { return tokenizer.is_eog(id); };
+  opts.is_end_token = [&](int32_t id) { return tokenizer->is_eog(id); };
   GreedyResult r;
   try {
     r = generate_greedy(*decoder, prompt_ids, opts);
   } catch (const Error& e) {  // e.g. logits that are not finite: say which model gave them
     fail("model ", path, ": ", e.what());
   }
-  const std::string text = tokenizer.decode(r.tokens);
+  const std::string text = tokenizer->decode(r.tokens);
   const double prefill_tps = r.prefill_ms > 0 ? prompt_ids.size() / (r.prefill_ms / 1000.0) : 0.0;
   const double decode_tps = decode_tokens_per_s(r.tokens.size(), r.decode_ms);
 
