@@ -14,7 +14,7 @@ REF_PYTHON := $(KVFUSE_HOME)/venv-ref/bin/python
 MODELS ?=
 # The models the `model` tests read (tests that need qwen1.5b run only where it is installed); qwen0.5b-hf is
 # qwen0.5b written as a Hugging Face folder.
-TEST_MODELS := smollm2 minilm qwen0.5b qwen0.5b-hf
+TEST_MODELS := smollm2 minilm qwen0.5b qwen0.5b-hf paper-vocabs
 
 .PHONY: all setup setup-test setup-demo build test test-unit test-sanitize fuzz demo bench reference data clean
 

