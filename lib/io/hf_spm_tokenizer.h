@@ -10,7 +10,8 @@ namespace kvf {
 
 // tokenizer.json's Metaspace prepend_scheme ("first", "always" or "never"; "" for the older form, a
 // Prepend("▁") + Replace(" ", "▁") normalizer). Hugging Face's Metaspace puts no "▁" before a text that already
-// starts with one, and with "first" none after a special token, where SentencePiece (and SpmTokenizer) put one.
+// starts with one, and with "first" none after a special token, where SentencePiece puts one; spm_vocabulary_from_gguf
+// reads it as SpmVocabulary::prefix_rule (text/spm_tokenizer.h).
 inline constexpr const char* kPrependSchemeKey = "tokenizer.metaspace.prepend_scheme";
 
 struct HfSpmForm {

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "io/hf_spm_tokenizer.h"
 #include "io/hf_tokenizer.h"
 #include "text/pretokenizer.h"
 
@@ -166,6 +167,19 @@ SpmVocabulary spm_vocabulary_from_gguf(const gguf::File& file) {
   vocab.unk_id = special_id("tokenizer.ggml.unknown_token_id");
   vocab.pad_id = special_id("tokenizer.ggml.padding_token_id");
   vocab.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix", true);
+  if (file.has(kPrependSchemeKey)) {  // a Hugging Face tokenizer.json's Metaspace (io/hf_spm_tokenizer.h)
+    const std::string scheme = file.get_string(kPrependSchemeKey);
+    if (scheme == "first") {
+      vocab.prefix_rule = SpacePrefixRule::MetaspaceFirst;
+    } else if (scheme == "always") {
+      vocab.prefix_rule = SpacePrefixRule::MetaspaceAlways;
+    } else {
+      KVF_CHECK(scheme == "never", path, ": ", kPrependSchemeKey, " is '", scheme,
+                "', not 'first', 'always' or 'never'");
+      KVF_CHECK(!vocab.add_space_prefix, path, ": ", kPrependSchemeKey,
+                " is 'never' but tokenizer.ggml.add_space_prefix is true");
+    }
+  }
   vocab.add_bos = file.get_bool("tokenizer.ggml.add_bos_token", true);
   vocab.add_eos = file.get_bool("tokenizer.ggml.add_eos_token", false);
   check_added_tokens(path, vocab.add_bos, vocab.bos_id, vocab.add_eos, vocab.eos_id);

@@ -259,9 +259,23 @@ std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_specia
       continue;
     }
     if (f.text.empty()) continue;  // no text, no space prefix
-    std::string piece = (vocab_.add_space_prefix && after_special) ? kSpace : std::string();
-    piece += spaces_escaped(f.text);
-    encode_text(piece, out);
+    const std::string escaped = spaces_escaped(f.text);
+    bool prefix = false;
+    if (vocab_.add_space_prefix) {
+      const bool spaced = escaped.compare(0, kSpace.size(), kSpace) == 0;
+      switch (vocab_.prefix_rule) {
+        case SpacePrefixRule::SentencePiece:
+          prefix = after_special;
+          break;
+        case SpacePrefixRule::MetaspaceFirst:
+          prefix = !spaced && f.text.data() == text.data();  // the piece at offset 0 of the text
+          break;
+        case SpacePrefixRule::MetaspaceAlways:
+          prefix = !spaced;
+          break;
+      }
+    }
+    encode_text(prefix ? kSpace + escaped : escaped, out);
     after_special = false;
   }
   if (add_special && vocab_.add_eos) out.push_back(vocab_.eos_id);

@@ -129,18 +129,63 @@ TEST(HfSpmTokenizer, LegacyFormMatchesHfTokenizersTokenForToken) {
 }
 
 // Hugging Face's Metaspace puts no "▁" before a text that already starts with a space, and with
-// prepend_scheme "first" none after a special token; SentencePiece, llama.cpp and SpmTokenizer (which has no
-// setting for either) put one there. Those texts differ; every other text matches.
-TEST(HfSpmTokenizer, MetaspaceFormMatchesHfTokenizersWhereThePrefixRuleAgrees) {
-  const json& texts = expected()["texts"];
-  std::set<size_t> differ;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    const std::string t = texts[i].get<std::string>();
-    if (!t.empty() && t[0] == ' ') differ.insert(i);  // leading space: no second "▁"
+// prepend_scheme "first" none after a special token, where SentencePiece and llama.cpp put one: the metadata's
+// prepend_scheme gives SpmTokenizer that rule, and every text matches the library.
+TEST(HfSpmTokenizer, MetaspaceFormMatchesHfTokenizersOnEveryText) {
+  const SpmTokenizer tok = tokenizer_of(metaspace_form());
+  EXPECT_EQ(tok.vocabulary().prefix_rule, SpacePrefixRule::MetaspaceFirst);
+  EXPECT_EQ(tokenizer_of(legacy_form()).vocabulary().prefix_rule, SpacePrefixRule::SentencePiece);
+  EXPECT_EQ(compare(tok, "metaspace", {}), 600u);
+  EXPECT_EQ(compare(tokenizer_of(metaspace_form(), kLlama2Config), "metaspace", {}), 600u);
+}
+
+// prepend_scheme "always": a "▁" before every piece between special tokens that does not start with one. The ids
+// are the library's (tokenizers 0.23.3) for the same texts, beside "first"'s.
+TEST(HfSpmTokenizer, PrependSchemeAlwaysPrefixesEveryPiece) {
+  const SpmTokenizer always = tokenizer_of(metaspace_form("always")), first = tokenizer_of(metaspace_form());
+  EXPECT_EQ(always.vocabulary().prefix_rule, SpacePrefixRule::MetaspaceAlways);
+  struct Case {
+    std::string text;
+    std::vector<int32_t> always, first;
+  };
+  const std::vector<Case> cases = {
+      {"Hello world", {15043, 3186}, {15043, 3186}},
+      {" Hello", {15043}, {15043}},
+      {"\xE2\x96\x81Hello", {15043}, {15043}},
+      {"  two", {29871, 1023}, {29871, 1023}},
+      {"a </s> b", {263, 29871, 2, 289}, {263, 29871, 2, 289}},
+      {"</s>x", {2, 921}, {2, 29916}},
+      {"</s> x", {2, 921}, {2, 921}},
+      {"x</s>y</s> z", {921, 2, 343, 2, 503}, {921, 2, 29891, 2, 503}},
+      {"<s>a<unk>b", {1, 263, 0, 289}, {1, 29874, 0, 29890}},
+      {"x</s>", {921, 2}, {921, 2}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(always.encode(c.text, false, true), c.always) << "\"" << c.text << "\"";
+    EXPECT_EQ(first.encode(c.text, false, true), c.first) << "\"" << c.text << "\"";
   }
-  for (size_t i : {54u, 55u, 56u}) differ.insert(i);  // "</s>" / "<s>" in the text: no "▁" after it
-  EXPECT_EQ(differ.size(), 20u);
-  EXPECT_GT(compare(tokenizer_of(metaspace_form()), "metaspace", differ), 300u);
+}
+
+// The GGUF key is read as written: another value is refused, naming the file, the key and the value; "never"
+// goes with no space prefix only.
+TEST(HfSpmTokenizer, RefusesAnUnknownPrependScheme) {
+  const auto with = [](const std::string& scheme, bool prefix) {
+    const auto file = metadata_of(metaspace_form());
+    gguf::Parts parts;
+    parts.path = file->path();
+    parts.metadata = file->metadata();
+    parts.metadata[kPrependSchemeKey] = gguf::string_value(scheme);
+    parts.metadata["tokenizer.ggml.add_space_prefix"] = gguf::bool_value(prefix);
+    return gguf::File::assemble(std::move(parts));
+  };
+  const std::string error = test::error_of([&] { spm_vocabulary_from_gguf(*with("sometimes", true)); });
+  EXPECT_NE(error.find("model: tokenizer.metaspace.prepend_scheme is 'sometimes', not 'first', 'always' or 'never'"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(test::error_of([&] { spm_vocabulary_from_gguf(*with("never", true)); })
+                .find("tokenizer.metaspace.prepend_scheme is 'never' but tokenizer.ggml.add_space_prefix is true"),
+            std::string::npos);
+  EXPECT_EQ(spm_vocabulary_from_gguf(*with("always", true)).prefix_rule, SpacePrefixRule::MetaspaceAlways);
 }
 
 // The tokenizer.json and llama.cpp's GGUF of the same vocabulary (merges by rank, merges by score) give the
@@ -175,9 +220,13 @@ TEST(HfSpmTokenizer, DecodesAsHfTokenizers) {
   }
   EXPECT_EQ(round_trips, texts.size() - 4);  // all but 54-56 and "a▁b ..." (57)
   // Special tokens written in the text: the library drops every special token when skipping them and then strips
-  // one leading space. SpmTokenizer's decode keeps <unk> ("▅"; 56) and spends its strip on a skipped leading
-  // "</s>" (" starts with eos"; 55); only 54 (a special token in the middle) decodes the same.
+  // one leading space. SpmTokenizer's decode skips as llama.cpp's llama_detokenize does (remove_special drops a
+  // leading BOS and a trailing EOS, other control tokens render as nothing), for every vocabulary: it keeps <unk>
+  // ("▅"; 56) and spends its strip on a skipped special token at the start (the "</s>" of 55, the "<s>" written
+  // after BOS in 56); only 54 (a special token in the middle) decodes the same.
   EXPECT_EQ(tok.decode(ids(rows[54]["ids_special"]), true), rows[54]["decoded"].get<std::string>());
+  EXPECT_EQ(tok.decode(ids(rows[55]["ids_special"]), true), " starts with eos");
+  EXPECT_EQ(tok.decode(ids(rows[56]["ids_special"]), true), " bos written in text\xE2\x96\x85");
 }
 
 TEST(HfSpmTokenizer, TokenizerConfigDecidesBosAndEos) {

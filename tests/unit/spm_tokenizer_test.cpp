@@ -81,6 +81,8 @@ TEST(SpmTokenizer, AddsBosAndSpacePrefix) {
   EXPECT_TRUE(tok.encode("", false, false).empty());
   EXPECT_EQ(tok.decode({1, 15043, 3186}), "<s> Hello world");
   EXPECT_EQ(tok.decode({1, 15043, 3186}, true), "Hello world");
+  // A GGUF without tokenizer.metaspace.prepend_scheme keeps SentencePiece's (llama.cpp's) prefix rule.
+  EXPECT_EQ(tok.vocabulary().prefix_rule, SpacePrefixRule::SentencePiece);
   // "</s>" is its id only when specials are parsed; a special token is followed by a space prefix.
   EXPECT_EQ(tok.encode("a</s>b", false, true), (std::vector<int32_t>{263, 2, 289}));  // ▁a </s> ▁b
   const std::vector<int32_t> unparsed = tok.encode("a</s>b", false, false);
