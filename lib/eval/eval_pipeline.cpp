@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -22,6 +23,15 @@ std::string data_dir() {
 std::string resolve_dataset(const std::string& name) {
   if (name.empty() || std::filesystem::exists(name) || name.find('/') != std::string::npos) return name;
   return (std::filesystem::path(data_dir()) / name).string();
+}
+
+std::string model_tag(const std::string& model) {
+  std::filesystem::path p(model);
+  if (p.has_relative_path() && p.filename().empty()) p = p.parent_path();  // "dir/" names dir
+  std::string tag = p.extension() == ".gguf" ? p.stem().string() : p.filename().string();
+  for (char& c : tag)
+    if (!std::isalnum((unsigned char)c) && c != '.' && c != '-' && c != '_') c = '-';
+  return tag.empty() ? "model" : tag;
 }
 
 void apply_eval_pipeline(const std::string& path, const std::set<std::string>& given, EvalOptions& o) {
@@ -47,6 +57,10 @@ void apply_eval_pipeline(const std::string& path, const std::set<std::string>& g
   };
   take(root, "", "store", o.store_dir);
   take(root, "", "model", o.model);
+  // Another model than the file's gets its own store and results: the file's folders with the model's name.
+  const bool other_model = given.count("model") && root["model"].IsScalar() && root["model"].Scalar() != o.model;
+  std::string pipeline_out;
+  take(eval, "eval.", "out", pipeline_out);
   take(root, "", "embedder", o.embedder);
   take(eval, "eval.", "dataset", o.dataset);
   take(eval, "eval.", "limit", o.limit);
@@ -56,7 +70,12 @@ void apply_eval_pipeline(const std::string& path, const std::set<std::string>& g
   take(eval, "eval.", "max_tokens", o.max_tokens);
   take(eval, "eval.", "top_k", o.top_k);
   take(eval, "eval.", "link_tokens", o.link_tokens);
-  take(eval, "eval.", "out", o.out_dir);
+  if (!pipeline_out.empty()) o.out_dir = pipeline_out;
+  if (other_model) {
+    const std::string tag = model_tag(o.model);
+    if (!given.count("store") && root["store"]) o.store_dir += "-" + tag;
+    if (!given.count("out") && !pipeline_out.empty()) o.out_dir += "-" + tag;
+  }
   std::vector<std::string> methods;
   take(eval, "eval.", "methods", methods);
   if (!methods.empty()) {

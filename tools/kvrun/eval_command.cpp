@@ -204,6 +204,8 @@ void add_eval_command(CLI::App& app) {
       "(~/.cache/kvfuse/data, filled by `make data`) where it exists, else ../shared/data.\n"
       "Examples:\n"
       "  kvrun eval --pipeline pipelines/paper-hotpotqa.yaml --build-store      # the committed sweep\n"
+      "  kvrun eval --pipeline pipelines/paper-hotpotqa.yaml --build-store --model ~/m/Mistral-7B-Instruct-v0.2.gguf\n"
+      "      # the same sweep on another model: its own store and results (the file's folders + \"-<model>\")\n"
       "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/hq --limit 20 \\\n"
       "      --methods full,reuse,fusion --ratios 0.15 --kv independent --out eval/hq\n"
       "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --model qwen0.5b --build-store stores/hq-qwen --limit 20 \\\n"
