@@ -7,9 +7,8 @@ templates from tests/fixtures/chat_templates) under $KVFUSE_HOME/models/random a
 this script renders a chat prompt with the model's own template in jinja2 (as transformers does; the leading BOS
 the template writes is left to the tokenizer, as kvfuse's ChatTemplate does), tokenizes it with llama.cpp
 (BOS as the vocabulary says, special tokens parsed), evaluates those ids as one batch with two references:
-  f32   llama.cpp over an F32 copy of the file's dequantized weights (as make_llama_fixtures.write_f32_copy, but
-        kvfuse writes general.architecture after the tokenizer keys; the copy is written to a temporary folder and
-        deleted);
+  f32   llama.cpp over an F32 copy of the file's dequantized weights (make_llama_fixtures.write_f32_copy, written
+        to a temporary folder and deleted);
   q8_0  llama.cpp over the file itself;
 and writes tests/fixtures/paper_shapes/logits.json: per model the file's sha256, vocabulary size, messages,
 rendered text, token ids, six positions, a fixed random subset of 1000 vocabulary ids, and per reference and
@@ -33,8 +32,7 @@ import llama_cpp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gguf  # noqa: E402
-from make_llama_fixtures import copy_metadata, field_raw, load_llama, metadata_fields  # noqa: E402
+from make_llama_fixtures import load_llama, write_f32_copy  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = {  # name -> (template file, bos_token, eos_token) as make_chat_template_fixtures.py gives them
@@ -59,26 +57,6 @@ def sha256(path):
         for block in iter(lambda: f.read(1 << 24), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def write_f32_copy(src, dst):
-    reader = gguf.GGUFReader(src)
-    writer = gguf.GGUFWriter(dst, reader.fields[gguf.Keys.General.ARCHITECTURE].contents())
-    copy_metadata(reader, writer)
-    for t in reader.tensors:
-        weights = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32, copy=False)
-        writer.add_tensor(t.name, weights.reshape(tuple(reversed(t.shape.tolist()))))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    copy = gguf.GGUFReader(dst)
-    src_fields, copy_fields = metadata_fields(reader), metadata_fields(copy)
-    assert sorted(src_fields) == sorted(copy_fields), "the F32 copy's metadata keys differ from the source's"
-    for key, field in src_fields.items():
-        assert key == gguf.Keys.General.FILE_TYPE or field_raw(field) == field_raw(copy_fields[key]), key
-    for a, b in zip(reader.tensors, copy.tensors, strict=True):
-        assert a.name == b.name and a.shape.tolist() == b.shape.tolist(), b.name
 
 
 def render(template_file, bos, eos):
