@@ -7,7 +7,10 @@ into an empty cache of the same GGUF; then (with --decode D) B sequences, for ea
 prefilled with their own prompt of the first length and decoded greedily together, D steps of one token per
 sequence (one forward call per step for all of them); every measurement runs in its own subprocess, one after
 another (never overlapping): one warm-up and --runs timed runs, median reported. Prints a table and writes it as
-markdown with the CPU model and its flags, versions, load averages and this exact command.
+markdown with the CPU model and its flags, versions, load averages and this exact command. For the prefills also
+the achieved TFLOP/s of every configuration (the model FLOPs kvf_prefill_bench counts, model/model_flops.h, over
+the median time) and kvfuse's share of the CPU's measured peak for the matmul kernel it runs (bench/matrix_peak.h,
+measured inside kvf_prefill_bench).
 
 Run it with the reference venv (scripts/setup-reference.sh), e.g. `make bench`.
 """
@@ -171,23 +174,36 @@ def measure_cmd(args, engine, setting, model, n_tokens, threads, decode, decode_
 
 
 def measure_all(args):
-    """rows: (model, tokens, threads, {label: tokens/s}) with tokens a description for the decode rows."""
+    """rows: (model, tokens, threads, {label: tokens/s}, flops) with tokens a description for the decode rows and
+    flops, for the prefill rows, {"model_flops": FLOPs, "tflops": {label: TFLOP/s}, "peak": {label: kvfuse's JSON}}
+    (None for decode rows)."""
     rows = []
     labels = [c[0] for c in CONFIGS]
     print(f"{'model':<40} {'tokens':>14} {'thr':>3} " + " ".join(f"{l:>19}" for l in labels), flush=True)
 
-    def add(model, what, threads, speeds):
-        rows.append((model.name, what, threads, speeds))
-        print(f"{model.name:<40} {what:>14} {threads:>3} " + " ".join(f"{speeds[l]:>19.1f}" for l in labels),
-              flush=True)
+    def add(model, what, threads, speeds, flops=None):
+        rows.append((model.name, what, threads, speeds, flops))
+        line = f"{model.name:<40} {what:>14} {threads:>3} " + " ".join(f"{speeds[l]:>19.1f}" for l in labels)
+        if flops:
+            fast = flops["peak"].get("kvfuse fast", {})
+            line += f"   fast {flops['tflops']['kvfuse fast']:.4f} TFLOP/s"
+            if "peak_share" in fast:
+                line += f" = {fast['peak_share']:.1%} of {fast['peak_kernel']} peak"
+        print(line, flush=True)
 
     for model in args.model:
         for threads in args.threads:
             for n_tokens in args.tokens:
-                add(model, n_tokens, threads,
-                    {label: n_tokens / run_json(measure_cmd(args, engine, setting, model, n_tokens, threads, 0,
-                                                            1))["median_s"]
-                     for label, engine, setting in CONFIGS})
+                results = {label: run_json(measure_cmd(args, engine, setting, model, n_tokens, threads, 0, 1))
+                           for label, engine, setting in CONFIGS}
+                # kvfuse counts the model FLOPs of the prefill; every engine computes the same prefill.
+                model_flops = results["kvfuse fast"].get("model_flops")
+                flops = None
+                if model_flops:
+                    flops = {"model_flops": model_flops,
+                             "tflops": {l: model_flops / r["median_s"] / 1e12 for l, r in results.items()},
+                             "peak": {l: r for l, r in results.items() if "peak_share" in r}}
+                add(model, n_tokens, threads, {l: n_tokens / r["median_s"] for l, r in results.items()}, flops)
             for batch in args.decode_batch if args.decode else []:
                 add(model, f"decode {batch} x {args.decode} after {args.tokens[0]}", threads,
                     {label: run_json(measure_cmd(args, engine, setting, model, args.tokens[0], threads,
@@ -254,11 +270,33 @@ def markdown(args, rows, loads):
         "| model | tokens | threads | " + " | ".join(labels) + " | fast / llama.cpp | fast / repacked |",
         "|---|---|--:|" + "--:|" * len(labels) + "--:|--:|",
     ]
-    for model, n, t, speeds in rows:
+    for model, n, t, speeds, _ in rows:
         cells = " | ".join(f"{speeds[l]:.1f}" for l in labels)
         fast = speeds["kvfuse fast"]
         lines.append(f"| {model} | {n} | {t} | {cells} | {fast / speeds['llama.cpp']:.2f} | "
                      f"{fast / speeds['llama.cpp repacked']:.2f} |")
+    prefills = [r for r in rows if r[4]]
+    if prefills:
+        lines += [
+            "",
+            "Prefill: achieved TFLOP/s, the model FLOPs of the prefill (`model/model_flops.h`: the seven projections "
+            "of every layer, the LM head of the last row, causal QK^T and PV) over the median time; for kvfuse, in "
+            "brackets, the share of the CPU's measured peak (`kvf_matrix_peak`'s loop, run inside "
+            "`kvf_prefill_bench` on as many threads after its timed runs) for the matmul kernel the mode runs.",
+            "",
+            "| model | tokens | threads | model GFLOP | " + " | ".join(labels) + " |",
+            "|---|---|--:|--:|" + "--:|" * len(labels),
+        ]
+        for model, n, t, _, flops in prefills:
+            cells = []
+            for label in labels:
+                cell = f"{flops['tflops'][label]:.4f}"
+                peak = flops["peak"].get(label)
+                if peak:
+                    cell += (f" ({peak['peak_share']:.1%} of {peak['peak_kernel']} "
+                             f"{peak['peak_gflops']:.0f} GFLOP/s)")
+                cells.append(cell)
+            lines.append(f"| {model} | {n} | {t} | {flops['model_flops'] / 1e9:.1f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

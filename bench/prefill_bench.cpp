@@ -2,7 +2,10 @@
 // KV returned as a real prefill keeps it), one warm-up then R timed runs; with --decode D also D greedy decode
 // steps after such a prompt (R runs, median tokens/s), and with --decode-batch B that many sequences, each after
 // its own prompt, decoded together one token each per step. Prints one JSON object; driven by
-// bench/cpu_vs_llamacpp.py for the side-by-side table against llama.cpp.
+// bench/cpu_vs_llamacpp.py for the side-by-side table against llama.cpp. The prefill's model FLOPs
+// (model/model_flops.h) over its median time give the achieved TFLOP/s; on the CPU backend also their share of the
+// CPU's measured peak (matrix_peak.h) for the matmul kernel the run uses, measured in-process after the timed runs
+// on as many threads (--no-peak skips it).
 #include <tbb/global_control.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +21,8 @@
 #include "io/model_paths.h"
 #include "model/decoder.h"
 #include "model/generate.h"
+#include "model/model_flops.h"
+#include "matrix_peak.h"
 
 namespace {
 
@@ -50,7 +55,8 @@ int main(int argc, char** argv) {
   std::string model = "smollm2";
   int tokens = 512, threads = 2, runs = 5, decode = 0, decode_batch = 1;
   std::string compute = "fast", backend_name = "cpu";
-  bool json = false, profile = false;
+  bool json = false, profile = false, no_peak = false;
+  double peak_seconds = 0.1;
   app.add_option("--model", model, "smollm2 or a GGUF path")->capture_default_str();
   app.add_option("--tokens", tokens, "prompt length")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "worker threads")->capture_default_str()->check(CLI::PositiveNumber);
@@ -70,6 +76,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_flag("--json", json, "print one JSON object");
+  app.add_flag("--no-peak", no_peak, "skip the measurement of the CPU's matrix peak (the share of it reported)");
+  app.add_option("--peak-seconds", peak_seconds, "about how long each of the peak's three timed runs takes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_flag("--profile", profile, "also time every backend op (adds per-call overhead) and report the split");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -97,6 +107,15 @@ int main(int argc, char** argv) {
       if (r > 0) secs.push_back(s);  // run 0 warms caches and the allocator
     }
     const double median = median_of(secs);
+    // Model FLOPs of the prefill (logits of its last row), and the matrix peak of the kernel it ran.
+    const kvf::PrefillFlops flops = kvf::prefill_flops(decoder->config(), tokens, 0, 1);
+    const double tflops = flops.total / median / 1e12;
+    const bool with_peak = backend_name == "cpu" && !no_peak;
+    const std::string peak_kernel = backend_name == "cpu" ? kvf::bench::peak_kernel_for(compute) : "";
+    kvf::bench::MatrixPeak peak;
+    if (with_peak) peak = kvf::bench::measure_matrix_peak(threads, peak_seconds, {peak_kernel});
+    const kvf::bench::KernelPeak* kernel_peak = with_peak ? peak.find(peak_kernel) : nullptr;
+    const double peak_share = kernel_peak ? tflops * 1e3 / kernel_peak->gflops : 0.0;
     // Decode: each prompt prefilled, then `decode` steps of one token per sequence over its growing buffer (no end
     // token). The first prompt is the prefill's; the others are further ids of the same stream.
     std::vector<std::vector<int32_t>> prompts{req.tokens};
@@ -116,6 +135,18 @@ int main(int argc, char** argv) {
     if (json) {
       nlohmann::json out{{"tokens", tokens}, {"threads", threads}, {"compute", compute}, {"median_s", median},
                          {"runs_s", secs}};
+      out["model_flops"] = flops.total;
+      out["matmul_flops"] = flops.matmul;
+      out["attention_flops"] = flops.attention;
+      out["tflops"] = tflops;
+      if (kernel_peak) {
+        out["cpu"] = peak.cpu_model;
+        out["cpu_flags"] = peak.cpu_flags;
+        out["ghz"] = peak.ghz;
+        out["peak_kernel"] = peak_kernel;
+        out["peak_gflops"] = kernel_peak->gflops;
+        out["peak_share"] = peak_share;
+      }
       if (decode > 0) {
         out["decode_tokens_per_s"] = decode_median;
         out["decode_batch"] = decode_batch;
@@ -125,6 +156,14 @@ int main(int argc, char** argv) {
     } else {
       std::printf("%d tokens, %d threads, %s: median %.4f s, %.1f tokens/s\n", tokens, threads, compute.c_str(),
                   median, tokens / median);
+      std::printf("model FLOPs %.3g (matmul %.3g, attention %.3g): %.4f TFLOP/s achieved", flops.total,
+                  flops.matmul, flops.attention, tflops);
+      if (kernel_peak)
+        std::printf(", %.1f%% of %s's measured peak %.1f GFLOP/s (%s, %s; %d threads at %.2f GHz)\n",
+                    100.0 * peak_share, peak_kernel.c_str(), kernel_peak->gflops, peak.cpu_model.c_str(),
+                    peak.cpu_flags.c_str(), peak.threads, peak.ghz);
+      else
+        std::printf("\n");
       if (decode > 0)
         std::printf("decode of %d sequences after %d tokens each: %.1f tokens/s (median)\n", decode_batch, tokens,
                     decode_median);
