@@ -168,9 +168,10 @@ def measure_cmd(args, engine, setting, model, n_tokens, threads, decode, decode_
                "--threads", threads, "--runs", args.runs, "--seed", args.seed, "--decode", decode,
                "--decode-batch", decode_batch]
         return [str(c) for c in cmd] + (["--llama-extra-bufts"] if setting else [])
+    # The decode rows read no prefill figures: no peak measured for them.
     return [str(c) for c in (args.kvfuse_bin, "--model", model, "--tokens", n_tokens, "--threads", threads,
                              "--runs", args.runs, "--compute", setting, "--decode", decode, "--decode-batch",
-                             decode_batch, "--json")]
+                             decode_batch, "--json")] + (["--no-peak"] if decode else [])
 
 
 def measure_all(args):
