@@ -15,7 +15,7 @@ arch=${CUDA_ARCH:-90}
 out_dir=$here/device-bundle
 archive=$out_dir/kvfuse-sm$arch.tar.xz
 targets=(kvf_unit_tests kvprep kvrun kvf_prefill_bench kvf_ttft_bench kvf_random_model kvf_scale_tool
-  kvf_attention_bench)
+  kvf_attention_bench kvf_matrix_peak)
 
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
   { echo "error: no nvcc here (the CUDA toolkit builds the device binaries)" >&2; exit 1; }

@@ -299,6 +299,8 @@ if want host_cpu; then
     tr '\n' ' ')"
   step "host cpu kernel tests" "$bin/kvf_unit_tests" --gtest_filter='AmxTiles*:PackedMatmul*'
   grep -E "^\[  PASSED  \]|^\[  FAILED  \]" "$work/last.log" | sort -u | tee -a "$summary"
+  # The matrix peak of every kernel family the host has (AMX and AVX-512 loops never ran on the CPU machines).
+  step "host cpu matrix peak" "$bin/kvf_matrix_peak" --threads "$(nproc)" && tail -8 "$work/last.log" | tee -a "$summary"
   for kernel in amx-bf16 avx512-bf16; do
     [ -f "$small" ] && step "host cpu prefill 512, $kernel" env KVF_GEMM_KERNEL="$kernel" "$bin/kvf_prefill_bench" \
       --backend cpu --model "$small" --tokens 512 --runs 3 --threads "$(nproc)" --json &&
