@@ -14,6 +14,7 @@
 #include "store/kv_shard.h"
 #include "support/temp_dir.h"
 #include "support/test_values.h"
+#include "support/tiny_shard.h"
 
 namespace kvf {
 namespace {
@@ -86,13 +87,7 @@ TEST(FullDisk, FaissIndexWriteFailsCleanly) {
 
 TEST(FullDisk, KvShardWriteFailsCleanly) {
   const fs::path dir = test::fresh_test_dir();
-  KvShardLayout l;
-  l.mode = "independent";
-  l.model_fingerprint = 1;
-  l.n_layers = l.stored_layers = 2;
-  l.layer_map = {0, 1};
-  l.kv_heads = 2;
-  l.head_dim = 16;
+  const KvShardLayout l = test::tiny_shard_layout("independent", 1, 2, 2, 16);
   KvShardWriter w(l);
   const std::vector<float> k = random_values(300 * l.row_elems()), v = random_values(k.size());
   std::vector<int32_t> positions(300);

@@ -31,6 +31,7 @@
 #include "support/test_values.h"
 
 #include "support/temp_dir.h"
+#include "support/tiny_shard.h"
 
 namespace kvf {
 namespace {
@@ -42,18 +43,7 @@ using ::testing::HasSubstr;
 
 constexpr uint64_t kFingerprint = 0x0123456789abcdefULL;
 
-KvShardLayout small_layout(KvDtype dtype) {
-  KvShardLayout l;
-  l.mode = "independent";
-  l.model_fingerprint = kFingerprint;
-  l.n_layers = 3;
-  l.layer_map = {0, 1, 2};
-  l.stored_layers = 3;
-  l.kv_heads = 2;
-  l.head_dim = 8;
-  l.dtype = dtype;
-  return l;
-}
+KvShardLayout small_layout(KvDtype dtype) { return test::tiny_shard_layout("independent", kFingerprint, 3, 2, 8, dtype); }
 
 struct Chunk {
   uint64_t id;

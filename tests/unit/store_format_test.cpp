@@ -24,6 +24,7 @@
 #include "store/store_format.h"
 #include "support/temp_dir.h"
 #include "support/test_values.h"
+#include "support/tiny_shard.h"
 
 namespace kvf {
 namespace {
@@ -94,17 +95,7 @@ std::string write_neighbor_table(const fs::path& dir) {
   return path;
 }
 
-KvShardLayout shard_layout() {
-  KvShardLayout layout;
-  layout.mode = "similarity";
-  layout.model_fingerprint = kFingerprint;
-  layout.n_layers = 2;
-  layout.layer_map = {0, 1};
-  layout.stored_layers = 2;
-  layout.kv_heads = 2;
-  layout.head_dim = 4;
-  return layout;
-}
+KvShardLayout shard_layout() { return test::tiny_shard_layout("similarity", kFingerprint, 2, 2, 4); }
 
 struct StoredChunk {
   uint64_t id = 0, context = 0;

@@ -16,6 +16,7 @@
 #include "store/manifest.h"
 #include "store/store_files.h"
 #include "support/temp_dir.h"
+#include "support/tiny_shard.h"
 
 namespace kvf {
 namespace {
@@ -24,17 +25,7 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kFingerprint = 0x5eedULL;
 
-KvShardLayout layout_of(const std::string& mode) {
-  KvShardLayout l;
-  l.mode = mode;
-  l.model_fingerprint = kFingerprint;
-  l.n_layers = 2;
-  l.layer_map = {0, 1};
-  l.stored_layers = 2;
-  l.kv_heads = 1;
-  l.head_dim = 4;
-  return l;
-}
+KvShardLayout layout_of(const std::string& mode) { return test::tiny_shard_layout(mode, kFingerprint, 2, 1, 4); }
 
 // A store whose chunk table holds chunks 0..n-1 of `ids`, with KV shards written as `shards` says (mode ->
 // list of shards, each a list of indexes into `ids`); the KV values follow from the chunk and the shard.

@@ -26,6 +26,7 @@
 #include "store/store_lock.h"
 #include "support/temp_dir.h"
 #include "support/test_values.h"
+#include "support/tiny_shard.h"
 
 namespace kvf {
 namespace {
@@ -117,16 +118,7 @@ TEST(StoreFolder, TemporaryNamesAreExactlyKvfusesOwn) {
 // ---- verify and repair: unreadable is not damaged ----
 
 KvShardLayout tiny_layout(KvDtype dtype = KvDtype::F16) {
-  KvShardLayout l;
-  l.mode = "independent";
-  l.model_fingerprint = kFingerprint;
-  l.n_layers = 2;
-  l.layer_map = {0, 1};
-  l.stored_layers = 2;
-  l.kv_heads = 1;
-  l.head_dim = 4;
-  l.dtype = dtype;
-  return l;
+  return test::tiny_shard_layout("independent", kFingerprint, 2, 1, 4, dtype);
 }
 
 // A sound store: a chunk table of two chunks and one independent shard of each, committed with stage records.
