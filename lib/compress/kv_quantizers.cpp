@@ -1,0 +1,320 @@
+#include "compress/kv_quantizers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "core/low_bit_kv.h"
+
+namespace kvf {
+namespace {
+
+LowBitSpec low_bit_of(const KvQuantizerSpec& s) { return {s.bits, s.group, s.keep_first}; }
+
+// Groups of a matrix in the codec's layout: K per channel over groups of rows after the kept ones, V per row
+// (every row, kept ones included, as core/low_bit_kv stores them) over groups of values.
+struct Grouping {
+  int64_t kept, groups, size;  // kept rows; number of groups; values in a full group
+};
+Grouping grouping_of(const KvQuantizerSpec& s, KvMatrix m, int64_t rows, int64_t width) {
+  const int64_t kept = std::min<int64_t>(s.keep_first, rows);
+  if (m == KvMatrix::Key) return {kept, (rows - kept + s.group - 1) / s.group * width, s.group};
+  return {kept, rows * (width / s.group), s.group};
+}
+
+// Calls f(index) for every value of group g (K groups: channel-major within a block of rows).
+template <class F>
+void for_group(const KvQuantizerSpec& s, KvMatrix m, int64_t rows, int64_t width, int64_t g, F f) {
+  const int64_t kept = std::min<int64_t>(s.keep_first, rows);
+  if (m == KvMatrix::Key) {
+    const int64_t block = g / width, c = g % width;
+    const int64_t r0 = kept + block * s.group, r1 = std::min<int64_t>(rows, r0 + s.group);
+    for (int64_t r = r0; r < r1; ++r) f(r * width + c);
+  } else {
+    const int64_t per_row = width / s.group;
+    const int64_t r = g / per_row, c0 = (g % per_row) * s.group;
+    for (int64_t c = c0; c < c0 + s.group; ++c) f(r * width + c);
+  }
+}
+
+int64_t values_in_group(const KvQuantizerSpec& s, KvMatrix m, int64_t rows, int64_t g, int64_t width) {
+  if (m == KvMatrix::Value) return s.group;
+  const int64_t kept = std::min<int64_t>(s.keep_first, rows);
+  const int64_t r0 = kept + (g / width) * s.group;
+  return std::min<int64_t>(rows, r0 + s.group) - r0;
+}
+
+int64_t kept_of(double percent, int64_t n) {
+  return std::min<int64_t>(n, (int64_t)std::ceil(percent / 100.0 * (double)n - 1e-9));
+}
+uint64_t index_bits(int64_t n) { return n <= 65536 ? 16 : 32; }
+
+// The standard normal's quantile at p (bisection on erfc; exact enough for level tables).
+double normal_quantile(double p) {
+  double lo = -10, hi = 10;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+void fwht(float* x, int64_t n) {
+  for (int64_t len = 1; len < n; len <<= 1)
+    for (int64_t i = 0; i < n; i += len << 1)
+      for (int64_t j = i; j < i + len; ++j) {
+        const float a = x[j], b = x[j + len];
+        x[j] = a + b;
+        x[j + len] = a - b;
+      }
+}
+
+void rotate(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs, bool inverse) {
+  const float norm = 1.0f / std::sqrt((float)head_dim);
+  for (int64_t h = 0; h < rows * (width / head_dim); ++h) {
+    float* v = x + h * head_dim;
+    if (signs && !inverse)
+      for (int64_t c = 0; c < head_dim; ++c) v[c] *= kv_hadamard_sign(c);
+    fwht(v, head_dim);
+    for (int64_t c = 0; c < head_dim; ++c) v[c] *= norm;
+    if (signs && inverse)
+      for (int64_t c = 0; c < head_dim; ++c) v[c] *= kv_hadamard_sign(c);
+  }
+}
+
+// The low-bit codec over one matrix (it encodes K and V together: the matrix goes in both places).
+std::vector<float> uniform_round_trip(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows,
+                                      int64_t width) {
+  std::vector<uint8_t> bytes;
+  encode_low_bit_chunk(low_bit_of(s), x, x, rows, width, bytes);
+  std::vector<float> k((size_t)(rows * width)), v((size_t)(rows * width));
+  KVF_CHECK(decode_low_bit_chunk(low_bit_of(s), bytes.data(), rows, width, k.data(), v.data()),
+            "kv quantizer ", kv_quantizer_name(s), ": a group's scale or minimum is not finite");
+  return m == KvMatrix::Key ? k : v;
+}
+
+std::vector<float> normal_float_round_trip(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows,
+                                           int64_t width) {
+  const std::vector<float> levels = normal_float_levels(s.bits);
+  std::vector<float> out((size_t)(rows * width));
+  const Grouping gr = grouping_of(s, m, rows, width);
+  for (int64_t g = 0; g < gr.groups; ++g) {
+    float amax = 0;
+    for_group(s, m, rows, width, g, [&](int64_t i) { amax = std::max(amax, std::fabs(x[i])); });
+    KVF_CHECK(std::isfinite(amax) && amax <= 65504.0f, "kv quantizer ", kv_quantizer_name(s),
+              ": a value is not finite or beyond f16's range");
+    uint16_t h = f32_to_f16(amax);
+    if (f16_to_f32(h) < amax) ++h;  // the smallest f16 >= amax (positive: one step up)
+    const float scale = f16_to_f32(h);
+    for_group(s, m, rows, width, g, [&](int64_t i) {
+      if (scale == 0) {
+        out[(size_t)i] = 0;
+        return;
+      }
+      const float t = x[i] / scale;
+      const auto it = std::lower_bound(levels.begin(), levels.end(), t);
+      float best = it == levels.end() ? levels.back() : *it;
+      if (it != levels.begin() && (it == levels.end() || t - *(it - 1) <= *it - t)) best = *(it - 1);
+      out[(size_t)i] = best * scale;
+    });
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<float> normal_float_levels(int bits) {
+  const int n = 1 << bits;
+  std::vector<float> out((size_t)n);
+  const double top = normal_quantile((n - 0.5) / n);
+  for (int i = 0; i < n; ++i) out[(size_t)i] = (float)(normal_quantile((i + 0.5) / n) / top);
+  out.front() = -1.0f;
+  out.back() = 1.0f;
+  return out;
+}
+
+float kv_hadamard_sign(int64_t c) {
+  uint64_t z = (uint64_t)c + 0x9E3779B97F4A7C15ull;  // splitmix64 of the channel
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return (z & 1) ? -1.0f : 1.0f;
+}
+
+void hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs) {
+  rotate(x, rows, width, head_dim, signs, false);
+}
+void inverse_hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs) {
+  rotate(x, rows, width, head_dim, signs, true);
+}
+
+std::string kv_quantizer_name(const KvQuantizerSpec& s) {
+  std::ostringstream os;
+  os << (s.codec == KvQuantCodec::Uniform ? "uniform" : s.codec == KvQuantCodec::Hadamard ? "hadamard" : "nf") << ':'
+     << s.bits << ':' << s.group;
+  if (s.signs) os << ":signs";
+  if (s.keep_first > 0) os << ":keep=" << s.keep_first;
+  if (s.outliers != KvOutlierScope::None)
+    os << ":out=" << s.outlier_percent << (s.outliers == KvOutlierScope::Group ? "/group" : "/chunk");
+  return os.str();
+}
+
+KvQuantizerSpec parse_kv_quantizer(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream ss(text);
+  for (std::string p; std::getline(ss, p, ':');) parts.push_back(p);
+  KVF_CHECK(parts.size() >= 3, "kv quantizer '", text, "': expected CODEC:BITS:GROUP[:signs][:keep=N][:out=P/group|chunk]");
+  KvQuantizerSpec s;
+  if (parts[0] == "uniform") s.codec = KvQuantCodec::Uniform;
+  else if (parts[0] == "hadamard") s.codec = KvQuantCodec::Hadamard;
+  else if (parts[0] == "nf") s.codec = KvQuantCodec::NormalFloat;
+  else fail("kv quantizer '", text, "': unknown codec '", parts[0], "' (uniform, hadamard or nf)");
+  const auto number = [&](const std::string& t, const char* what) {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    KVF_CHECK(used == t.size() && !t.empty() && std::isfinite(v), "kv quantizer '", text, "': ", what, " '", t,
+              "' is not a number");
+    return v;
+  };
+  const double bits = number(parts[1], "bits"), group = number(parts[2], "group");
+  KVF_CHECK(bits == std::floor(bits) && group == std::floor(group) && bits >= 0 && bits < 64 && group >= 0 &&
+                group < 1e6,
+            "kv quantizer '", text, "': bits and group must be whole numbers");
+  s.bits = (int)bits;
+  s.group = (int)group;
+  for (size_t i = 3; i < parts.size(); ++i) {
+    const std::string& p = parts[i];
+    if (p == "signs") {
+      s.signs = true;
+    } else if (p.rfind("keep=", 0) == 0) {
+      const double k = number(p.substr(5), "keep");
+      KVF_CHECK(k == std::floor(k) && k >= 0 && k <= (1 << 20), "kv quantizer '", text, "': keep=", p.substr(5),
+                " is outside 0..", 1 << 20);
+      s.keep_first = (int)k;
+    } else if (p.rfind("out=", 0) == 0) {
+      const std::string v = p.substr(4);
+      const size_t slash = v.find('/');
+      KVF_CHECK(slash != std::string::npos, "kv quantizer '", text, "': out=", v, " needs /group or /chunk");
+      s.outlier_percent = number(v.substr(0, slash), "outlier percent");
+      const std::string scope = v.substr(slash + 1);
+      KVF_CHECK(scope == "group" || scope == "chunk", "kv quantizer '", text, "': outlier scope '", scope,
+                "' is neither group nor chunk");
+      s.outliers = scope == "group" ? KvOutlierScope::Group : KvOutlierScope::Chunk;
+    } else {
+      fail("kv quantizer '", text, "': unknown option '", p, "' (signs, keep=N, out=P/group, out=P/chunk)");
+    }
+  }
+  return s;
+}
+
+void check_kv_quantizer(const KvQuantizerSpec& s, int64_t head_dim, const std::string& where) {
+  const std::string name = where + ": kv quantizer " + kv_quantizer_name(s);
+  check_low_bit_spec(low_bit_of(s), head_dim, name);
+  KVF_CHECK(!s.signs || s.codec == KvQuantCodec::Hadamard, name, ": signs belong to the hadamard codec");
+  KVF_CHECK(s.codec != KvQuantCodec::Hadamard || (head_dim > 0 && (head_dim & (head_dim - 1)) == 0), name,
+            ": the Hadamard transform needs a head dimension that is a power of 2, not ", head_dim);
+  KVF_CHECK(s.codec != KvQuantCodec::Hadamard || s.outliers == KvOutlierScope::None, name,
+            ": outliers are kept by the uniform and nf codecs only");
+  KVF_CHECK(s.outliers == KvOutlierScope::None || (s.outlier_percent > 0 && s.outlier_percent <= 50), name,
+            ": outlier percent ", s.outlier_percent, " is outside (0, 50]");
+}
+
+int64_t kv_quantizer_outliers(const KvQuantizerSpec& s, KvMatrix m, int64_t rows, int64_t width) {
+  if (s.outliers == KvOutlierScope::None) return 0;
+  if (s.outliers == KvOutlierScope::Chunk) return kept_of(s.outlier_percent, rows * width);
+  const Grouping gr = grouping_of(s, m, rows, width);
+  int64_t n = 0;
+  for (int64_t g = 0; g < gr.groups; ++g) n += kept_of(s.outlier_percent, values_in_group(s, m, rows, g, width));
+  return n;
+}
+
+uint64_t kv_quantizer_bits(const KvQuantizerSpec& s, KvMatrix m, int64_t rows, int64_t width) {
+  const Grouping gr = grouping_of(s, m, rows, width);
+  const uint64_t codes = (uint64_t)(rows * width) * (uint64_t)s.bits;  // every row carries codes (low_bit_kv)
+  const uint64_t kept = (uint64_t)(gr.kept * width) * 16;
+  const uint64_t params = (uint64_t)gr.groups * (s.codec == KvQuantCodec::NormalFloat ? 16 : 32);
+  uint64_t outliers = 0;
+  if (s.outliers == KvOutlierScope::Chunk) {
+    outliers = 32 + (uint64_t)kv_quantizer_outliers(s, m, rows, width) * (16 + index_bits(rows * width));
+  } else if (s.outliers == KvOutlierScope::Group) {
+    outliers = (uint64_t)kv_quantizer_outliers(s, m, rows, width) * (16 + index_bits(s.group));
+  }
+  return codes + kept + params + outliers;
+}
+
+KvQuantized quantize_kv_matrix(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows, int64_t width,
+                               int64_t head_dim) {
+  check_kv_quantizer(s, head_dim, "quantize_kv_matrix");
+  KVF_CHECK(rows > 0 && width > 0 && head_dim > 0 && width % head_dim == 0, "quantize_kv_matrix: ", rows,
+            " rows of ", width, " values are not heads of ", head_dim);
+  KvQuantized out;
+  out.bits = kv_quantizer_bits(s, m, rows, width);
+  const size_t n = (size_t)(rows * width);
+  if (s.codec == KvQuantCodec::Hadamard) {
+    std::vector<float> y(x, x + n);
+    hadamard_rows(y.data(), rows, width, head_dim, s.signs);
+    out.values = uniform_round_trip(s, m, y.data(), rows, width);
+    inverse_hadamard_rows(out.values.data(), rows, width, head_dim, s.signs);
+    return out;
+  }
+  // Outliers: which values are kept, then each clamped into its group's range of the others.
+  std::vector<char> outlier(n, 0);
+  const Grouping gr = grouping_of(s, m, rows, width);
+  const auto mark_top = [&](std::vector<int64_t>& idx, int64_t keep) {
+    if (keep <= 0) return;
+    std::nth_element(idx.begin(), idx.begin() + (keep - 1), idx.end(), [&](int64_t a, int64_t b) {
+      const float fa = std::fabs(x[a]), fb = std::fabs(x[b]);
+      return fa != fb ? fa > fb : a < b;
+    });
+    for (int64_t i = 0; i < keep; ++i) outlier[(size_t)idx[(size_t)i]] = 1;
+  };
+  if (s.outliers == KvOutlierScope::Chunk) {
+    std::vector<int64_t> idx(n);
+    for (size_t i = 0; i < n; ++i) idx[i] = (int64_t)i;
+    mark_top(idx, kept_of(s.outlier_percent, (int64_t)n));
+  } else if (s.outliers == KvOutlierScope::Group) {
+    std::vector<int64_t> idx;
+    for (int64_t g = 0; g < gr.groups; ++g) {
+      idx.clear();
+      for_group(s, m, rows, width, g, [&](int64_t i) { idx.push_back(i); });
+      mark_top(idx, kept_of(s.outlier_percent, (int64_t)idx.size()));
+    }
+  }
+  const float* in = x;
+  std::vector<float> clamped;
+  if (s.outliers != KvOutlierScope::None) {
+    clamped.assign(x, x + n);
+    for (int64_t g = 0; g < gr.groups; ++g) {
+      float lo = INFINITY, hi = -INFINITY;
+      for_group(s, m, rows, width, g, [&](int64_t i) {
+        if (!outlier[(size_t)i]) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+      });
+      if (lo > hi) lo = hi = 0;  // every value of the group kept
+      for_group(s, m, rows, width, g, [&](int64_t i) {
+        if (outlier[(size_t)i]) clamped[(size_t)i] = std::clamp(x[i], lo, hi);
+      });
+    }
+    in = clamped.data();
+  }
+  out.values = s.codec == KvQuantCodec::Uniform ? uniform_round_trip(s, m, in, rows, width)
+                                                : normal_float_round_trip(s, m, in, rows, width);
+  // Kept rows (nf: as uniform's codec keeps them, f16) and outliers (f16).
+  const int64_t kept_rows = std::min<int64_t>(s.keep_first, rows);
+  if (s.codec == KvQuantCodec::NormalFloat)
+    for (int64_t i = 0; i < kept_rows * width; ++i) out.values[(size_t)i] = f16_to_f32(f32_to_f16(x[i]));
+  for (size_t i = 0; i < n; ++i)
+    if (outlier[i]) {
+      out.values[i] = f16_to_f32(f32_to_f16(x[i]));
+      ++out.outliers;
+    }
+  return out;
+}
+
+}  // namespace kvf

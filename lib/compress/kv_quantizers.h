@@ -1,0 +1,75 @@
+// Candidate KV quantizers for a study of smaller stored KV (docs/compress.md, "Candidates for 8x: the study"): pure
+// functions over one chunk's K or V of one stored layer ([rows, kv_heads * head_dim] f32) that give the values a
+// reader would get back and the exact bits the codec would store. Nothing here is a store format.
+//
+// Codecs (each keeps KIVI's grouping: K per channel over groups of `group` rows, V per row over groups of `group`
+// values of a head; the first `keep_first` rows stay f16 and, as in core/low_bit_kv, still carry codes):
+//   uniform   core/low_bit_kv's codec itself (f16 scale and minimum per group).
+//   hadamard  each row's head vectors rotated by the normalized Walsh-Hadamard transform H / sqrt(head_dim)
+//             (with `signs`: after a fixed random sign per channel, H D / sqrt(head_dim)), then the uniform codec,
+//             then rotated back. The rotation is fixed, so it costs no bits.
+//   nf        normal-quantile levels: level i of 2^bits is the standard normal's quantile at (i + 0.5) / 2^bits,
+//             divided by the largest so the levels span [-1, 1]; each group stores one f16 scale (the smallest
+//             f16 >= its largest |x|) and each value the nearest level times it.
+// Outliers (uniform and nf): the ceil(p * n) values of largest |x| of each group (`/group`) or of the whole matrix
+// (`/chunk`) are kept as f16 values with 16-bit indices (32-bit when the group or matrix holds more than 65,536
+// values), the chunk scope adding a 32-bit count; the codec quantizes the rest (an outlier is clamped into its
+// group's range of the other values before quantizing, so it widens no range), and the outliers are written back.
+//
+// Text form (kvf_kv_quantizer_study --codec): CODEC:BITS:GROUP[:signs][:keep=N][:out=P/group|:out=P/chunk], P in
+// percent, e.g. "uniform:4:32", "hadamard:2:64:signs", "nf:3:64:out=1/group".
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvf {
+
+enum class KvQuantCodec { Uniform, Hadamard, NormalFloat };
+enum class KvOutlierScope { None, Group, Chunk };
+enum class KvMatrix { Key, Value };  // K: groups of rows per channel; V: groups of values per row
+
+struct KvQuantizerSpec {
+  KvQuantCodec codec = KvQuantCodec::Uniform;
+  int bits = 4;                // 2, 3 or 4
+  int group = 32;              // rows per K group, values per V group
+  int keep_first = 0;          // leading rows kept in f16
+  bool signs = false;          // hadamard: a fixed random sign per channel before the transform
+  KvOutlierScope outliers = KvOutlierScope::None;
+  double outlier_percent = 0;  // (0, 50]
+};
+
+// Parses the text form above; throws kvf::Error naming the text and the fault.
+KvQuantizerSpec parse_kv_quantizer(const std::string& text);
+// The text form of a spec (parse_kv_quantizer(kv_quantizer_name(s)) == s).
+std::string kv_quantizer_name(const KvQuantizerSpec& spec);
+// Throws kvf::Error naming `where` when the spec does not fit heads of head_dim values.
+void check_kv_quantizer(const KvQuantizerSpec& spec, int64_t head_dim, const std::string& where);
+
+// The normalized levels of the nf codec (2^bits of them, ascending, symmetric, the outermost +-1).
+std::vector<float> normal_float_levels(int bits);
+
+// In place: each of the `heads` vectors of head_dim values (a power of 2) of each row times H / sqrt(head_dim)
+// (with signs: H D / sqrt(head_dim), D the fixed signs of kv_hadamard_signs), and the inverse.
+void hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs);
+void inverse_hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs);
+// The fixed sign (+1 or -1) of channel c of a head (the same for every head, layer and chunk).
+float kv_hadamard_sign(int64_t c);
+
+// Outliers the spec keeps in a matrix of `rows` rows of `width` values.
+int64_t kv_quantizer_outliers(const KvQuantizerSpec& spec, KvMatrix matrix, int64_t rows, int64_t width);
+// Bits the spec stores for the matrix: codes, group parameters, kept rows and outliers with their indices.
+uint64_t kv_quantizer_bits(const KvQuantizerSpec& spec, KvMatrix matrix, int64_t rows, int64_t width);
+
+struct KvQuantized {
+  std::vector<float> values;  // [rows, width]: what a reader gets back
+  uint64_t bits = 0;          // kv_quantizer_bits
+  int64_t outliers = 0;
+};
+
+// x: [rows, width] f32 (width a multiple of head_dim, finite, within f16's range). Throws kvf::Error for a spec
+// that does not fit (check_kv_quantizer) or a value the codec refuses.
+KvQuantized quantize_kv_matrix(const KvQuantizerSpec& spec, KvMatrix matrix, const float* x, int64_t rows,
+                               int64_t width, int64_t head_dim);
+
+}  // namespace kvf
