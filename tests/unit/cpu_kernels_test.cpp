@@ -68,7 +68,7 @@ TEST(CpuKernels, EachFamilyTakesTheBestKernelTheCpuHas) {
 
   const CpuKernels avx2 = cpu::choose_cpu_kernels(avx2_cpu(), false, "");
   EXPECT_EQ(avx2.matmul, GemmKernel::Avx2Int16);
-  EXPECT_EQ(avx2.int_dot, IntDotKernel::Avx2);
+  EXPECT_EQ(avx2.int_dot, cpu::kIntDotAvx2Default);
   EXPECT_EQ(avx2.attention, AttentionKernel::Avx2);
   EXPECT_TRUE(avx2.avx2 && !avx2.bf16_dots);
 
@@ -94,6 +94,19 @@ TEST(CpuKernels, AnAvx2OverrideHoldsEveryFamilyToAvx2) {
   EXPECT_EQ(avx512.int_dot, IntDotKernel::Avx512Vnni);
   EXPECT_EQ(avx512.attention, AttentionKernel::Avx512Bf16);
   EXPECT_TRUE(avx512.bf16_dots);
+}
+
+// avx2-int8 is the avx2-int16 matmul with 8-bit activations in the integer dot products, on every AVX2 CPU.
+TEST(CpuKernels, TheInt8OverrideTakesTheInt16PanelsAndTheInt8DotProducts) {
+  for (const CpuFeatures& f : {avx2_cpu(), vnni_cpu(), bf16_cpu()}) {
+    const CpuKernels k = cpu::choose_cpu_kernels(f, true, "avx2-int8");
+    EXPECT_EQ(k.matmul, GemmKernel::Avx2Int16) << f.model;
+    EXPECT_EQ(k.int_dot, IntDotKernel::Avx2Int8) << f.model;
+    EXPECT_EQ(k.attention, AttentionKernel::Avx2) << f.model;
+    EXPECT_FALSE(k.bf16_dots) << f.model;
+  }
+  EXPECT_EQ(cpu::int_dot_kernel_name(IntDotKernel::Avx2Int8), std::string("avx2-int8"));
+  EXPECT_EQ(refusal(CpuFeatures{}, "avx2-int8"), "KVF_GEMM_KERNEL='avx2-int8': this CPU () runs none");
 }
 
 TEST(CpuKernels, AnOverrideTheCpuLacksNamesTheVariableTheValueAndTheCpu) {

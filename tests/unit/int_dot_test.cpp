@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
 #include "support/quantized_weights.h"
@@ -21,11 +22,14 @@ constexpr DType kIntegerFormats[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DTyp
                                      DType::Q8_0, DType::Q4_K, DType::Q6_K};
 
 // Row i of the rounded activations x times the weight values w (x.k of them), in double, and the sum of the
-// products' magnitudes (the scale of f32 rounding).
-std::pair<double, double> rounded_product(const cpu::Int16Rows& x, int64_t i, const float* w) {
+// products' magnitudes (the scale of f32 rounding): the 8-bit rows where the kernel table's integer kernel reads
+// them (avx2-int8), else the 16-bit ones.
+std::pair<double, double> rounded_product(const cpu::Int16Rows& x, int64_t i, const float* w, bool int8 = false) {
+  int8 = int8 || cpu::cpu_kernels().int_dot == cpu::IntDotKernel::Avx2Int8;
   double ref = 0, mag = 0;
   for (int64_t e = 0; e < x.k; ++e) {
-    const double xe = (double)x.q[i * x.k + e] * x.d[(i * x.k + e) / 32];
+    const int64_t at = i * x.k + e;
+    const double xe = int8 ? (double)x.q8[at] * x.d8[at / 32] : (double)x.q[at] * x.d[at / 32];
     ref += xe * w[e];
     mag += std::abs(xe * w[e]);
   }
@@ -57,6 +61,65 @@ TEST(IntDot, ActivationRoundingStaysWithinHalfABlockScale) {
     EXPECT_EQ(q.sum32[b], q.d[b] * (float)sum);
   }
   EXPECT_THROW(cpu::quantize_rows_int16(x.data(), 1, 40, q), Error);
+}
+
+TEST(IntDot, Int8RoundingStaysWithinHalfABlockScale) {
+  std::mt19937 rng(2);
+  std::vector<float> x = test::random_rows(3, 96, rng);
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
+  cpu::Int16Rows q;
+  cpu::quantize_rows_int8(x.data(), 3, 96, q);
+  ASSERT_EQ(q.q8.size(), 288u);
+  ASSERT_EQ(q.d8.size(), 9u);
+  EXPECT_EQ(q.d8[1], 0.0f);
+  for (int64_t b = 0; b < 9; ++b) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::abs(x[b * 32 + i]));
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int qi = q.q8[b * 32 + i];
+      sum += qi;
+      ASSERT_EQ(qi, (int)std::lrint(x[b * 32 + i] * inv)) << "block " << b << " value " << i;
+      ASSERT_LE(std::abs(qi), 127);
+      ASSERT_LE(std::abs(x[b * 32 + i] - qi * q.d8[b]), q.d8[b] * 0.5f * 1.0001f) << "block " << b << " value " << i;
+    }
+    EXPECT_EQ(q.d8[b], amax / 127.0f);
+    EXPECT_EQ(q.sum8[b], q.d8[b] * (float)sum);
+  }
+  EXPECT_THROW(cpu::quantize_rows_int8(x.data(), 1, 40, q), Error);
+}
+
+// The 8-bit kernel (avx2-int8) on any AVX2 CPU, whatever the table chose: the exact product of the dequantized
+// weights and the 8-bit activations to f32 rounding, and within the stated bound of the f32 product of the
+// unrounded activations: |y - x.w| <= sum over blocks of (d8 / 2) * sum |w| in the block (int_dot.h).
+TEST(IntDot, Int8KernelIsWithinItsBoundOfTheF32Product) {
+  if (!cpu::cpu_features().avx2_fma) GTEST_SKIP() << "this CPU has no AVX2";
+  auto b = make_cpu_backend();
+  std::mt19937 rng(13);
+  const int64_t n = 6, m = 21;
+  for (DType t : kIntegerFormats) {
+    const int64_t k = dtype_block_elems(t) == 256 ? 768 : 800;
+    const std::vector<float> x = test::random_rows(n, k, rng);
+    cpu::Int16Rows q;
+    cpu::quantize_rows_int8(x.data(), n, k, q);
+    const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
+    std::vector<float> y(n * m);
+    cpu::int_dot_rows_avx2_int8(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, q, y.data(), m);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        const float* wj = &w.values[j * k];
+        const auto [ref, mag] = rounded_product(q, i, wj, true);
+        ASSERT_NEAR(y[i * m + j], ref, 2e-6 * mag + 1e-30) << dtype_name(t) << " row " << i << " column " << j;
+        double exact = 0, bound = 0;
+        for (int64_t e = 0; e < k; ++e) {
+          exact += (double)x[i * k + e] * wj[e];
+          bound += 0.5 * q.d8[(i * k + e) / 32] * std::abs(wj[e]);
+        }
+        ASSERT_NEAR(y[i * m + j], exact, bound * 1.0001 + 2e-6 * mag + 1e-30)
+            << dtype_name(t) << " row " << i << " column " << j;
+      }
+  }
 }
 
 TEST(IntDot, EqualsTheProductOfTheDequantizedWeightsAndRoundedActivations) {

@@ -30,13 +30,14 @@ constexpr DType kFormats[] = {DType::BF16, DType::F16, DType::Q4_0, DType::Q4_1,
 using Weight = test::QuantizedWeight;
 
 // The most that rounding the activations x[0, k) to 16-bit integers in blocks of 32 (int_dot.h) moves their
-// product with the weights w[0, k): half a block scale per value.
-double int16_rounding_bound(const float* x, const float* w, int64_t k) {
+// product with the weights w[0, k): half a block scale per value (max |x| / 32767); with 8 bits (max |x| / 127)
+// where int8.
+double int16_rounding_bound(const float* x, const float* w, int64_t k, bool int8 = false) {
   double bound = 0;
   for (int64_t e = 0; e < k; ++e) {
     float amax = 0;
     for (int v = 0; v < 32; ++v) amax = std::max(amax, std::abs(x[e / 32 * 32 + v]));
-    bound += std::abs((double)w[e]) * amax / 65534;
+    bound += std::abs((double)w[e]) * amax / (int8 ? 254 : 65534);
   }
   return bound;
 }
@@ -134,7 +135,7 @@ TEST(PackedMatmul, WideProductsEqualTheirColumnsAlone) {
 }
 
 // Few rows: block formats in integer dot products where the CPU has them (within the activation rounding, half a
-// block scale per value: int_dot.h), bf16 weights with bf16 activations where it has AVX-512 BF16 (within the
+// block scale per value, 16 or 8 bits: int_dot.h), bf16 weights with bf16 activations where it has AVX-512 BF16 (within the
 // activations' bf16 rounding, 2^-9 of each), f32 dot products of the dequantized weights otherwise. Each row alone
 // (a decoding step's rule) gets the bits it gets in a call of its own; a plain pass of several rows may take
 // another kernel (AVX-512 VNNI: sixteen weight rows at a time), within the same bounds.
@@ -160,7 +161,8 @@ TEST(PackedMatmul, FewRowsAreCloseToTheProductWhateverTheirBatch) {
             ref += (double)x[i * k + e] * w.values[j * k + e];
             mag += std::abs((double)x[i * k + e] * w.values[j * k + e]);
           }
-          const double activation_rounding = integer ? int16_rounding_bound(&x[i * k], &w.values[j * k], k)
+          const bool int8 = cpu::cpu_kernels().int_dot == cpu::IntDotKernel::Avx2Int8;  // 8-bit activations
+          const double activation_rounding = integer ? int16_rounding_bound(&x[i * k], &w.values[j * k], k, int8)
                                              : bf16  ? mag / 512
                                                      : 0;
           ASSERT_NEAR((*y)[i * m + j], ref, 2e-6 * mag + activation_rounding) << dtype_name(t) << " " << i << "," << j;

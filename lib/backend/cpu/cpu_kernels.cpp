@@ -11,6 +11,7 @@ namespace kvf::cpu {
 namespace {
 
 constexpr const char* kOverride = "KVF_GEMM_KERNEL";
+constexpr const char* kInt8 = "avx2-int8";  // avx2-int16 matmuls, avx2-int8 integer dot products
 
 std::vector<GemmKernel> matmul_kernels_of(const CpuFeatures& f, bool amx_usable) {
   std::vector<GemmKernel> out;
@@ -31,11 +32,13 @@ std::string names_of(const std::vector<GemmKernel>& kernels) {
 
 GemmKernel named_kernel(const CpuKernels& table, const CpuFeatures& f, const std::string& name) {
   for (GemmKernel k : table.matmul_kernels)
-    if (name == gemm_kernel_name(k)) return k;
+    if (name == gemm_kernel_name(k) || (name == kInt8 && k == GemmKernel::Avx2Int16)) return k;
   fail(kOverride, "='", name, "': this CPU (", f.model, ") runs ", names_of(table.matmul_kernels));
 }
 
 }  // namespace
+
+const IntDotKernel kIntDotAvx2Default = IntDotKernel::Avx2;
 
 const char* gemm_kernel_name(GemmKernel kernel) {
   switch (kernel) {
@@ -50,6 +53,7 @@ const char* gemm_kernel_name(GemmKernel kernel) {
 const char* int_dot_kernel_name(IntDotKernel kernel) {
   switch (kernel) {
     case IntDotKernel::Avx512Vnni: return "avx512-vnni";
+    case IntDotKernel::Avx2Int8: return "avx2-int8";
     case IntDotKernel::Avx2: return "avx2";
     case IntDotKernel::None: return "none";
   }
@@ -74,7 +78,10 @@ CpuKernels choose_cpu_kernels(const CpuFeatures& f, bool amx_usable, const std::
     k.matmul = k.matmul_kernels.front();
   const bool avx512 = override_name.empty() || *k.matmul == GemmKernel::AmxBf16 ||
                       *k.matmul == GemmKernel::Avx512Bf16;  // an AVX2 matmul named: AVX2 everywhere
-  k.int_dot = avx512 && f.avx512_vnni ? IntDotKernel::Avx512Vnni : f.avx2_fma ? IntDotKernel::Avx2 : IntDotKernel::None;
+  const IntDotKernel avx2_int_dot = override_name == kInt8 ? IntDotKernel::Avx2Int8
+                                    : override_name.empty() ? kIntDotAvx2Default
+                                                            : IntDotKernel::Avx2;
+  k.int_dot = avx512 && f.avx512_vnni ? IntDotKernel::Avx512Vnni : f.avx2_fma ? avx2_int_dot : IntDotKernel::None;
   k.attention = avx512 && f.avx512_bf16 ? AttentionKernel::Avx512Bf16
                 : f.avx2_fma            ? AttentionKernel::Avx2
                                         : AttentionKernel::F32;

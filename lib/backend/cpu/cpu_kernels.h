@@ -18,10 +18,12 @@ enum class GemmKernel {
                // of 32 (int_dot.h), vpmaddwd into 32-bit sums, block scales in f32; other weights as Avx2F32
   Avx2F32,     // weights dequantized to f32 panels, f32 activations, FMA
 };
-// Integer dot products of 16-bit activation rows with block-format weight rows (int_dot.h), best first.
+// Integer dot products of activation rows with block-format weight rows (int_dot.h), best first.
 enum class IntDotKernel {
-  Avx512Vnni,  // vpdpwssd; also the column kernel of few-row passes and the weights interleaved for it
-  Avx2,        // vpmaddwd
+  Avx512Vnni,  // 16-bit activations, vpdpwssd; also the column kernel of few-row passes and the weights interleaved
+               // for it
+  Avx2Int8,    // 8-bit activations (blocks of 32, as llama.cpp's q8_1), vpmaddubsw then vpmaddwd with ones
+  Avx2,        // 16-bit activations, vpmaddwd
   None,
 };
 // The fast compute mode's attention (flash_attention.h), best first.
@@ -45,10 +47,14 @@ const char* int_dot_kernel_name(IntDotKernel kernel);
 const char* attention_kernel_name(AttentionKernel kernel);
 
 // The table for a CPU with features f (amx_usable: AMX BF16 may run in this process, amx_bf16_usable). With no
-// override, each family's best kernel. An override names a matmul kernel: matmuls take it, and an AVX2 one holds
-// every other family to its AVX2 kernel too, so that those run on AVX-512 CPUs as well. A name that is unknown or
+// override, each family's best kernel (on AVX2 without AVX-512 VNNI, the integer kernel kIntDotAvx2Default). An
+// override names a matmul kernel: matmuls take it, and an AVX2 one holds every other family to its AVX2 kernel too
+// (the integer one avx2, 16-bit), so that those run on AVX-512 CPUs as well; or it is avx2-int8, which is
+// avx2-int16 with the integer kernel avx2-int8. A name that is unknown or
 // that the CPU lacks throws kvf::Error naming KVF_GEMM_KERNEL, the name, the CPU and the kernels it runs.
 CpuKernels choose_cpu_kernels(const CpuFeatures& f, bool amx_usable, const std::string& override_name);
+// The integer kernel of AVX2 CPUs without AVX-512 VNNI when nothing is named (docs/engine.md#int8-activations).
+extern const IntDotKernel kIntDotAvx2Default;
 
 // This process's table: choose_cpu_kernels for this CPU and KVF_GEMM_KERNEL, decided on the first call.
 const CpuKernels& cpu_kernels();

@@ -105,5 +105,10 @@ void int_dot_interleaved_avx512_vnni(DType t, const uint8_t* w, int wrows, const
 // The same with AVX2 (int_dot_avx2.cpp), for CPUs without AVX-512 VNNI.
 void int_dot_rows_avx2(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
                        int64_t ldy);
+// The same over the rows' 8-bit form (Int16Rows::q8; int_dot_avx2_int8.cpp, AVX2: vpmaddubsw).
+void int_dot_rows_avx2_int8(DType t, const uint8_t* w, size_t row_bytes, int wrows, const Int16Rows& x, float* y,
+                            int64_t ldy);
+// One row's 8-bit rounding as quantize_rows_int8 does it, bit for bit (AVX2): q [k], d and sum8 [k / 32].
+void quantize_row_int8_avx2(const float* x, int64_t k, int8_t* q, float* d, float* sum8);
 
 }  // namespace kvf::cpu

@@ -10,8 +10,41 @@
 
 namespace kvf::cpu {
 
+void quantize_rows_int8(const float* x, int64_t rows, int64_t k, Int16Rows& out) {
+  KVF_CHECK(k % 32 == 0, "8-bit activation rows: ", k, " values is not a multiple of 32");
+  out.rows = rows;
+  out.k = k;
+  out.q8.resize((size_t)(rows * k));
+  out.d8.resize((size_t)(rows * k / 32));
+  out.sum8.resize((size_t)(rows * k / 32));
+  if (cpu_kernels().avx2) {
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row_int8_avx2(x + r * k, k, out.q8.data() + r * k, out.d8.data() + r * (k / 32),
+                             out.sum8.data() + r * (k / 32));
+    return;
+  }
+  for (int64_t b = 0; b < rows * k / 32; ++b) {
+    const float* v = x + b * 32;
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::abs(v[i]));
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    int8_t* q = out.q8.data() + b * 32;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      q[i] = (int8_t)std::lrint(v[i] * inv);
+      sum += q[i];
+    }
+    out.d8[(size_t)b] = amax / 127.0f;
+    out.sum8[(size_t)b] = out.d8[(size_t)b] * (float)sum;
+  }
+}
+
 void quantize_rows_int16(const float* x, int64_t rows, int64_t k, Int16Rows& out) {
   KVF_CHECK(k % 32 == 0, "16-bit activation rows: ", k, " values is not a multiple of 32");
+  if (cpu_kernels().int_dot == IntDotKernel::Avx2Int8)
+    quantize_rows_int8(x, rows, k, out);
+  else
+    out.q8.clear();
   out.rows = rows;
   out.k = k;
   out.q.resize((size_t)(rows * k));
@@ -59,6 +92,10 @@ void int_dot_rows(DType t, const uint8_t* w, size_t row_bytes, int wrows, const 
             " weight");
   if (cpu_kernels().int_dot == IntDotKernel::Avx512Vnni)
     return int_dot_rows_avx512_vnni(t, w, row_bytes, wrows, x, y, ldy);
+  if (cpu_kernels().int_dot == IntDotKernel::Avx2Int8) {
+    KVF_CHECK(x.q8.size() == (size_t)(x.rows * x.k), "int_dot_rows: avx2-int8 needs the rows in 8 bits");
+    return int_dot_rows_avx2_int8(t, w, row_bytes, wrows, x, y, ldy);
+  }
   int_dot_rows_avx2(t, w, row_bytes, wrows, x, y, ldy);
 }
 
