@@ -37,7 +37,7 @@ std::vector<std::string> default_codecs(const std::vector<int>& bits) {
     const std::string s = std::to_string(b);
     for (const char* c : {"uniform:%:32", "uniform:%:64", "hadamard:%:64", "hadamard:%:64:signs", "nf:%:32", "nf:%:64",
                           "hadamard:%:32:signs", "uniform:%:64:out=1/chunk", "uniform:%:64:out=1/group",
-                          "nf:%:64:out=1/chunk", "uniform:%:64:keep=4"}) {
+                          "nf:%:64:out=1/chunk", "uniform:%:64:keep=4", "hnf:%:64:signs", "hnf:%:32:signs"}) {
       std::string t = c;
       t.replace(t.find('%'), 1, s);
       out.push_back(t);
@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
   app.add_option("--store", store, "a store with KV of --mode")->required();
   app.add_option("--mode", mode, "the KV mode to read (an f16 or bf16 prefill mode)")->capture_default_str();
   app.add_option("--codec", codecs,
-                 "CODEC:BITS:GROUP[:signs][:keep=N][:out=P/group|chunk] (compress/kv_quantizers.h); repeatable; "
-                 "default: a fixed list at each of --bits");
+                 "CODEC:BITS:GROUP[:signs][:keep=N][:out=P/group|chunk] (compress/kv_quantizers.h) for K and V, or "
+                 "K's+V's; repeatable; default: a fixed list at each of --bits");
   app.add_option("--bits", bits, "bits of the default list")->capture_default_str();
   app.add_option("--chunks", chunks, "chunks read, evenly spaced over the mode's chunk ids in ascending order")
       ->capture_default_str()
@@ -126,11 +126,19 @@ int main(int argc, char** argv) {
     const int layers = layout.stored_layers;
     const int64_t head_dim = layout.head_dim, heads = layout.kv_heads, width = heads * head_dim;
     if (codecs.empty()) codecs = default_codecs(bits);
-    std::vector<kvf::KvQuantizerSpec> specs;
+    // K's codec and V's: one spec for both, or "KSPEC+VSPEC".
+    std::vector<std::pair<kvf::KvQuantizerSpec, kvf::KvQuantizerSpec>> specs;
     for (const std::string& c : codecs) {
-      specs.push_back(kvf::parse_kv_quantizer(c));
-      kvf::check_kv_quantizer(specs.back(), head_dim, "--codec " + c);
+      const size_t plus = c.find('+');
+      const std::string kc = c.substr(0, plus), vc = plus == std::string::npos ? c : c.substr(plus + 1);
+      specs.emplace_back(kvf::parse_kv_quantizer(kc), kvf::parse_kv_quantizer(vc));
+      kvf::check_kv_quantizer(specs.back().first, head_dim, "--codec " + c);
+      kvf::check_kv_quantizer(specs.back().second, head_dim, "--codec " + c);
     }
+    const auto name_of = [&](size_t s) {
+      const std::string kn = kvf::kv_quantizer_name(specs[s].first), vn = kvf::kv_quantizer_name(specs[s].second);
+      return kn == vn ? kn : kn + "+" + vn;
+    };
     std::vector<uint64_t> ids = reader.ids();
     std::sort(ids.begin(), ids.end());
     const size_t n = std::min(ids.size(), (size_t)chunks);
@@ -168,9 +176,9 @@ int main(int argc, char** argv) {
         std::vector<double> got;
         for (size_t s = 0; s < specs.size(); ++s) {
           const kvf::KvQuantized kq =
-              kvf::quantize_kv_matrix(specs[s], kvf::KvMatrix::Key, k.data(), rows, width, head_dim);
+              kvf::quantize_kv_matrix(specs[s].first, kvf::KvMatrix::Key, k.data(), rows, width, head_dim);
           const kvf::KvQuantized vq =
-              kvf::quantize_kv_matrix(specs[s], kvf::KvMatrix::Value, v.data(), rows, width, head_dim);
+              kvf::quantize_kv_matrix(specs[s].second, kvf::KvMatrix::Value, v.data(), rows, width, head_dim);
           Sums& a = sums[s];
           a.k_bits += kq.bits;
           a.v_bits += vq.bits;
@@ -225,7 +233,7 @@ int main(int argc, char** argv) {
       const double both = (bk + bv) / 2;
       const Summary ks = summarize(a.k_err, a.k_norm), vs = summarize(a.v_err, a.v_norm),
                     as = summarize(a.a_err, a.a_norm);
-      out["candidates"].push_back({{"codec", kvf::kv_quantizer_name(specs[s])},
+      out["candidates"].push_back({{"codec", name_of(s)},
                                    {"bits_per_value_k", bk},
                                    {"bits_per_value_v", bv},
                                    {"bits_per_value", both},
@@ -235,7 +243,7 @@ int main(int argc, char** argv) {
                                    {"attention_rel_err", summary_json(as)}});
       if (!json)
         std::printf("| %s | %.3f | %.3f | %.3f | %.2f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f (%d) |\n",
-                    kvf::kv_quantizer_name(specs[s]).c_str(), bk, bv, both, 16.0 / both, ks.mean, ks.worst, vs.mean,
+                    name_of(s).c_str(), bk, bv, both, 16.0 / both, ks.mean, ks.worst, vs.mean,
                     vs.worst, as.mean, as.worst, as.worst_layer);
     }
     if (json) std::printf("%s\n", out.dump(1).c_str());

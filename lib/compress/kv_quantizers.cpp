@@ -152,8 +152,11 @@ void inverse_hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_d
 
 std::string kv_quantizer_name(const KvQuantizerSpec& s) {
   std::ostringstream os;
-  os << (s.codec == KvQuantCodec::Uniform ? "uniform" : s.codec == KvQuantCodec::Hadamard ? "hadamard" : "nf") << ':'
-     << s.bits << ':' << s.group;
+  os << (s.codec == KvQuantCodec::Uniform                ? "uniform"
+         : s.codec == KvQuantCodec::Hadamard           ? "hadamard"
+         : s.codec == KvQuantCodec::HadamardNormalFloat ? "hnf"
+                                                        : "nf")
+     << ':' << s.bits << ':' << s.group;
   if (s.signs) os << ":signs";
   if (s.keep_first > 0) os << ":keep=" << s.keep_first;
   if (s.outliers != KvOutlierScope::None)
@@ -165,12 +168,14 @@ KvQuantizerSpec parse_kv_quantizer(const std::string& text) {
   std::vector<std::string> parts;
   std::stringstream ss(text);
   for (std::string p; std::getline(ss, p, ':');) parts.push_back(p);
-  KVF_CHECK(parts.size() >= 3, "kv quantizer '", text, "': expected CODEC:BITS:GROUP[:signs][:keep=N][:out=P/group|chunk]");
+  KVF_CHECK(parts.size() >= 3, "kv quantizer '", text,
+            "': expected CODEC:BITS:GROUP[:signs][:keep=N][:out=P/group|chunk]");
   KvQuantizerSpec s;
   if (parts[0] == "uniform") s.codec = KvQuantCodec::Uniform;
   else if (parts[0] == "hadamard") s.codec = KvQuantCodec::Hadamard;
   else if (parts[0] == "nf") s.codec = KvQuantCodec::NormalFloat;
-  else fail("kv quantizer '", text, "': unknown codec '", parts[0], "' (uniform, hadamard or nf)");
+  else if (parts[0] == "hnf") s.codec = KvQuantCodec::HadamardNormalFloat;
+  else fail("kv quantizer '", text, "': unknown codec '", parts[0], "' (uniform, hadamard, nf or hnf)");
   const auto number = [&](const std::string& t, const char* what) {
     size_t used = 0;
     double v = 0;
@@ -217,10 +222,11 @@ KvQuantizerSpec parse_kv_quantizer(const std::string& text) {
 void check_kv_quantizer(const KvQuantizerSpec& s, int64_t head_dim, const std::string& where) {
   const std::string name = where + ": kv quantizer " + kv_quantizer_name(s);
   check_low_bit_spec(low_bit_of(s), head_dim, name);
-  KVF_CHECK(!s.signs || s.codec == KvQuantCodec::Hadamard, name, ": signs belong to the hadamard codec");
-  KVF_CHECK(s.codec != KvQuantCodec::Hadamard || (head_dim > 0 && (head_dim & (head_dim - 1)) == 0), name,
+  const bool rotated = s.codec == KvQuantCodec::Hadamard || s.codec == KvQuantCodec::HadamardNormalFloat;
+  KVF_CHECK(!s.signs || rotated, name, ": signs belong to the hadamard and hnf codecs");
+  KVF_CHECK(!rotated || (head_dim > 0 && (head_dim & (head_dim - 1)) == 0), name,
             ": the Hadamard transform needs a head dimension that is a power of 2, not ", head_dim);
-  KVF_CHECK(s.codec != KvQuantCodec::Hadamard || s.outliers == KvOutlierScope::None, name,
+  KVF_CHECK(!rotated || s.outliers == KvOutlierScope::None, name,
             ": outliers are kept by the uniform and nf codecs only");
   KVF_CHECK(s.outliers == KvOutlierScope::None || (s.outlier_percent > 0 && s.outlier_percent <= 50), name,
             ": outlier percent ", s.outlier_percent, " is outside (0, 50]");
@@ -239,7 +245,8 @@ uint64_t kv_quantizer_bits(const KvQuantizerSpec& s, KvMatrix m, int64_t rows, i
   const Grouping gr = grouping_of(s, m, rows, width);
   const uint64_t codes = (uint64_t)(rows * width) * (uint64_t)s.bits;  // every row carries codes (low_bit_kv)
   const uint64_t kept = (uint64_t)(gr.kept * width) * 16;
-  const uint64_t params = (uint64_t)gr.groups * (s.codec == KvQuantCodec::NormalFloat ? 16 : 32);
+  const bool absmax = s.codec == KvQuantCodec::NormalFloat || s.codec == KvQuantCodec::HadamardNormalFloat;
+  const uint64_t params = (uint64_t)gr.groups * (absmax ? 16 : 32);
   uint64_t outliers = 0;
   if (s.outliers == KvOutlierScope::Chunk) {
     outliers = 32 + (uint64_t)kv_quantizer_outliers(s, m, rows, width) * (16 + index_bits(rows * width));
@@ -257,10 +264,14 @@ KvQuantized quantize_kv_matrix(const KvQuantizerSpec& s, KvMatrix m, const float
   KvQuantized out;
   out.bits = kv_quantizer_bits(s, m, rows, width);
   const size_t n = (size_t)(rows * width);
-  if (s.codec == KvQuantCodec::Hadamard) {
+  if (s.codec == KvQuantCodec::Hadamard || s.codec == KvQuantCodec::HadamardNormalFloat) {
     std::vector<float> y(x, x + n);
     hadamard_rows(y.data(), rows, width, head_dim, s.signs);
-    out.values = uniform_round_trip(s, m, y.data(), rows, width);
+    out.values = s.codec == KvQuantCodec::Hadamard ? uniform_round_trip(s, m, y.data(), rows, width)
+                                                   : normal_float_round_trip(s, m, y.data(), rows, width);
+    if (s.codec == KvQuantCodec::HadamardNormalFloat)  // kept rows as f16, in the rotated space like every row
+      for (int64_t i = 0; i < std::min<int64_t>(s.keep_first, rows) * width; ++i)
+        out.values[(size_t)i] = f16_to_f32(f32_to_f16(y[(size_t)i]));
     inverse_hadamard_rows(out.values.data(), rows, width, head_dim, s.signs);
     return out;
   }

@@ -11,6 +11,7 @@
 //   nf        normal-quantile levels: level i of 2^bits is the standard normal's quantile at (i + 0.5) / 2^bits,
 //             divided by the largest so the levels span [-1, 1]; each group stores one f16 scale (the smallest
 //             f16 >= its largest |x|) and each value the nearest level times it.
+//   hnf       the hadamard rotation (with `signs`: signs too), then nf, then rotated back.
 // Outliers (uniform and nf): the ceil(p * n) values of largest |x| of each group (`/group`) or of the whole matrix
 // (`/chunk`) are kept as f16 values with 16-bit indices (32-bit when the group or matrix holds more than 65,536
 // values), the chunk scope adding a 32-bit count; the codec quantizes the rest (an outlier is clamped into its
@@ -25,7 +26,7 @@
 
 namespace kvf {
 
-enum class KvQuantCodec { Uniform, Hadamard, NormalFloat };
+enum class KvQuantCodec { Uniform, Hadamard, NormalFloat, HadamardNormalFloat };
 enum class KvOutlierScope { None, Group, Chunk };
 enum class KvMatrix { Key, Value };  // K: groups of rows per channel; V: groups of values per row
 
@@ -34,7 +35,7 @@ struct KvQuantizerSpec {
   int bits = 4;                // 2, 3 or 4
   int group = 32;              // rows per K group, values per V group
   int keep_first = 0;          // leading rows kept in f16
-  bool signs = false;          // hadamard: a fixed random sign per channel before the transform
+  bool signs = false;          // hadamard, hnf: a fixed random sign per channel before the transform
   KvOutlierScope outliers = KvOutlierScope::None;
   double outlier_percent = 0;  // (0, 50]
 };
