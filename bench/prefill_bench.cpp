@@ -5,8 +5,10 @@
 // bench/cpu_vs_llamacpp.py for the side-by-side table against llama.cpp. The prefill's model FLOPs
 // (model/model_flops.h) over its median time give the achieved TFLOP/s; on the CPU backend also their share of the
 // CPU's measured peak (matrix_peak.h) for the matmul kernel the run uses, measured in-process after the timed runs
-// on as many threads (--no-peak skips it).
+// on as many threads (--no-peak skips it). --stream-mb M only measures the memory's read bandwidth (no model), the
+// bound a decode's weight bytes per token times tokens/s is set against.
 #include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <memory>
 #include <random>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/profiling_backend.h"
@@ -48,6 +51,35 @@ double median_of(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// Read bandwidth of this machine's memory, to set a decode's weight bytes per second against: `threads` workers
+// each sum their share of a buffer of `bytes` (far larger than the caches), median GB/s of five passes after one.
+double stream_read_gbs(size_t bytes, int threads) {
+  std::vector<uint64_t> buffer(bytes / sizeof(uint64_t), 1);
+  const size_t n = buffer.size(), share = (n + (size_t)threads - 1) / (size_t)threads;
+  std::vector<uint64_t> sums((size_t)threads * 8);  // a cache line apart
+  std::vector<double> gbs;
+  for (int pass = 0; pass <= 5; ++pass) {
+    const auto t0 = std::chrono::steady_clock::now();
+    tbb::parallel_for(0, threads, [&](int t) {
+      const uint64_t* p = buffer.data() + std::min(n, (size_t)t * share);
+      const size_t count = std::min(n, (size_t)(t + 1) * share) - std::min(n, (size_t)t * share);
+      uint64_t a = 0, b = 0, c = 0, d = 0;
+      for (size_t i = 0; i + 4 <= count; i += 4) {
+        a += p[i];
+        b += p[i + 1];
+        c += p[i + 2];
+        d += p[i + 3];
+      }
+      sums[(size_t)t * 8] = a + b + c + d;
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (pass > 0) gbs.push_back((double)bytes / s / 1e9);
+  }
+  static volatile uint64_t sink;  // keeps the sums
+  for (uint64_t v : sums) sink = sink + v;
+  return median_of(gbs);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +88,7 @@ int main(int argc, char** argv) {
   int tokens = 512, threads = 2, runs = 5, decode = 0, decode_batch = 1;
   std::string compute = "fast", backend_name = "cpu";
   bool json = false, profile = false, no_peak = false;
+  int stream_mb = 0;
   double peak_seconds = 0.1;
   app.add_option("--model", model, "smollm2 or a GGUF path")->capture_default_str();
   app.add_option("--tokens", tokens, "prompt length")->capture_default_str()->check(CLI::PositiveNumber);
@@ -80,10 +113,23 @@ int main(int argc, char** argv) {
   app.add_option("--peak-seconds", peak_seconds, "about how long each of the peak's three timed runs takes")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--stream-mb", stream_mb,
+                 "only measure the memory's read bandwidth over a buffer of this many MB on --threads threads "
+                 "(median GB/s of 5 passes), to compare a decode's weight bytes per second with; no model loaded")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--profile", profile, "also time every backend op (adds per-call overhead) and report the split");
   CLI11_PARSE(app, argc, argv);
   try {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    if (stream_mb > 0) {
+      const double gbs = stream_read_gbs((size_t)stream_mb << 20, threads);
+      if (json)
+        std::printf("%s\n",
+                    nlohmann::json{{"stream_mb", stream_mb}, {"threads", threads}, {"read_gbs", gbs}}.dump().c_str());
+      else
+        std::printf("memory read, %d MB on %d threads: %.2f GB/s (median of 5)\n", stream_mb, threads, gbs);
+      return 0;
+    }
     auto base = kvf::make_backend(backend_name);
     kvf::ProfilingBackend profiler(*base);
     kvf::Backend& backend = profile ? static_cast<kvf::Backend&>(profiler) : *base;
