@@ -199,6 +199,13 @@ void check_compress_options(const CompressStageOptions& o) {
   anchor_score_from_name(o.anchor_score);  // throws naming a bad value
   KVF_CHECK(o.quant.empty() || o.quant == "int8" || o.quant == "int4" || o.quant == "int3" || o.quant == "int2",
             "--quant must be int8, int4, int3 or int2, got '", o.quant, "'");
+  KVF_CHECK(o.v_levels == "uniform" || o.v_levels == "nf", "--v-levels must be uniform or nf, got '", o.v_levels,
+            "'");
+  const bool low_bit = o.quant == "int4" || o.quant == "int3" || o.quant == "int2";
+  KVF_CHECK(!o.rotate || low_bit, "--rotate needs --quant int4, int3 or int2 (got ",
+            o.quant.empty() ? "no --quant" : "--quant " + o.quant, ")");
+  KVF_CHECK(o.v_levels == "uniform" || low_bit, "--v-levels ", o.v_levels, " needs --quant int4, int3 or int2 (got ",
+            o.quant.empty() ? "no --quant" : "--quant " + o.quant, ")");
   KVF_CHECK(o.anchors > 0 || o.share_layers > 0 || !o.quant.empty(), "compress: nothing to do; give --anchors, "
             "--share-layers or --quant");
 }
@@ -311,8 +318,12 @@ class CompressJob {
     if (!o_.quant.empty() && layout_.low_bit()) {
       layout_.quant_group = o_.quant_group;
       layout_.keep_first = o_.keep_first;
-      check_low_bit_spec(layout_.low_bit_spec(), layout_.head_dim, "--quant " + o_.quant);
+      layout_.rotate = o_.rotate;
+      layout_.v_levels = o_.v_levels == "nf" ? LowBitLevels::NormalFloat : LowBitLevels::Uniform;
+      check_low_bit_spec(layout_.low_bit_spec(), layout_.head_dim,
+                         "--quant " + o_.quant + (o_.rotate ? " --rotate" : ""));
     }
+    if (!layout_.low_bit()) layout_.rotate = false, layout_.v_levels = LowBitLevels::Uniform;
     for (int l = 0; l < c_.n_layers; ++l)
       if (from_sources_[l] == l) from_source_layers_.push_back(l);
   }
@@ -331,6 +342,10 @@ class CompressJob {
     if (layout_.low_bit()) {
       recipe["quant_group"] = layout_.quant_group;
       recipe["keep_first"] = layout_.keep_first;
+      if (layout_.rotate || layout_.v_levels != LowBitLevels::Uniform) {  // absent: the first codec (older stores)
+        recipe["rotate"] = layout_.rotate;
+        recipe["v_levels"] = low_bit_levels_name(layout_.v_levels);
+      }
     }
     if (anchors_ && !select_) recipe["anchor_token_ids"] = anchor_ids_;
     if (select_) recipe["anchor_score"] = o_.anchor_score;

@@ -35,6 +35,8 @@ struct CompressStageOptions {
   std::string quant;                    // "" (keep the source's type) | "int8" | "int4" | "int3" | "int2"
   int quant_group = 32;                 // int4/int3/int2: rows per K group, values per V group (core/low_bit_kv.h)
   int keep_first = 0;                   // int4/int3/int2: each chunk's first rows kept in f16 (attention sinks)
+  bool rotate = false;                  // int4/int3/int2: Hadamard rotation of every head vector (core/low_bit_kv.h)
+  std::string v_levels = "uniform";     // int4/int3/int2: V's levels, uniform | nf (normal-quantile, one scale)
   uint64_t shard_bytes = 256ull << 20;
   int batch_tokens = 1024;              // select: chunks re-run in ragged batches of about this many tokens
   uint64_t neighbor_cache_bytes = 1ull << 30;

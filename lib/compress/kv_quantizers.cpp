@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/hadamard.h"
 #include "core/low_bit_kv.h"
 
 namespace kvf {
@@ -51,39 +52,6 @@ int64_t kept_of(double percent, int64_t n) {
 }
 uint64_t index_bits(int64_t n) { return n <= 65536 ? 16 : 32; }
 
-// The standard normal's quantile at p (bisection on erfc; exact enough for level tables).
-double normal_quantile(double p) {
-  double lo = -10, hi = 10;
-  for (int i = 0; i < 200; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
-  }
-  return 0.5 * (lo + hi);
-}
-
-void fwht(float* x, int64_t n) {
-  for (int64_t len = 1; len < n; len <<= 1)
-    for (int64_t i = 0; i < n; i += len << 1)
-      for (int64_t j = i; j < i + len; ++j) {
-        const float a = x[j], b = x[j + len];
-        x[j] = a + b;
-        x[j + len] = a - b;
-      }
-}
-
-void rotate(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs, bool inverse) {
-  const float norm = 1.0f / std::sqrt((float)head_dim);
-  for (int64_t h = 0; h < rows * (width / head_dim); ++h) {
-    float* v = x + h * head_dim;
-    if (signs && !inverse)
-      for (int64_t c = 0; c < head_dim; ++c) v[c] *= kv_hadamard_sign(c);
-    fwht(v, head_dim);
-    for (int64_t c = 0; c < head_dim; ++c) v[c] *= norm;
-    if (signs && inverse)
-      for (int64_t c = 0; c < head_dim; ++c) v[c] *= kv_hadamard_sign(c);
-  }
-}
-
 // The low-bit codec over one matrix (it encodes K and V together: the matrix goes in both places).
 std::vector<float> uniform_round_trip(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows,
                                       int64_t width) {
@@ -113,42 +81,13 @@ std::vector<float> normal_float_round_trip(const KvQuantizerSpec& s, KvMatrix m,
         out[(size_t)i] = 0;
         return;
       }
-      const float t = x[i] / scale;
-      const auto it = std::lower_bound(levels.begin(), levels.end(), t);
-      float best = it == levels.end() ? levels.back() : *it;
-      if (it != levels.begin() && (it == levels.end() || t - *(it - 1) <= *it - t)) best = *(it - 1);
-      out[(size_t)i] = best * scale;
+      out[(size_t)i] = levels[(size_t)nearest_level(levels, x[i] / scale)] * scale;
     });
   }
   return out;
 }
 
 }  // namespace
-
-std::vector<float> normal_float_levels(int bits) {
-  const int n = 1 << bits;
-  std::vector<float> out((size_t)n);
-  const double top = normal_quantile((n - 0.5) / n);
-  for (int i = 0; i < n; ++i) out[(size_t)i] = (float)(normal_quantile((i + 0.5) / n) / top);
-  out.front() = -1.0f;
-  out.back() = 1.0f;
-  return out;
-}
-
-float kv_hadamard_sign(int64_t c) {
-  uint64_t z = (uint64_t)c + 0x9E3779B97F4A7C15ull;  // splitmix64 of the channel
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return (z & 1) ? -1.0f : 1.0f;
-}
-
-void hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs) {
-  rotate(x, rows, width, head_dim, signs, false);
-}
-void inverse_hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs) {
-  rotate(x, rows, width, head_dim, signs, true);
-}
 
 std::string kv_quantizer_name(const KvQuantizerSpec& s) {
   std::ostringstream os;

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "core/hadamard.h"
+
 namespace kvf {
 
 enum class KvQuantCodec { Uniform, Hadamard, NormalFloat, HadamardNormalFloat };
@@ -47,15 +49,8 @@ std::string kv_quantizer_name(const KvQuantizerSpec& spec);
 // Throws kvf::Error naming `where` when the spec does not fit heads of head_dim values.
 void check_kv_quantizer(const KvQuantizerSpec& spec, int64_t head_dim, const std::string& where);
 
-// The normalized levels of the nf codec (2^bits of them, ascending, symmetric, the outermost +-1).
-std::vector<float> normal_float_levels(int bits);
-
-// In place: each of the `heads` vectors of head_dim values (a power of 2) of each row times H / sqrt(head_dim)
-// (with signs: H D / sqrt(head_dim), D the fixed signs of kv_hadamard_signs), and the inverse.
-void hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs);
-void inverse_hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs);
-// The fixed sign (+1 or -1) of channel c of a head (the same for every head, layer and chunk).
-float kv_hadamard_sign(int64_t c);
+// The nf levels and the Hadamard rotation (normal_float_levels, hadamard_rows, inverse_hadamard_rows,
+// kv_hadamard_sign) are core/hadamard.h's, shared with the store's rotated codec (core/low_bit_kv.h).
 
 // Outliers the spec keeps in a matrix of `rows` rows of `width` values.
 int64_t kv_quantizer_outliers(const KvQuantizerSpec& spec, KvMatrix matrix, int64_t rows, int64_t width);

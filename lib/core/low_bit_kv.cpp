@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/hadamard.h"
 #include "core/half.h"
 
 namespace kvf {
@@ -23,6 +24,9 @@ uint16_t f16_at_least(float x) {
   return (h & 0x8000) ? (h == 0x8000 ? (uint16_t)0x0001 : (uint16_t)(h - 1)) : (uint16_t)(h + 1);
 }
 
+bool nf_values(const LowBitSpec& s) { return s.v_levels == LowBitLevels::NormalFloat; }
+int64_t v_param_bytes(const LowBitSpec& s) { return nf_values(s) ? 2 : 4; }  // (scale, min) or the scale alone
+
 struct Parts {  // byte offsets of one chunk's parts
   int64_t kept, k_groups, v_groups, codes_bytes;
   uint64_t kept_k, kept_v, k_params, v_params, k_codes, v_codes, end;
@@ -38,7 +42,7 @@ Parts parts_of(const LowBitSpec& s, int64_t rows, int64_t width) {
   p.kept_v = p.kept_k + (uint64_t)(p.kept * width * 2);
   p.k_params = p.kept_v + (uint64_t)(p.kept * width * 2);
   p.v_params = p.k_params + (uint64_t)(p.k_groups * width * 4);
-  p.k_codes = p.v_params + (uint64_t)(rows * p.v_groups * 4);
+  p.k_codes = p.v_params + (uint64_t)(rows * p.v_groups * v_param_bytes(s));
   p.v_codes = p.k_codes + (uint64_t)(rows * p.codes_bytes);
   p.end = p.v_codes + (uint64_t)(rows * p.codes_bytes);
   return p;
@@ -100,7 +104,17 @@ void require_encodable(const float* x, int64_t rows, int64_t width, const char* 
               ", value ", i % width, " is ", x[i], "; it must be finite and within f16's range");
 }
 
+// The nf code of x in a group of f16 scale `scale` (0: the all-zero group, which decodes to +0).
+uint8_t nf_code_of(float x, float scale, const std::vector<float>& levels) {
+  if (scale == 0) return (uint8_t)(levels.size() / 2);  // the lowest positive level: level * 0 = +0
+  return (uint8_t)nearest_level(levels, x / scale);
+}
+
 }  // namespace
+
+const char* low_bit_levels_name(LowBitLevels levels) {
+  return levels == LowBitLevels::NormalFloat ? "nf" : "uniform";
+}
 
 void check_low_bit_spec(const LowBitSpec& s, int64_t head_dim, const std::string& where) {
   KVF_CHECK(s.bits == 4 || s.bits == 3 || s.bits == 2, where, ": ", s.bits, " bits; low-bit KV has 4, 3 or 2");
@@ -110,6 +124,12 @@ void check_low_bit_spec(const LowBitSpec& s, int64_t head_dim, const std::string
   KVF_CHECK(s.bits != 3 || s.group % 8 == 0, where, ": group size ", s.group, " must be a multiple of 8 for 3 bits");
   KVF_CHECK(s.keep_first >= 0 && s.keep_first <= 1 << 20, where, ": keep-first ", s.keep_first,
             " is outside 0..", 1 << 20);
+  KVF_CHECK(s.v_levels == LowBitLevels::Uniform || s.v_levels == LowBitLevels::NormalFloat, where,
+            ": unknown V levels ", (int)s.v_levels);
+  KVF_CHECK(!s.rotate || is_power_of_two(head_dim), where, ": the Hadamard rotation needs a head dimension that is a "
+            "power of 2, not ", head_dim);
+  KVF_CHECK(!s.rotate || s.head_dim == head_dim, where, ": the rotation's head dimension ", s.head_dim,
+            " is not the KV's ", head_dim);
 }
 
 uint64_t low_bit_chunk_bytes(const LowBitSpec& s, int64_t rows, int64_t width) { return parts_of(s, rows, width).end; }
@@ -118,6 +138,20 @@ void encode_low_bit_chunk(const LowBitSpec& s, const float* k, const float* v, i
                           std::vector<uint8_t>& out) {
   require_encodable(k, rows, width, "k");
   require_encodable(v, rows, width, "v");
+  // The kept rows are stored from k and v as given; the codes from their rotated copies.
+  std::vector<float> k_rotated, v_rotated;
+  const float* kq = k;
+  const float* vq = v;
+  if (s.rotate) {
+    k_rotated.assign(k, k + rows * width);
+    v_rotated.assign(v, v + rows * width);
+    hadamard_rows(k_rotated.data(), rows, width, s.head_dim);
+    hadamard_rows(v_rotated.data(), rows, width, s.head_dim);
+    require_encodable(k_rotated.data(), rows, width, "k (Hadamard-rotated)");
+    require_encodable(v_rotated.data(), rows, width, "v (Hadamard-rotated)");
+    kq = k_rotated.data();
+    vq = v_rotated.data();
+  }
   const Parts p = parts_of(s, rows, width);
   const uint64_t base = out.size();
   out.resize(base + p.end, 0);
@@ -130,18 +164,29 @@ void encode_low_bit_chunk(const LowBitSpec& s, const float* k, const float* v, i
   for (int64_t g = 0; g < p.k_groups; ++g) {
     const int64_t first = p.kept + g * s.group, n = std::min<int64_t>(s.group, rows - first);
     for (int64_t c = 0; c < width; ++c) {
-      const auto [scale, mn] = group_params(k + first * width + c, n, width, s.bits);
+      const auto [scale, mn] = group_params(kq + first * width + c, n, width, s.bits);
       put16(chunk, p.k_params + 4 * (g * width + c), scale);
       put16(chunk, p.k_params + 4 * (g * width + c) + 2, mn);
       for (int64_t r = first; r < first + n; ++r)
         pack(chunk.data() + p.k_codes + r * p.codes_bytes, c,
-             code_of(k[r * width + c], f16_to_f32(scale), f16_to_f32(mn), s.bits), s.bits);
+             code_of(kq[r * width + c], f16_to_f32(scale), f16_to_f32(mn), s.bits), s.bits);
     }
   }
   // V: each group of values within each row (the kept rows too: their codes are unused but cheap).
+  const std::vector<float>* levels = nf_values(s) ? &normal_float_levels_cached(s.bits) : nullptr;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < p.v_groups; ++g) {
-      const float* x = v + r * width + g * s.group;
+      const float* x = vq + r * width + g * s.group;
+      if (levels) {  // nf: one scale, the smallest f16 >= the group's largest |x|
+        float amax = 0;
+        for (int64_t i = 0; i < s.group; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const uint16_t scale = f16_at_least(amax);
+        put16(chunk, p.v_params + 2 * (r * p.v_groups + g), scale);
+        for (int64_t i = 0; i < s.group; ++i)
+          pack(chunk.data() + p.v_codes + r * p.codes_bytes, g * s.group + i,
+               nf_code_of(x[i], f16_to_f32(scale), *levels), s.bits);
+        continue;
+      }
       const auto [scale, mn] = group_params(x, s.group, 1, s.bits);
       put16(chunk, p.v_params + 4 * (r * p.v_groups + g), scale);
       put16(chunk, p.v_params + 4 * (r * p.v_groups + g) + 2, mn);
@@ -163,6 +208,10 @@ bool decode_low_bit_rows(const LowBitSpec& s, const uint8_t* in, int64_t chunk_r
   KVF_CHECK(offset >= 0 && count >= 0 && offset + count <= width && offset % s.group == 0 && count % s.group == 0,
             "low-bit KV: values [", offset, ", ", offset + count, ") of rows of ", width, " are not whole groups of ",
             s.group);
+  KVF_CHECK(!s.rotate || (s.head_dim > 0 && offset % s.head_dim == 0 && count % s.head_dim == 0),
+            "low-bit KV: values [", offset, ", ", offset + count, ") are not whole heads of ", s.head_dim,
+            ", which the rotation needs");
+  const std::vector<float>* levels = nf_values(s) ? &normal_float_levels_cached(s.bits) : nullptr;
   const Parts p = parts_of(s, chunk_rows, width);
   // Codes of the values asked for start on a byte: offset is a multiple of the group, and a group's codes fill
   // whole bytes (check_low_bit_spec).
@@ -208,10 +257,22 @@ bool decode_low_bit_rows(const LowBitSpec& s, const uint8_t* in, int64_t chunk_r
     // V: per row, groups of values.
     unpack(in + p.v_codes + r * p.codes_bytes);
     for (int64_t vg = 0; vg < count / s.group; ++vg) {
-      const uint64_t at = p.v_params + 4 * (r * p.v_groups + offset / s.group + vg);
+      const int64_t group_at = r * p.v_groups + offset / s.group + vg;
+      if (levels) {
+        const float sc = f16_to_f32(get16(in, p.v_params + 2 * group_at));
+        if (!std::isfinite(sc)) return false;
+        for (int64_t c = vg * s.group; c < (vg + 1) * s.group; ++c)
+          v_out[c] = (*levels)[(size_t)codes[(size_t)c]] * sc;
+        continue;
+      }
+      const uint64_t at = p.v_params + 4 * group_at;
       const float sc = f16_to_f32(get16(in, at)), m = f16_to_f32(get16(in, at + 2));
       if (!std::isfinite(sc) || !std::isfinite(m)) return false;
       for (int64_t c = vg * s.group; c < (vg + 1) * s.group; ++c) v_out[c] = m + codes[(size_t)c] * sc;
+    }
+    if (s.rotate) {  // back from the rotated basis, head by head (kept rows never left it)
+      inverse_hadamard_rows(k_out, 1, count, s.head_dim);
+      inverse_hadamard_rows(v_out, 1, count, s.head_dim);
     }
   }
   return true;
@@ -219,7 +280,7 @@ bool decode_low_bit_rows(const LowBitSpec& s, const uint8_t* in, int64_t chunk_r
 
 bool low_bit_chunk_finite(const LowBitSpec& s, const uint8_t* in, int64_t rows, int64_t width) {
   const Parts p = parts_of(s, rows, width);
-  for (uint64_t at = p.kept_k; at < p.k_codes; at += 2)  // kept rows, then every (scale, min): all f16
+  for (uint64_t at = p.kept_k; at < p.k_codes; at += 2)  // kept rows, then every (scale, min) or scale: all f16
     if (!std::isfinite(f16_to_f32(get16(in, at)))) return false;
   return true;
 }

@@ -204,7 +204,8 @@ class Config {
   void check_compress_list(const YAML::Node& list) const {
     static const std::set<std::string> keys = {"to",           "from",          "anchors",         "anchor_mode",
                                                "anchor_score", "segment",       "share_layers",    "share_threshold",
-                                               "quant",        "quant_group",   "keep_first"};
+                                               "quant",        "quant_group",   "keep_first",      "rotate",
+                                               "v_levels"};
     KVF_CHECK(list.IsSequence(), file_, ": 'compress' must be a list of modes ({to: NAME, from: MODE, ...})");
     for (size_t i = 0; i < list.size(); ++i) {
       KVF_CHECK(list[i].IsMap(), file_, ": compress[", i, "] must be a mapping");
@@ -282,6 +283,8 @@ std::vector<CompressStageOptions> compress_options(const std::string& path, cons
     options.quant = item<std::string>(path, entry, i, "quant", options.quant);
     options.quant_group = item<int>(path, entry, i, "quant_group", options.quant_group);
     options.keep_first = item<int>(path, entry, i, "keep_first", options.keep_first);
+    options.rotate = item<bool>(path, entry, i, "rotate", options.rotate);
+    options.v_levels = item<std::string>(path, entry, i, "v_levels", options.v_levels);
     try {
       check_compress_options(options);
     } catch (const Error& e) {

@@ -235,7 +235,7 @@ void KvShardWriter::add_stored_chunk(const KvShardReader& from, const RawKvChunk
   KVF_CHECK(l.mode == layout_.mode && l.model_fingerprint == layout_.model_fingerprint && l.dtype == layout_.dtype &&
                 l.layer_map == layout_.layer_map && l.kv_heads == layout_.kv_heads &&
                 l.head_dim == layout_.head_dim && l.quant_group == layout_.quant_group &&
-                l.keep_first == layout_.keep_first,
+                l.keep_first == layout_.keep_first && l.rotate == layout_.rotate && l.v_levels == layout_.v_levels,
             from.path(), ": its layout differs from the shard being written (mode ", layout_.mode, ")");
   from.verify_raw_checksum(raw);  // damage is not copied on
   const KvChunkEntry& source = from.index().at(raw.entry);
@@ -296,6 +296,8 @@ void KvShardWriter::write(const std::string& path) const {
     if (l.low_bit()) {
       f.write_int_attribute("quant_group", l.quant_group);
       f.write_int_attribute("keep_first", l.keep_first);
+      f.write_string_attribute("rotation", l.rotate ? "hadamard" : "none");
+      f.write_string_attribute("v_levels", low_bit_levels_name(l.v_levels));
       f.write_raw("blob", type.get(), {blob_.size()}, blob_.data(), kBlobBytesPerH5Chunk, deflate_level_);
     } else {
       f.write_raw("k", type.get(), dims, k_.data(), kRowsPerH5Chunk, deflate_level_);
@@ -335,8 +337,22 @@ namespace {
 
 // ---- the steps of KvShardReader::open ----
 
+// A low-bit shard's codec. Versions 1 and 2 knew one (no rotation, uniform V levels) and recorded none; version 3
+// always records `rotation` and `v_levels`. The only place that knows the older versions' codec.
+void read_low_bit_codec(const h5::File& file, int64_t version, KvShardLayout& layout) {
+  if (version < 3) return;
+  const std::string rotation = file.read_string_attribute("rotation");
+  KVF_CHECK(rotation == "none" || rotation == "hadamard", file.path(), ": attribute 'rotation' is '", rotation,
+            "', expected none or hadamard (a newer kvfuse's codec?)");
+  layout.rotate = rotation == "hadamard";
+  const std::string levels = file.read_string_attribute("v_levels");
+  KVF_CHECK(levels == "uniform" || levels == "nf", file.path(), ": attribute 'v_levels' is '", levels,
+            "', expected uniform or nf (a newer kvfuse's codec?)");
+  layout.v_levels = levels == "nf" ? LowBitLevels::NormalFloat : LowBitLevels::Uniform;
+}
+
 // The attributes and the layer map: what the shard stores and in which shape, checked as the writer checks it.
-KvShardLayout read_layout(const h5::File& file) {
+KvShardLayout read_layout(const h5::File& file, int64_t version) {
   const std::string& path = file.path();
   KvShardLayout layout;
   layout.mode = file.read_string_attribute("mode");
@@ -353,6 +369,7 @@ KvShardLayout read_layout(const h5::File& file) {
     KVF_CHECK(keep_first >= 0 && keep_first <= kMaxDim, path, ": attribute 'keep_first' is ", keep_first,
               ", expected 0..", kMaxDim);
     layout.keep_first = (int)keep_first;
+    read_low_bit_codec(file, version, layout);
   }
   layout.layer_map = file.read<int32_t>("layer_map", {layout.n_layers});
   check_layout(layout, path);
@@ -484,7 +501,7 @@ KvShardReader KvShardReader::open(const std::string& path, uint64_t expected_fin
   KvShardReader reader(path);
   const h5::File& file = *reader.file_;
   reader.format_version_ = file.read_format(kMagic, kKvShardFormatVersion);
-  reader.layout_ = read_layout(file);
+  reader.layout_ = read_layout(file, reader.format_version_);
   require_fingerprint(reader.layout_, expected_fingerprint, path);
   const ShardRows extent = check_row_datasets(file, reader.layout_);
   reader.has_anchor_scores_ = extent.anchor_scores;

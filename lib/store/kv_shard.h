@@ -17,7 +17,8 @@ class File;
 
 // F16, BF16: 2 bytes per value. Int8: 1 byte per value plus one f16 scale per row, stored layer and kv head
 // (core/int8_rows.h). Int4, Int3, Int2: per chunk one byte string of codes, f16 scales and minimums, and the leading
-// rows kept in f16 (core/low_bit_kv.h; K per channel over groups of rows, V per row over groups of values).
+// rows kept in f16 (core/low_bit_kv.h; K per channel over groups of rows, V per row over groups of values;
+// optionally Hadamard-rotated, and V with nf levels).
 enum class KvDtype : uint8_t { F16, BF16, Int8, Int4, Int2, Int3 };
 
 const char* kv_dtype_name(KvDtype dtype);  // "f16", "bf16", "int8", "int4", "int3", "int2"
@@ -34,18 +35,22 @@ struct KvShardLayout {
   int kv_heads = 0, head_dim = 0;
   KvDtype dtype = KvDtype::F16;
   int quant_group = 0, keep_first = 0;  // Int4, Int3 and Int2 only (core/low_bit_kv.h)
+  bool rotate = false;                  // Int4, Int3 and Int2 only: the Hadamard-rotated codec
+  LowBitLevels v_levels = LowBitLevels::Uniform;  // Int4, Int3 and Int2 only: V's levels
   int64_t row_elems() const { return (int64_t)stored_layers * kv_heads * head_dim; }
   int64_t element_bytes() const { return dtype == KvDtype::Int8 ? 1 : 2; }  // f16, bf16, int8
   bool low_bit() const { return dtype == KvDtype::Int4 || dtype == KvDtype::Int3 || dtype == KvDtype::Int2; }
   LowBitSpec low_bit_spec() const {
-    return {dtype == KvDtype::Int2 ? 2 : dtype == KvDtype::Int3 ? 3 : 4, quant_group, keep_first};
+    return {dtype == KvDtype::Int2 ? 2 : dtype == KvDtype::Int3 ? 3 : 4, quant_group, keep_first, rotate, v_levels,
+            head_dim};
   }
   // Stored bytes of one row (one token): k and v, their scales (and minimums), and the position. Low-bit: K's
   // group parameters spread over the group's rows, leaving out the rows kept in f16.
   double bytes_per_row() const {
     if (low_bit()) {
       const LowBitSpec s = low_bit_spec();
-      return (double)row_elems() * (2.0 * s.bits / 8 + 4.0 / s.group + 4.0 / s.group) + 4;
+      const double v_params = s.v_levels == LowBitLevels::NormalFloat ? 2.0 : 4.0;  // nf: a scale, no minimum
+      return (double)row_elems() * (2.0 * s.bits / 8 + 4.0 / s.group + v_params / s.group) + 4;
     }
     const double scales = dtype == KvDtype::Int8 ? 2.0 * stored_layers * kv_heads * 2 : 0;
     return (double)row_elems() * element_bytes() * 2 + scales + 4;
@@ -136,7 +141,7 @@ class KvShardReader {
   ~KvShardReader();
 
   const std::string& path() const;
-  int64_t format_version() const { return format_version_; }  // as the file records it (1 or 2)
+  int64_t format_version() const { return format_version_; }  // as the file records it (1, 2 or 3)
   const KvShardLayout& layout() const { return layout_; }
   const std::vector<KvChunkEntry>& index() const { return index_; }
   // Reads one chunk's rows (a row-range read; low-bit: its byte range) converted to f32 [rows, stored_layers,

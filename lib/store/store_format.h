@@ -17,8 +17,9 @@ inline constexpr int64_t kChunkTableFormatVersion = 1;      // chunks.h5
 inline constexpr int64_t kEmbeddingTableFormatVersion = 1;  // embeddings.h5
 inline constexpr int64_t kNeighborTableFormatVersion = 1;   // neighbors.h5
 // kv/<mode>-NNNNN.h5. 1: index/context may be absent (shards written before similarity KV recorded its neighbour
-// context), meaning no context; 2: index/context always present.
-inline constexpr int64_t kKvShardFormatVersion = 2;
+// context), meaning no context; 2: index/context always present; 3: low-bit shards always record their codec
+// (attributes `rotation`, `v_levels`), which versions 1 and 2 never do (the unrotated codec, uniform V levels).
+inline constexpr int64_t kKvShardFormatVersion = 3;
 
 // `found`, the version `field` of `file` holds ("attribute 'format_version'"), when this kvfuse reads it
 // (1..current); otherwise a kvf::Error naming the file, the field and the version, and for a newer version that a

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kvprep compress end to end with the real model on a tiny data set: anchors (select and append), layer sharing
-# (share-search, then compress using its result), int8, int4, int3 and int2, alone and combined, each a new KV mode that verifies
+# (share-search, then compress using its result), int8, int4, int3 and int2 (also Hadamard-rotated with nf V levels),
+# alone and combined, each a new KV mode that verifies
 # (anchors keeping every row store the source's exact bytes),
 # that inspect reports with its bytes per token, and that kvrun ask (every method) and kvrun eval read. Bad
 # requests are refused with messages that name the option and value.
@@ -28,6 +29,7 @@ compress --from similarity --to q8 --quant int8
 compress --from similarity --to q4 --quant int4 --quant-group 32 --keep-first 2
 compress --from similarity --to q2 --quant int2 --quant-group 64
 compress --from similarity --to q3 --quant int3 --quant-group 64
+compress --from similarity --to q4r --quant int4 --quant-group 32 --keep-first 2 --rotate --v-levels nf
 compress --from s6 --to s6-q4 --quant int4 --quant-group 32   # shared layers read through the encoding's layer map
 compress --from similarity --to a100 --anchors 1 --segment 16   # keeps every row: the same bytes as its source
 compress --from a50 --to a50-s6-q8 --share-layers 6 --share-samples 3 --share-sample-tokens 16 --quant int8
@@ -44,7 +46,7 @@ kv = s["kv"]
 full = kv["similarity"]["kv_bytes_per_token"]
 tokens = kv["similarity"]["tokens"]
 assert kv["similarity"]["rows"] == tokens, kv["similarity"]
-for mode in ["a50", "app25", "s6", "q8", "a50-s6-q8", "q4", "q3", "q2"]:
+for mode in ["a50", "app25", "s6", "q8", "a50-s6-q8", "q4", "q3", "q2", "q4r"]:
     assert kv[mode]["chunks"] == kv["similarity"]["chunks"] and kv[mode]["tokens"] == tokens, (mode, kv[mode])
 assert full == 30 * 3 * 64 * 2 * 2 + 4, full  # f16 K and V of 30 layers x 3 heads x 64, and the position
 ratio = {m: full / kv[m]["kv_bytes_per_token"] for m in kv if m != "system"}
@@ -61,13 +63,16 @@ assert 2.5 < ratio["q4"] < 3.2, ratio
 assert 5.5 < ratio["q2"] < 6.4, ratio
 # int3 with groups of 64: 4.57x for long chunks, about 4.3x here.
 assert 3.9 < ratio["q3"] < 4.6, ratio
+# Rotated int4 with nf V levels: q4's bytes less one f16 minimum per V group of 32 values: 30 * 3 * 64 / 32 * 2 = 360
+# bytes per row (every row here is a token).
+assert abs(kv["q4"]["kv_bytes_per_token"] - kv["q4r"]["kv_bytes_per_token"] - 360) < 1e-6, (kv["q4"], kv["q4r"])
 assert kv["q4"]["dtype"] == "int4" and kv["q3"]["dtype"] == "int3" and kv["q2"]["dtype"] == "int2", kv
 assert kv["a50"]["rows"] < tokens and kv["app25"]["rows"] < kv["a50"]["rows"], kv
 assert kv["a100"]["content_hash"] == kv["similarity"]["content_hash"], (kv["a100"], kv["similarity"])
 PY
 
 # kvrun reads every compressed mode with every method.
-for mode in a50 app25 s6 q8 a50-s6-q8 q4 q3 q2; do
+for mode in a50 app25 s6 q8 a50-s6-q8 q4 q3 q2 q4r; do
   for method in full reuse cacheblend a3 fusion; do
     "$kvrun" ask --store "$store" --kv "$mode" --method "$method" --recompute 0.3 --max-tokens 3 \
       --question "Which planet is known for its rings?" >"$work/ask" 2>>"$work/log" \
@@ -84,7 +89,7 @@ answer() {
   "$kvrun" ask --store "$store" --kv "$kv" --max-tokens 8 --json --question "Which planet is known for its rings?" "$@" \
     2>>"$work/log" | python3 -c 'import json, sys; print(json.load(sys.stdin)["answer"])'
 }
-for kv in q4 q3 s6-q4; do
+for kv in q4 q3 s6-q4 q4r; do
   [ "$(answer --method fusion --recompute 1)" = "$(answer --method full)" ] || fail "$kv: fusion at 1.0 is not full"
   [ "$(answer --method cacheblend --recompute 0)" = "$(answer --method reuse)" ] || fail "$kv: cacheblend at 0 is not reuse"
   # Rows decoded where each layer gathers them answer as rows decoded to f32 when the chunk is read.
@@ -106,5 +111,10 @@ expect_error "no 'nosuch' KV to compress" --from nosuch --to x --quant int8
 expect_error "nothing to do; give --anchors, --share-layers or --quant" --from similarity --to x
 expect_error "group size 48 must be 4..4096 and divide the head dimension 64" --from similarity --to x --quant int4 --quant-group 48
 expect_error "group size 4 must be a multiple of 8 for 3 bits" --from similarity --to x --quant int3 --quant-group 4
+expect_error "--rotate needs --quant int4, int3 or int2 \(got --quant int8\)" --from similarity --to x --quant int8 --rotate
+expect_error "--v-levels nf needs --quant int4, int3 or int2 \(got no --quant\)" --from similarity --to x --anchors 0.5 \
+  --v-levels nf
+expect_error "compress-q4r settings differ .*rotate = true in the store, absent now" --from similarity --to q4r \
+  --quant int4 --quant-group 32 --keep-first 2
 expect_error "--share-layers needs every layer's KV, but 's6' already shares layers" --from s6 --to x --share-layers 2
 echo "ok"

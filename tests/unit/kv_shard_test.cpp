@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -785,6 +786,139 @@ TEST(KvShard, RawChunksDecodeApartFromTheFile) {
                   HasSubstr(std::string("a ") + kv_dtype_name(dtype) + " shard has no low-bit encoding"));
     }
   }
+}
+
+// ---- rotated low-bit codec (core/low_bit_kv.h rotate, nf V levels) ----
+
+// Rewrites (or, with an empty value, deletes) a root string attribute of an HDF5 file, as another writer would.
+void set_string_attribute(const std::string& path, const char* name, const std::string& value) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  if (H5Aexists(file, name) > 0) {
+    EXPECT_GE(H5Adelete(file, name), 0);
+  }
+  if (!value.empty()) {
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, value.size() + 1);
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t attribute = H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    EXPECT_GE(H5Awrite(attribute, type, value.c_str()), 0);
+    H5Aclose(attribute);
+    H5Sclose(space);
+    H5Tclose(type);
+  }
+  H5Fclose(file);
+}
+
+void set_int_attribute(const std::string& path, const char* name, int64_t value) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  EXPECT_GE(H5Adelete(file, name), 0);
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t attribute = H5Acreate2(file, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(H5Awrite(attribute, H5T_NATIVE_INT64, &value), 0);
+  H5Aclose(attribute);
+  H5Sclose(space);
+  H5Fclose(file);
+}
+
+// A rotated shard records its codec (format version 3) and reads back exactly what the codec gives, with nf or
+// uniform V levels, at 4, 3 and 2 bits; verify passes.
+TEST(KvShard, RotatedLowBitShardsRecordTheirCodec) {
+  for (const KvDtype dtype : {KvDtype::Int4, KvDtype::Int3, KvDtype::Int2})
+    for (const LowBitLevels levels : {LowBitLevels::NormalFloat, LowBitLevels::Uniform}) {
+      SCOPED_TRACE(::testing::Message() << kv_dtype_name(dtype) << " " << low_bit_levels_name(levels));
+      KvShardLayout l = small_layout(dtype);
+      l.quant_group = 8;
+      l.keep_first = 1;
+      l.rotate = true;
+      l.v_levels = levels;
+      const auto chunks = random_chunks(l, {3, 9, 1, 6}, 41);
+      const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
+      write_shard(path, l, chunks);
+      const KvShardReader r = KvShardReader::open(path, kFingerprint);
+      EXPECT_EQ(r.format_version(), 3);
+      EXPECT_TRUE(r.layout().rotate);
+      EXPECT_EQ(r.layout().v_levels, levels);
+      const h5::File f = h5::File::open_read(path);
+      EXPECT_EQ(f.read_string_attribute("rotation"), "hadamard");
+      EXPECT_EQ(f.read_string_attribute("v_levels"), low_bit_levels_name(levels));
+      // The stored bytes are the codec's, and the rows kvrun decodes where it reads them (LowBitRows, one model
+      // layer at a time) are those the whole chunk decodes to.
+      RawKvChunk raw;
+      std::vector<float> k, v, k_layer, v_layer;
+      for (size_t c = 0; c < chunks.size(); ++c) {
+        r.read_raw(c, raw);
+        r.decode_chunk(raw, k, v, true);
+        const int64_t rows = (int64_t)chunks[c].positions.size();
+        std::vector<uint8_t> codec_bytes;
+        encode_low_bit_chunk(l.low_bit_spec(), chunks[c].k.data(), chunks[c].v.data(), rows, l.row_elems(),
+                             codec_bytes);
+        EXPECT_EQ(raw.bytes, codec_bytes) << "chunk " << c;
+        LowBitRows encoded{l.low_bit_spec(), rows, l.stored_layers, l.kv_heads, l.head_dim, l.layer_map, raw.bytes};
+        std::vector<int32_t> ids((size_t)rows);
+        std::iota(ids.begin(), ids.end(), 0);
+        const int64_t w = encoded.layer_width();
+        k_layer.resize((size_t)(rows * w));
+        v_layer.resize(k_layer.size());
+        for (int layer = 0; layer < l.n_layers; ++layer) {
+          encoded.decode(layer, ids.data(), rows, k_layer.data(), v_layer.data());
+          for (int64_t i = 0; i < rows; ++i) {
+            const auto at = (std::ptrdiff_t)((i * l.stored_layers + l.layer_map[(size_t)layer]) * w);
+            EXPECT_TRUE(std::equal(k_layer.begin() + i * w, k_layer.begin() + (i + 1) * w, k.begin() + at));
+            EXPECT_TRUE(std::equal(v_layer.begin() + i * w, v_layer.begin() + (i + 1) * w, v.begin() + at));
+          }
+        }
+      }
+      EXPECT_TRUE(verify_kv_shard(path, kFingerprint).empty());
+    }
+}
+
+// Shards of versions 1 and 2 hold no codec attributes: they read as the unrotated codec with uniform V levels,
+// exactly as before. In version 3 a missing or unknown codec attribute is refused, naming the file, the attribute
+// and the value.
+TEST(KvShard, LowBitCodecAttributesOldAbsentAndBad) {
+  KvShardLayout l = small_layout(KvDtype::Int4);
+  l.quant_group = 4;
+  l.keep_first = 1;
+  const auto chunks = random_chunks(l, {5, 7}, 43);
+  const fs::path dir = test::fresh_test_dir();
+  const std::string current = (dir / "independent-00000.h5").string(), old = (dir / "independent-00001.h5").string();
+  write_shard(current, l, chunks);
+  write_shard(old, l, chunks);
+  EXPECT_EQ(h5::File::open_read(current).read_string_attribute("rotation"), "none");
+  EXPECT_EQ(h5::File::open_read(current).read_string_attribute("v_levels"), "uniform");
+  set_string_attribute(old, "rotation", "");
+  set_string_attribute(old, "v_levels", "");
+  set_int_attribute(old, "format_version", 2);
+  {  // the readers closed before the file is edited again
+    const KvShardReader a = KvShardReader::open(current, kFingerprint), b = KvShardReader::open(old, kFingerprint);
+    EXPECT_EQ(b.format_version(), 2);
+    EXPECT_FALSE(b.layout().rotate);
+    EXPECT_EQ(b.layout().v_levels, LowBitLevels::Uniform);
+    std::vector<float> ka, va, kb, vb;
+    std::vector<int32_t> pa, pb;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      a.read_chunk(c, ka, va, pa, true);
+      b.read_chunk(c, kb, vb, pb, true);
+      EXPECT_EQ(ka, kb);
+      EXPECT_EQ(va, vb);
+    }
+  }
+  EXPECT_TRUE(verify_kv_shard(old, kFingerprint).empty());
+
+  set_int_attribute(old, "format_version", 3);  // version 3 without the attributes: damaged, not old
+  EXPECT_THAT(error_of([&] { KvShardReader::open(old); }), HasSubstr(old));
+  EXPECT_THAT(error_of([&] { KvShardReader::open(old); }), HasSubstr("rotation"));
+  set_string_attribute(old, "rotation", "givens");
+  set_string_attribute(old, "v_levels", "uniform");
+  EXPECT_THAT(error_of([&] { KvShardReader::open(old); }),
+              HasSubstr(old + ": attribute 'rotation' is 'givens', expected none or hadamard"));
+  set_string_attribute(old, "rotation", "hadamard");
+  set_string_attribute(old, "v_levels", "nf4");
+  EXPECT_THAT(error_of([&] { KvShardReader::open(old); }),
+              HasSubstr(old + ": attribute 'v_levels' is 'nf4', expected uniform or nf"));
+  EXPECT_THAT(verify_kv_shard(old), ::testing::ElementsAre(HasSubstr("attribute 'v_levels' is 'nf4'")));
 }
 
 }  // namespace

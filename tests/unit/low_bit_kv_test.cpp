@@ -1,10 +1,14 @@
 // Low-bit KV (core/low_bit_kv.h): every value within half its group's scale, the kept rows exactly their f16
-// rounding, constant groups exact, the byte count, and refusals.
+// rounding, constant groups exact, the byte count, and refusals. The rotated codec (rotate, nf V levels) against the
+// study's independent round trip (compress/kv_quantizers.h: hadamard for K, hnf for V).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
+#include "compress/kv_quantizers.h"
+#include "core/hadamard.h"
 #include "core/half.h"
 #include "core/low_bit_kv.h"
 #include "support/test_values.h"
@@ -154,6 +158,134 @@ TEST(LowBitKv, RefusesWhatItCannotEncode) {
   bytes[1] = 0x7e;  // the first K scale: an f16 NaN
   std::vector<float> out(8);
   EXPECT_FALSE(decode_low_bit_chunk(s, bytes.data(), 2, 4, out.data(), out.data()));
+}
+
+// The store's rotated codec decodes, bit for bit, to what the study's codecs give on their own: K as
+// `hadamard:B:G` (rotate, uniform levels, rotate back), V as `hnf:B:G` (nf levels) or `hadamard:B:G` (uniform),
+// both with the same keep_first. Kept rows differ by design: the store keeps them in f16 as given, the study in f16
+// of the rotated row, so they are checked against their own f16 rounding.
+TEST(LowBitKv, RotatedCodecEqualsTheStudysQuantizers) {
+  constexpr int64_t kHeadDim = 64, kWidth = 3 * kHeadDim;
+  const auto bits_of = [](const std::vector<float>& x) {
+    std::vector<uint32_t> out(x.size());
+    std::memcpy(out.data(), x.data(), x.size() * sizeof(float));
+    return out;
+  };
+  for (const int bits : {4, 3, 2})
+    for (const int group : {32, 64})
+      for (const int keep : {0, 3})
+        for (const LowBitLevels levels : {LowBitLevels::NormalFloat, LowBitLevels::Uniform})
+          for (const int64_t rows : {1, 45}) {
+            SCOPED_TRACE(::testing::Message() << bits << " bits, group " << group << ", keep " << keep << ", "
+                                              << low_bit_levels_name(levels) << ", " << rows << " rows");
+            const LowBitSpec s{bits, group, keep, true, levels, (int)kHeadDim};
+            const Encoded e = round_trip(s, rows, kWidth, (uint32_t)(bits * 1000 + group * 10 + keep + rows));
+            const std::string tail = ":" + std::to_string(bits) + ":" + std::to_string(group) +
+                                     (keep ? ":keep=" + std::to_string(keep) : "");
+            const KvQuantized k_want = quantize_kv_matrix(parse_kv_quantizer("hadamard" + tail), KvMatrix::Key,
+                                                          e.k.data(), rows, kWidth, kHeadDim);
+            const KvQuantized v_want = quantize_kv_matrix(
+                parse_kv_quantizer((levels == LowBitLevels::NormalFloat ? "hnf" : "hadamard") + tail),
+                KvMatrix::Value, e.v.data(), rows, kWidth, kHeadDim);
+            const int64_t kept = std::min<int64_t>(keep, rows);
+            std::vector<float> k_got(e.k_out.begin() + kept * kWidth, e.k_out.end());
+            std::vector<float> v_got(e.v_out.begin() + kept * kWidth, e.v_out.end());
+            EXPECT_EQ(bits_of(k_got), bits_of({k_want.values.begin() + kept * kWidth, k_want.values.end()}));
+            EXPECT_EQ(bits_of(v_got), bits_of({v_want.values.begin() + kept * kWidth, v_want.values.end()}));
+            for (int64_t i = 0; i < kept * kWidth; ++i) {
+              EXPECT_EQ(e.k_out[(size_t)i], f16_to_f32(f32_to_f16(e.k[(size_t)i])));
+              EXPECT_EQ(e.v_out[(size_t)i], f16_to_f32(f32_to_f16(e.v[(size_t)i])));
+            }
+            // The bits the study counts, exactly: nf stores one f16 scale per V group, uniform a scale and minimum.
+            EXPECT_EQ(8 * e.bytes.size(), k_want.bits + v_want.bits);
+          }
+}
+
+// The rotation is orthonormal and its own inverse (up to f32 rounding), head by head; nf levels ascend, are
+// symmetric, span [-1, 1], and a value halfway between two levels takes the lower.
+TEST(LowBitKv, HadamardAndNfLevels) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(3 * 2 * 16);
+  for (float& a : x) a = normal(rng);
+  std::vector<float> y = x;
+  hadamard_rows(y.data(), 3, 32, 16);
+  for (int64_t h = 0; h < 6; ++h) {
+    double before = 0, after = 0;
+    for (int64_t c = 0; c < 16; ++c) before += x[(size_t)(h * 16 + c)] * x[(size_t)(h * 16 + c)];
+    for (int64_t c = 0; c < 16; ++c) after += y[(size_t)(h * 16 + c)] * y[(size_t)(h * 16 + c)];
+    EXPECT_NEAR(after, before, 1e-4 * before);
+  }
+  std::vector<float> e(16, 0.0f);
+  e[0] = 1;
+  hadamard_rows(e.data(), 1, 16, 16);  // the first column of H / 4: every entry 1/4
+  for (const float a : e) EXPECT_FLOAT_EQ(a, 0.25f);
+  inverse_hadamard_rows(y.data(), 3, 32, 16);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 1e-5f);
+  EXPECT_NE(error_of([&] { hadamard_rows(y.data(), 1, 24, 12); }).find("power-of-2 head dimension (12)"),
+            std::string::npos);
+  for (const int bits : {2, 3, 4}) {
+    const std::vector<float>& levels = normal_float_levels_cached(bits);
+    ASSERT_EQ(levels.size(), (size_t)1 << bits);
+    EXPECT_EQ(levels.front(), -1.0f);
+    EXPECT_EQ(levels.back(), 1.0f);
+    for (size_t i = 0; i + 1 < levels.size(); ++i) EXPECT_LT(levels[i], levels[i + 1]);
+    for (size_t i = 0; i < levels.size(); ++i) EXPECT_NEAR(levels[i], -levels[levels.size() - 1 - i], 1e-6f);
+    const float mid = 0.5f * (levels[1] + levels[2]);  // a tie where f32 makes it one; else the nearer level
+    EXPECT_EQ(nearest_level(levels, mid), mid - levels[1] <= levels[2] - mid ? 1 : 2);
+    EXPECT_EQ(nearest_level(levels, levels[1]), 1);
+    EXPECT_EQ(nearest_level(levels, 5.0f), (int)levels.size() - 1);
+    EXPECT_EQ(nearest_level(levels, -5.0f), 0);
+  }
+}
+
+// decode_low_bit_rows gives, for whole heads of any rows, exactly the rows decode_low_bit_chunk gives; with the
+// rotation it refuses values that are not whole heads.
+TEST(LowBitKv, RotatedRowsDecodeAsTheWholeChunk) {
+  constexpr int64_t kHeadDim = 32, kLayerWidth = 2 * kHeadDim, kWidth = 3 * kLayerWidth, kRows = 37;
+  for (const int bits : {4, 3, 2}) {
+    const LowBitSpec s{bits, 16, 2, true, LowBitLevels::NormalFloat, (int)kHeadDim};
+    const Encoded e = round_trip(s, kRows, kWidth, (uint32_t)bits);
+    const std::vector<int32_t> picked = {0, 1, 2, 5, 17, 18, 36};
+    for (int64_t l = 0; l < 3; ++l) {
+      std::vector<float> k((size_t)(picked.size() * kLayerWidth)), v(k.size());
+      ASSERT_TRUE(decode_low_bit_rows(s, e.bytes.data(), kRows, kWidth, l * kLayerWidth, kLayerWidth, picked.data(),
+                                      (int64_t)picked.size(), k.data(), v.data()));
+      for (size_t i = 0; i < picked.size(); ++i)
+        for (int64_t c = 0; c < kLayerWidth; ++c) {
+          const size_t at = (size_t)(picked[i] * kWidth + l * kLayerWidth + c);
+          ASSERT_EQ(k[i * kLayerWidth + (size_t)c], e.k_out[at]) << "layer " << l << " row " << picked[i];
+          ASSERT_EQ(v[i * kLayerWidth + (size_t)c], e.v_out[at]) << "layer " << l << " row " << picked[i];
+        }
+    }
+    std::vector<float> out(kHeadDim);
+    const int32_t row = 3;
+    EXPECT_NE(error_of([&] {
+                decode_low_bit_rows(s, e.bytes.data(), kRows, kWidth, s.group, s.group, &row, 1, out.data(),
+                                    out.data());
+              }).find("are not whole heads of 32, which the rotation needs"),
+              std::string::npos);
+  }
+}
+
+TEST(LowBitKv, RotatedCodecRefusalsAndBytes) {
+  EXPECT_NE(error_of([&] { check_low_bit_spec({4, 16, 0, true, LowBitLevels::Uniform, 48}, 48, "x"); })
+                .find("x: the Hadamard rotation needs a head dimension that is a power of 2, not 48"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { check_low_bit_spec({4, 16, 0, true, LowBitLevels::Uniform, 32}, 64, "x"); })
+                .find("the rotation's head dimension 32 is not the KV's 64"),
+            std::string::npos);
+  check_low_bit_spec({4, 16, 0, false, LowBitLevels::NormalFloat, 0}, 48, "x");  // nf alone needs no power of 2
+  // nf: one f16 scale per V group instead of scale and minimum; K unchanged.
+  const LowBitSpec uniform{3, 32, 2}, nf{3, 32, 2, true, LowBitLevels::NormalFloat, 64};
+  EXPECT_EQ(low_bit_chunk_bytes(uniform, 40, 128) - low_bit_chunk_bytes(nf, 40, 128), 40u * (128 / 32) * 2);
+  // An all-zero V group decodes to +0 (scale 0), as a constant K group to itself.
+  std::vector<float> k(4 * 64, 1.5f), v(4 * 64, 0.0f), k_out(k.size()), v_out(v.size());
+  std::vector<uint8_t> bytes;
+  encode_low_bit_chunk(nf, k.data(), v.data(), 4, 64, bytes);
+  ASSERT_TRUE(decode_low_bit_chunk(nf, bytes.data(), 4, 64, k_out.data(), v_out.data()));
+  for (const float x : v_out) EXPECT_FALSE(std::signbit(x) || x != 0.0f);
+  for (size_t i = 2 * 64; i < k.size(); ++i) EXPECT_NEAR(k_out[i], 1.5f, 1e-5f);
 }
 
 }  // namespace

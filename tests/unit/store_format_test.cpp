@@ -184,7 +184,7 @@ TEST(StoreFormat, TheCurrentVersions) {
   EXPECT_EQ(kChunkTableFormatVersion, 1);
   EXPECT_EQ(kEmbeddingTableFormatVersion, 1);
   EXPECT_EQ(kNeighborTableFormatVersion, 1);
-  EXPECT_EQ(kKvShardFormatVersion, 2);
+  EXPECT_EQ(kKvShardFormatVersion, 3);
 }
 
 TEST(StoreFormat, NewerVersionsAreRefusedNamingTheFileAndTheVersion) {
@@ -216,9 +216,9 @@ TEST(StoreFormat, NewerVersionsAreRefusedNamingTheFileAndTheVersion) {
     set_stored_version(c.path, c.current);
     c.read();
   }
-  set_stored_version(shard, 3);
+  set_stored_version(shard, 4);
   EXPECT_THAT(error_of([&] { KvShardReader::open(shard); }),
-              HasSubstr("is 3, but this kvfuse reads only versions 1 to 2: the file was written by a newer kvfuse"));
+              HasSubstr("is 4, but this kvfuse reads only versions 1 to 3: the file was written by a newer kvfuse"));
   EXPECT_THAT(verify_kv_shard(shard), ::testing::ElementsAre(HasSubstr("written by a newer kvfuse")));
 
   Manifest manifest;
@@ -232,13 +232,13 @@ TEST(StoreFormat, NewerVersionsAreRefusedNamingTheFileAndTheVersion) {
                                                                "newer kvfuse"));
 }
 
-// ---- KV shards: version 2 and the version-1 upgrade ----
+// ---- KV shards: the current version (3) and the version-1 upgrade ----
 
 TEST(KvShardFormat, CurrentVersionRoundTrips) {
   const std::string path = write_kv_shard(test::fresh_test_dir(), "similarity-00000.h5");
-  EXPECT_EQ(stored_version(path), 2);
+  EXPECT_EQ(stored_version(path), 3);
   const KvShardReader reader = KvShardReader::open(path, kFingerprint);
-  EXPECT_EQ(reader.format_version(), 2);
+  EXPECT_EQ(reader.format_version(), 3);
   const ShardContent content = read_content(reader);
   const std::vector<StoredChunk> chunks = shard_chunks();
   ASSERT_EQ(content.ids.size(), chunks.size());
@@ -252,7 +252,7 @@ TEST(KvShardFormat, CurrentVersionRoundTrips) {
   EXPECT_TRUE(verify_kv_shard(path, kFingerprint).empty());
 }
 
-// Version 2 requires index/context: a version-2 shard without it is damaged, not old.
+// Versions 2 and 3 require index/context: such a shard without it is damaged, not old.
 TEST(KvShardFormat, CurrentVersionRequiresTheContexts) {
   const std::string path = write_kv_shard(test::fresh_test_dir(), "similarity-00000.h5");
   delete_object(path, "index/context");
@@ -283,7 +283,7 @@ TEST(KvShardFormat, Version1WithContextsReadsAsBefore) {
 }
 
 // The first version-1 shards had no index/context: every context reads as 0 (none recorded), the KV as stored.
-// Copied into a new shard (kvprep prune), the chunks keep context 0 in a version-2 shard.
+// Copied into a new shard (kvprep prune), the chunks keep context 0 in a current-version shard.
 TEST(KvShardFormat, Version1WithoutContextsReadsAsNoContext) {
   const fs::path dir = test::fresh_test_dir();
   const std::string current = write_kv_shard(dir, "similarity-00000.h5");
@@ -309,7 +309,7 @@ TEST(KvShardFormat, Version1WithoutContextsReadsAsNoContext) {
   const std::string copied = (dir / "similarity-00002.h5").string();
   copy.write(copied);
   const KvShardReader copied_reader = KvShardReader::open(copied, kFingerprint);
-  EXPECT_EQ(copied_reader.format_version(), 2);
+  EXPECT_EQ(copied_reader.format_version(), 3);
   const ShardContent copied_content = read_content(copied_reader);
   EXPECT_EQ(copied_content.contexts, std::vector<uint64_t>(2, 0));
   EXPECT_EQ(copied_content.k, old_content.k);

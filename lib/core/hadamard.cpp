@@ -1,0 +1,88 @@
+#include "core/hadamard.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace kvf {
+namespace {
+
+void fwht(float* x, int64_t n) {
+  for (int64_t len = 1; len < n; len <<= 1)
+    for (int64_t i = 0; i < n; i += len << 1)
+      for (int64_t j = i; j < i + len; ++j) {
+        const float a = x[j], b = x[j + len];
+        x[j] = a + b;
+        x[j + len] = a - b;
+      }
+}
+
+void rotate(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs, bool inverse) {
+  KVF_CHECK(is_power_of_two(head_dim) && width % head_dim == 0, "Hadamard rotation: rows of ", width,
+            " values are not heads of a power-of-2 head dimension (", head_dim, ")");
+  const float norm = 1.0f / std::sqrt((float)head_dim);
+  for (int64_t h = 0; h < rows * (width / head_dim); ++h) {
+    float* v = x + h * head_dim;
+    if (signs && !inverse)
+      for (int64_t c = 0; c < head_dim; ++c) v[c] *= kv_hadamard_sign(c);
+    fwht(v, head_dim);
+    for (int64_t c = 0; c < head_dim; ++c) v[c] *= norm;
+    if (signs && inverse)
+      for (int64_t c = 0; c < head_dim; ++c) v[c] *= kv_hadamard_sign(c);
+  }
+}
+
+// The standard normal's quantile at p (bisection on erfc; exact enough for level tables).
+double normal_quantile(double p) {
+  double lo = -10, hi = 10;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+}  // namespace
+
+void hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs) {
+  rotate(x, rows, width, head_dim, signs, false);
+}
+void inverse_hadamard_rows(float* x, int64_t rows, int64_t width, int64_t head_dim, bool signs) {
+  rotate(x, rows, width, head_dim, signs, true);
+}
+
+float kv_hadamard_sign(int64_t c) {
+  uint64_t z = (uint64_t)c + 0x9E3779B97F4A7C15ull;  // splitmix64 of the channel
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return (z & 1) ? -1.0f : 1.0f;
+}
+
+std::vector<float> normal_float_levels(int bits) {
+  KVF_CHECK(bits >= 1 && bits <= 8, "nf levels: ", bits, " bits; expected 1..8");
+  const int n = 1 << bits;
+  std::vector<float> out((size_t)n);
+  const double top = normal_quantile((n - 0.5) / n);
+  for (int i = 0; i < n; ++i) out[(size_t)i] = (float)(normal_quantile((i + 0.5) / n) / top);
+  out.front() = -1.0f;
+  out.back() = 1.0f;
+  return out;
+}
+
+const std::vector<float>& normal_float_levels_cached(int bits) {
+  static const std::vector<float> two = normal_float_levels(2), three = normal_float_levels(3),
+                                  four = normal_float_levels(4);
+  KVF_CHECK(bits >= 2 && bits <= 4, "nf levels: ", bits, " bits; the cached tables hold 2, 3 and 4");
+  return bits == 2 ? two : bits == 3 ? three : four;
+}
+
+int nearest_level(const std::vector<float>& levels, float t) {
+  const auto it = std::lower_bound(levels.begin(), levels.end(), t);
+  if (it == levels.end()) return (int)levels.size() - 1;
+  if (it != levels.begin() && t - *(it - 1) <= *it - t) return (int)(it - levels.begin()) - 1;
+  return (int)(it - levels.begin());
+}
+
+}  // namespace kvf
