@@ -45,4 +45,13 @@ Interval bootstrap_mean(const std::vector<double>& values, int resamples, double
       resamples, level);
 }
 
+Interval bootstrap_paired_delta(const std::vector<double>& values, const std::vector<double>& reference,
+                                int resamples, double level) {
+  KVF_CHECK(values.size() == reference.size(), "bootstrap_paired_delta: ", values.size(), " values against ",
+            reference.size(), " references");
+  std::vector<double> delta(values.size());
+  for (size_t i = 0; i < values.size(); ++i) delta[i] = values[i] - reference[i];
+  return bootstrap_mean(delta, resamples, level);
+}
+
 }  // namespace kvf

@@ -19,4 +19,8 @@ Interval bootstrap(size_t n, const std::function<double(const std::vector<size_t
 // The mean of `values` with its bootstrap interval.
 Interval bootstrap_mean(const std::vector<double>& values, int resamples = 1000, double level = 0.95);
 
+// The mean of values[i] - reference[i] (paired per question, equal lengths) with its bootstrap interval.
+Interval bootstrap_paired_delta(const std::vector<double>& values, const std::vector<double>& reference,
+                                int resamples = 1000, double level = 0.95);
+
 }  // namespace kvf

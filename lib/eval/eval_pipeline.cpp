@@ -44,7 +44,8 @@ void apply_eval_pipeline(const std::string& path, const std::set<std::string>& g
   const YAML::Node eval = root["eval"];
   KVF_CHECK(eval && eval.IsMap(), path, ": no 'eval' section (the sweep to run); see pipelines/paper-hotpotqa.yaml");
   const std::set<std::string> known = {"dataset", "limit",  "setting",     "methods", "ratios",
-                                       "kv",      "max_tokens", "top_k", "link_tokens", "out"};
+                                       "kv",      "max_tokens", "top_k", "link_tokens", "out",
+                                       "reference_kv"};
   for (const auto& kv : eval)
     KVF_CHECK(known.count(kv.first.as<std::string>()), path, ": unknown key 'eval.", kv.first.as<std::string>(), "'");
   const auto take = [&](const YAML::Node& section, const std::string& prefix, const std::string& key, auto& into) {
@@ -70,6 +71,7 @@ void apply_eval_pipeline(const std::string& path, const std::set<std::string>& g
   take(eval, "eval.", "max_tokens", o.max_tokens);
   take(eval, "eval.", "top_k", o.top_k);
   take(eval, "eval.", "link_tokens", o.link_tokens);
+  take(eval, "eval.", "reference_kv", o.reference_kv);
   if (!pipeline_out.empty()) o.out_dir = pipeline_out;
   if (other_model) {
     const std::string tag = model_tag(o.model);

@@ -20,7 +20,7 @@ std::string model_tag(const std::string& model);
 
 // Fills `o` from the file's store, model, embedder and eval keys, except the option names in `given`
 // ("dataset", "limit", "setting", "methods", "ratios", "kv", "max_tokens", "top_k", "link_tokens", "out",
-// "store", "model"). A given model other than the file's gets the file's store and out folders suffixed with
+// "reference_kv", "store", "model"). A given model other than the file's gets the file's store and out folders suffixed with
 // "-" + model_tag(model) (unless given too), so another model's sweep neither reads the file's store nor resumes
 // its results. Throws kvf::Error naming the file and key for unknown keys and bad values.
 void apply_eval_pipeline(const std::string& path, const std::set<std::string>& given, EvalOptions& o);

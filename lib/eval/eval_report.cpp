@@ -143,12 +143,22 @@ std::string with_interval(const Interval& i, int digits = 3) {
 
 void write_file(const fs::path& path, const std::string& text) { write_output_file(path.string(), text); }
 
-std::string metrics_csv(const std::vector<PointRuns>& points, const std::vector<Aggregate>& aggs) {
+// Per point, against the reference KV mode (--reference-kv); empty when the sweep has none.
+using FidelityColumns = std::vector<ReferenceFidelity>;
+
+std::string metrics_csv(const std::vector<PointRuns>& points, const std::vector<Aggregate>& aggs,
+                        const FidelityColumns& fidelity) {
   std::ostringstream o;
   o << "method,kv,ratio,n";
   for (const char* m : {"em", "f1", "substring", "norm_f1", "rel_f1", "gold_ll", "norm_ll", "kl_first", "top1"})
     o << "," << m << "," << m << "_low," << m << "_high";
-  o << ",gold_share,recomputed,ttft_ms,retrieve_ms,load_ms,select_ms,prefill_ms,decode_ms,speedup_vs_full\n";
+  o << ",gold_share,recomputed,ttft_ms,retrieve_ms,load_ms,select_ms,prefill_ms,decode_ms,speedup_vs_full";
+  if (!fidelity.empty()) {
+    o << ",ref_n";
+    for (const char* m : {"ref_identical", "ref_kl", "ref_gold_ll_delta", "ref_f1_delta"})
+      o << "," << m << "," << m << "_low," << m << "_high";
+  }
+  o << "\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const PointRuns& p = points[i];
     const Aggregate& a = aggs[i];
@@ -157,7 +167,14 @@ std::string metrics_csv(const std::vector<PointRuns>& points, const std::vector<
          {&a.em, &a.f1, &a.substring, &a.norm_f1, &a.rel_f1, &a.gold_ll, &a.norm_ll, &a.kl_first, &a.top1})
       o << "," << fmt(v->value, 6) << "," << fmt(v->low, 6) << "," << fmt(v->high, 6);
     o << "," << fmt(a.gold_share, 6) << "," << a.recomputed << "," << fmt(a.ttft, 2) << "," << fmt(a.retrieve, 2)
-      << "," << fmt(a.load, 2) << "," << fmt(a.select, 2) << "," << fmt(a.prefill, 2) << "," << fmt(a.decode, 2) << "," << fmt(a.speedup, 3) << "\n";
+      << "," << fmt(a.load, 2) << "," << fmt(a.select, 2) << "," << fmt(a.prefill, 2) << "," << fmt(a.decode, 2) << "," << fmt(a.speedup, 3);
+    if (!fidelity.empty()) {
+      const ReferenceFidelity& f = fidelity[i];
+      o << "," << f.n;
+      for (const Interval* v : {&f.identical, &f.kl, &f.gold_ll_delta, &f.f1_delta})
+        o << "," << fmt(v->value, 9) << "," << fmt(v->low, 9) << "," << fmt(v->high, 9);
+    }
+    o << "\n";
   }
   return o.str();
 }
@@ -338,6 +355,27 @@ std::string machines_answered_on(const std::vector<EvalQuestion>& questions, con
 
 }  // namespace
 
+ReferenceFidelity reference_fidelity(const std::vector<const EvalRun*>& runs,
+                                     const std::vector<const EvalRun*>& reference) {
+  KVF_CHECK(runs.size() == reference.size(), "reference_fidelity: ", runs.size(), " runs against ", reference.size(),
+            " reference runs");
+  std::vector<double> identical, kl, gold_ll, ref_gold_ll, f1, ref_f1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!std::isfinite(runs[i]->ref_identical) || !std::isfinite(runs[i]->ref_kl)) continue;
+    identical.push_back(runs[i]->ref_identical), kl.push_back(runs[i]->ref_kl);
+    gold_ll.push_back(runs[i]->gold_ll), ref_gold_ll.push_back(reference[i]->gold_ll);
+    f1.push_back(runs[i]->f1), ref_f1.push_back(reference[i]->f1);
+  }
+  ReferenceFidelity f;
+  f.n = identical.size();
+  if (f.n == 0) return f;
+  f.identical = bootstrap_mean(identical);
+  f.kl = bootstrap_mean(kl);
+  f.gold_ll_delta = bootstrap_paired_delta(gold_ll, ref_gold_ll);
+  f.f1_delta = bootstrap_paired_delta(f1, ref_f1);
+  return f;
+}
+
 std::string describe_machine(int threads) {
   const CpuInfo cpu = read_cpu_info();
   return cpu.model + ", " + std::to_string(cpu.processors) + " cores, " + std::to_string(threads) + " threads";
@@ -496,6 +534,55 @@ std::string ttft_table(const std::vector<EvalQuestion>& questions, const SweepSu
   return table.str();
 }
 
+// Small numbers (answer KL near 0) keep their digits.
+std::string fmt_small(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+std::string small_with_interval(const Interval& i) {
+  return fmt_small(i.value) + " [" + fmt_small(i.low) + ", " + fmt_small(i.high) + "]";
+}
+std::string signed_with_interval(const Interval& i) {
+  const auto sign = [](double v) { return (v >= 0 ? "+" : "") + fmt(v); };
+  return sign(i.value) + " [" + sign(i.low) + ", " + sign(i.high) + "]";
+}
+
+// Per point: its fidelity against the same method and ratio over `reference` (n 0 for full attention, the
+// reference's own points and points the reference has no match for).
+FidelityColumns fidelity_columns(const SweepSummary& summary, const std::string& reference) {
+  FidelityColumns out(summary.points.size());
+  for (size_t i = 0; i < summary.points.size(); ++i) {
+    const PointRuns& p = summary.points[i];
+    if (p.kv == "-" || p.kv == reference) continue;
+    for (const PointRuns& r : summary.points)
+      if (r.kv == reference && r.method == p.method && r.ratio == p.ratio) out[i] = reference_fidelity(p.runs, r.runs);
+  }
+  return out;
+}
+
+std::string fidelity_table(const SweepSummary& summary, const FidelityColumns& fidelity, const std::string& reference) {
+  std::ostringstream table;
+  table << "\n## Fidelity against " << reference << "\n\n"
+        << "Each point against the same method and ratio over the " << reference << " KV, paired per question. "
+        << "Identical: the share of\nquestions whose greedy answer has " << reference << "'s answer tokens exactly. "
+        << "Answer KL: the mean over " << reference << "'s answer\ntokens (the first included) of KL(" << reference
+        << " || point) of the next-token distribution, nats, both forced on " << reference << "'s answer\n"
+        << "(the first token's distribution alone where that answer is empty). Gold LL and F1 deltas: the point minus "
+        << reference << ",\nper question, then the mean. Intervals: 95% bootstrap over questions.\n\n"
+        << "| method | kv | ratio | n | identical | answer KL | gold LL delta | F1 delta |\n"
+        << "|---|---|---:|---:|---|---|---|---|\n";
+  for (size_t i = 0; i < summary.points.size(); ++i) {
+    const ReferenceFidelity& f = fidelity[i];
+    if (f.n == 0) continue;
+    const PointRuns& point = summary.points[i];
+    table << "| " << method_name(point.method) << " | " << point.kv << " | " << fmt(point.ratio, 2) << " | " << f.n
+          << " | " << with_interval(f.identical) << " | " << small_with_interval(f.kl) << " | "
+          << signed_with_interval(f.gold_ll_delta) << " | " << signed_with_interval(f.f1_delta) << " |\n";
+  }
+  return table.str();
+}
+
 std::string plots_section(bool plotted) {
   if (plotted)
     return "\n## Plots\n\n"
@@ -521,13 +608,16 @@ bool write_eval_report(const std::string& out_dir, const ReportContext& given) {
   KVF_CHECK(!questions.empty(), out_dir, "/results.jsonl: no results to report (nor in results.jsonl.gz); run the "
             "sweep first");
   const SweepSummary summary = summarize(questions, out_dir);
+  const std::string reference = sweep_text(sweep, "reference_kv", "");  // --reference-kv; "": none
+  const FidelityColumns fidelity = reference.empty() ? FidelityColumns() : fidelity_columns(summary, reference);
   const fs::path dir(out_dir);
-  write_file(dir / "metrics.csv", metrics_csv(summary.points, summary.aggregates));
+  write_file(dir / "metrics.csv", metrics_csv(summary.points, summary.aggregates, fidelity));
   write_file(dir / "kv_deviation.csv", deviation_csv(summary.points, summary.aggregates));
   const bool plotted = draw_figures(dir, summary, context.title);
   std::ostringstream report;
   report << report_header(questions, sweep, context) << measures_note(summary) << quality_table(summary)
-         << reuse_gaps(summary) << ttft_table(questions, summary) << plots_section(plotted) << files_note(out_dir);
+         << reuse_gaps(summary) << (reference.empty() ? "" : fidelity_table(summary, fidelity, reference))
+         << ttft_table(questions, summary) << plots_section(plotted) << files_note(out_dir);
   write_file(dir / "report.md", report.str());
   return plotted;
 }

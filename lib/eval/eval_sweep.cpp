@@ -54,6 +54,7 @@ json sweep_description(const EvalOptions& o) {
                {"question_instruction", kRagQuestionInstruction}};  // the prompt's S comes with the store
   if (o.best_last) sweep["best_last"] = true;  // recorded only when set, as below
   if (o.exact_first_chunk) sweep["exact_first_chunk"] = true;
+  if (!o.reference_kv.empty()) sweep["reference_kv"] = o.reference_kv;
   return sweep;
 }
 
@@ -68,6 +69,15 @@ void validate_eval_options(const EvalOptions& o) {
   KVF_CHECK(!o.kv_modes.empty(), "eval: --kv lists no KV mode");
   KVF_CHECK(!o.ratios.empty(), "eval: --ratios lists no ratio");
   for (double r : o.ratios) KVF_CHECK(r >= 0 && r <= 1, "eval: recompute ratio ", r, " is outside [0, 1]");
+  if (!o.reference_kv.empty()) {
+    std::string modes;
+    for (const std::string& kv : o.kv_modes) modes += (modes.empty() ? "" : ",") + kv;
+    KVF_CHECK(std::count(o.kv_modes.begin(), o.kv_modes.end(), o.reference_kv) > 0, "eval: --reference-kv '",
+              o.reference_kv, "' is not one of --kv (", modes, "); it names the mode the others are "
+              "compared with");
+    KVF_CHECK(o.kv_modes.size() > 1, "eval: --reference-kv ", o.reference_kv, " needs another mode in --kv to "
+              "compare with it");
+  }
   KVF_CHECK(o.max_tokens > 0 && o.max_tokens <= kMaxAnswerTokens, "eval: --max-tokens must be in [1, ",
             kMaxAnswerTokens, "], got ", o.max_tokens);
   if (fs::is_directory(o.out_dir))  // a new OUT holds nothing to check
@@ -85,7 +95,7 @@ double number_or_nan(const json& j, const char* key) {
 json deviation_json(const LayerDeviation& d) { return {{"k", d.k}, {"v", d.v}}; }
 
 json run_json(const EvalRun& r) {
-  return {{"method", method_name(r.method)},
+  json j = {{"method", method_name(r.method)},
           {"kv", r.kv},
           {"ratio", r.ratio},
           {"answer", r.answer},
@@ -105,6 +115,10 @@ json run_json(const EvalRun& r) {
             {"ttft", r.ms.ttft},
             {"decode", r.ms.decode}}},
           {"kv_deviation", deviation_json(r.deviation)}};
+  // Only runs compared with a reference KV mode carry these: a sweep without --reference-kv writes what it did.
+  if (std::isfinite(r.ref_identical)) j["ref_identical"] = r.ref_identical;
+  if (std::isfinite(r.ref_kl)) j["ref_kl"] = r.ref_kl;
+  return j;
 }
 
 EvalRun run_from_json(const json& j) {
@@ -125,6 +139,8 @@ EvalRun run_from_json(const json& j) {
   r.ms = {ms.at("retrieve"), ms.at("load"), ms.at("select"), ms.at("prefill"), ms.at("ttft"), ms.at("decode")};
   r.deviation.k = j.at("kv_deviation").at("k").get<std::vector<double>>();
   r.deviation.v = j.at("kv_deviation").at("v").get<std::vector<double>>();
+  r.ref_identical = number_or_nan(j, "ref_identical");  // absent: not compared with a reference KV mode
+  r.ref_kl = number_or_nan(j, "ref_kl");
   return r;
 }
 
@@ -310,6 +326,20 @@ ResolvedQuery resolve(const EvalOptions& o, QueryEngine& engine, const QueryReco
   }
 }
 
+// The point over `kv` with points[i]'s method and ratio.
+size_t same_point_over(const std::vector<Point>& points, size_t i, const std::string& kv) {
+  for (size_t j = 0; j < points.size(); ++j)
+    if (points[j].kv == kv && points[j].method == points[i].method && points[j].ratio == points[i].ratio) return j;
+  fail("eval: no ", method_name(points[i].method), " point over ", kv);
+}
+
+// What a reference KV mode's run leaves for the others (--reference-kv): its answer's tokens and the logits at each
+// of them, forced over its own prefill (the first token's distribution alone when the answer is empty).
+struct ReferenceRun {
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;
+};
+
 // Every point of the sweep on one question, scored.
 EvalQuestion answer_question(const EvalOptions& o, std::map<std::string, QueryEngine>& engines,
                              const QueryRecord& rec, const ResolvedQuery& rq) {
@@ -325,26 +355,38 @@ EvalQuestion answer_question(const EvalOptions& o, std::map<std::string, QueryEn
   base.return_context_kv = true;
   // Per KV mode one batch: its answers are decoded together (full goes with the first mode's). Each answer holds
   // its whole context's KV for the deviation against full's, so a batch is scored as soon as it is answered and
-  // then dropped: only full's answer outlives its batch.
+  // then dropped: only full's answer outlives its batch, and the reference mode's tokens and forced logits, which
+  // the other modes' runs are forced on and compared with (so the reference mode is answered first).
+  std::vector<std::string> order = o.kv_modes;
+  const bool compare = !o.reference_kv.empty();
+  if (compare)
+    std::stable_partition(order.begin(), order.end(), [&](const std::string& kv) { return kv == o.reference_kv; });
   EvalQuestion q;
   q.id = rec.query.id;
   q.n_chunks = (int64_t)rq.chunk_ids.size();
   q.n_gold_tokens = (int64_t)base.teacher_tokens.size();
+  q.runs.resize(1 + points.size());  // full, then the points in sweep_points' order, whatever order they run in
   const std::vector<bool> gold = gold_chunks(rq, rec);
   QueryAnswer full;
   int64_t vocab = 0;
-  for (const std::string& kv : o.kv_modes) {
-    const bool first_mode = kv == o.kv_modes[0];
+  std::vector<ReferenceRun> reference(points.size());  // per point over the reference mode
+  for (const std::string& kv : order) {
+    const bool first_mode = kv == order[0], is_reference = compare && kv == o.reference_kv;
     std::vector<AnswerOptions> batch;
+    std::vector<size_t> point_of;  // the point of each answer after full's
     if (first_mode) {
       batch.push_back(base);
       batch.back().method = FusionMethod::Full;
     }
-    for (const Point& p : points) {
-      if (p.kv != kv) continue;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (points[i].kv != kv) continue;
       batch.push_back(base);
-      batch.back().method = p.method;
-      batch.back().recompute = p.ratio;
+      batch.back().method = points[i].method;
+      batch.back().recompute = points[i].ratio;
+      if (is_reference) batch.back().force_own_answer = true;
+      if (compare && !is_reference)
+        batch.back().reference_tokens = reference[same_point_over(points, i, o.reference_kv)].tokens;
+      point_of.push_back(i);
     }
     std::vector<QueryAnswer> answered = engines.at(kv).answer_all(rq, batch);
     size_t next = 0;
@@ -354,11 +396,21 @@ EvalQuestion answer_question(const EvalOptions& o, std::map<std::string, QueryEn
       q.n_context_tokens = full.n_context_tokens;
       q.n_question_tokens = full.n_question_tokens;
       q.gold_context_share = share_in_gold(full.chunk_tokens, gold);
-      q.runs.push_back(score(full, full, rec.answers, base.teacher_tokens, vocab, "-", gold));
+      q.runs[0] = score(full, full, rec.answers, base.teacher_tokens, vocab, "-", gold);
     }
-    for (const Point& p : points)
-      if (p.kv == kv)
-        q.runs.push_back(score(answered[next++], full, rec.answers, base.teacher_tokens, vocab, kv, gold));
+    for (size_t i : point_of) {
+      QueryAnswer& a = answered[next++];
+      EvalRun run = score(a, full, rec.answers, base.teacher_tokens, vocab, kv, gold);
+      if (is_reference) {
+        reference[i].tokens = a.tokens;
+        reference[i].logits = a.tokens.empty() ? a.first_logits : std::move(a.own_answer_logits);
+      } else if (compare) {
+        const ReferenceRun& ref = reference[same_point_over(points, i, o.reference_kv)];
+        run.ref_identical = a.tokens == ref.tokens ? 1.0 : 0.0;
+        run.ref_kl = mean_kl_divergence(ref.logits, ref.tokens.empty() ? a.first_logits : a.reference_logits, vocab);
+      }
+      q.runs[1 + i] = std::move(run);
+    }
   }
   return q;
 }

@@ -36,6 +36,9 @@ struct EvalOptions {
   int max_tokens = 32;
   int link_tokens = 0;
   bool exact_first_chunk = false;          // AnswerOptions::exact_first_chunk, for every method and KV mode
+  // --reference-kv: one of kv_modes ("": none). Its runs are answered first; every other mode's run is then compared
+  // with the reference's run of the same method and ratio on the same question (EvalRun::ref_identical, ref_kl).
+  std::string reference_kv;
   uint64_t cache_bytes = 1ull << 30;
   std::string backend = "cpu";             // where the model runs: cpu | cuda
   std::string out_dir;
@@ -63,6 +66,12 @@ struct EvalRun {
   double gold_share = NAN;               // share of the recomputed tokens in gold passages (NAN: unknown or none)
   QueryTimings ms;
   LayerDeviation deviation;              // context KV against full's, per layer
+  // Against the same method and ratio over the reference KV mode (--reference-kv), NAN where not compared (no
+  // reference, full attention, the reference's own runs; results from before it): whether the greedy answer's
+  // token ids equal the reference's (1 or 0), and the mean over the reference answer's tokens (its first
+  // included; the first token's distribution alone when it is empty) of KL(reference || this) of the next-token
+  // distributions, both forced on the reference's answer.
+  double ref_identical = NAN, ref_kl = NAN;
 };
 
 struct EvalQuestion {

@@ -33,6 +33,21 @@ double kl_divergence(const std::vector<float>& logits_p, const std::vector<float
   return std::max(0.0, kl);  // rounding can leave -1e-17 for equal inputs
 }
 
+double mean_kl_divergence(const std::vector<float>& logits_p, const std::vector<float>& logits_q, int64_t vocab) {
+  KVF_CHECK(vocab > 0 && logits_p.size() == logits_q.size() && !logits_p.empty() &&
+                logits_p.size() % (size_t)vocab == 0,
+            "mean_kl_divergence: logits of ", logits_p.size(), " and ", logits_q.size(), " entries, vocabulary ", vocab);
+  const size_t rows = logits_p.size() / (size_t)vocab;
+  double sum = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const auto row = [&](const std::vector<float>& x) {
+      return std::vector<float>(x.begin() + (long)(r * (size_t)vocab), x.begin() + (long)((r + 1) * (size_t)vocab));
+    };
+    sum += kl_divergence(row(logits_p), row(logits_q));
+  }
+  return sum / (double)rows;
+}
+
 double mean_log_likelihood(const std::vector<float>& logits, const std::vector<int32_t>& tokens, int64_t vocab) {
   KVF_CHECK(!tokens.empty() && (int64_t)logits.size() == (int64_t)tokens.size() * vocab,
             "mean_log_likelihood: ", logits.size(), " logits for ", tokens.size(), " tokens of vocabulary ", vocab);

@@ -12,6 +12,10 @@ namespace kvf {
 // KL(P || Q) in nats between the softmax distributions of two logit vectors of equal length.
 double kl_divergence(const std::vector<float>& logits_p, const std::vector<float>& logits_q);
 
+// Mean over rows t of KL(P_t || Q_t) in nats, P_t and Q_t the softmax of row t of two [rows, vocab] logit arrays
+// (kvrun eval --reference-kv: the reference's and another run's logits, both forced on the reference's answer).
+double mean_kl_divergence(const std::vector<float>& logits_p, const std::vector<float>& logits_q, int64_t vocab);
+
 // Mean over t of log softmax(logits[t])[tokens[t]]: logits is [tokens.size(), vocab].
 double mean_log_likelihood(const std::vector<float>& logits, const std::vector<int32_t>& tokens, int64_t vocab);
 

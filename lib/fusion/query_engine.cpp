@@ -407,6 +407,9 @@ void QueryEngine::State::add_eval_outputs(const AnswerOptions& answer_options, c
   if (!answer_options.teacher_tokens.empty())
     pending.answer.teacher_logits = forced_logits(*pending.decoder, pending.fused.base_view(), pending.fused.computed,
                                                   pending.fused.logits, pending.end, answer_options.teacher_tokens);
+  if (!answer_options.reference_tokens.empty())
+    pending.answer.reference_logits = forced_logits(*pending.decoder, pending.fused.base_view(), pending.fused.computed,
+                                                    pending.fused.logits, pending.end, answer_options.reference_tokens);
 }
 
 // The KV that decoding appends to: the prefill's computed rows, with room for `max_tokens` more.
@@ -445,6 +448,7 @@ struct AnswerInProgress::Parts {
   QueryEngine::Pending pending;
   DecodeJob job;
   std::vector<std::string> stop;
+  bool force_own_answer = false;
   double decode_ms = 0;
 };
 
@@ -460,6 +464,7 @@ std::unique_ptr<AnswerInProgress> QueryEngine::begin_answer(const ResolvedQuery&
   auto parts = std::make_unique<AnswerInProgress::Parts>();
   parts->pending = prefill(q, o, memo);
   parts->stop = o.stop;
+  parts->force_own_answer = o.force_own_answer;
   Pending& p = parts->pending;
   DecodeJob& job = parts->job;
   job.base_view = p.fused.base_view();
@@ -531,6 +536,10 @@ QueryAnswer QueryEngine::finish(AnswerInProgress& answer) {
   a.tokens = gen.tokens;
   a.answer = answer_text(gen.tokens, parts.stop);
   a.stopped_by = parts.pending.stopped_by_string ? "stop_string" : gen.ended ? "end_token" : "max_tokens";
+  // The prefill's rows are still as it left them: decoding appended to its own copy (decoding_kv).
+  if (parts.force_own_answer)
+    a.own_answer_logits = forced_logits(*parts.pending.decoder, parts.pending.fused.base_view(),
+                                        parts.pending.fused.computed, a.first_logits, parts.pending.end, a.tokens);
   return a;
 }
 

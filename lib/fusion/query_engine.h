@@ -67,6 +67,11 @@ struct AnswerOptions {
   std::vector<std::string> stop;   // generation ends when the answer text contains one of these
   // For eval: tokens to score under teacher forcing after the prefill (a gold answer, see encode_answer) ...
   std::vector<int32_t> teacher_tokens;
+  // ... a second sequence forced the same way (another run's answer: kvrun eval --reference-kv) ...
+  std::vector<int32_t> reference_tokens;
+  // ... whether, once decoded, this answer's own tokens are forced the same way over its prefill (the logits its
+  // greedy steps saw, computed as reference_tokens' are, so two runs on equal KV give equal rows) ...
+  bool force_own_answer = false;
   bool return_context_kv = false;  // ... and whether to return the context's K and V as decoding saw them
   bool mark_recomputed = false;    // fill QueryAnswer::marked_chunks
   // The first chunk follows S alone, exactly as its independent KV was computed: true, it takes that KV whatever
@@ -104,6 +109,8 @@ struct QueryAnswer {
   std::vector<int32_t> tokens;  // generated ids, the end token excluded
   std::vector<float> first_logits;  // the prefill's logits for the first generated token (vocab entries)
   std::vector<float> teacher_logits;  // [teacher_tokens.size(), vocab]: the logits at each teacher token
+  std::vector<float> reference_logits;  // [reference_tokens.size(), vocab]: likewise at each reference token
+  std::vector<float> own_answer_logits;  // with force_own_answer: [tokens.size(), vocab], likewise at each own token
   HostKv context_kv;                  // when return_context_kv: at prompt positions
   std::string stopped_by;       // end_token | stop_string | max_tokens
   uint64_t cache_hits = 0, cache_misses = 0;  // chunk KV lookups of this query

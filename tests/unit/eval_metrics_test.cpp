@@ -8,6 +8,7 @@
 #include "eval/answer_metrics.h"
 #include "eval/bootstrap.h"
 #include "eval/dataset_corpus.h"
+#include "eval/eval_report.h"
 #include "eval/fidelity.h"
 #include "support/temp_dir.h"
 
@@ -43,6 +44,18 @@ TEST(Fidelity, KlDivergenceOfKnownDistributions) {
   EXPECT_NEAR(kl_divergence({0, 0}, {0, (float)std::log(3.0)}), 0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3),
               1e-7);
   EXPECT_THROW(kl_divergence({1, 2}, {1, 2, 3}), Error);
+}
+
+TEST(Fidelity, MeanKlDivergenceAveragesRows) {
+  // Row 0: P = Q, KL 0; row 1: P = (0.5, 0.5), Q = (0.25, 0.75) as above. The mean is half the second.
+  const double second = 0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3);
+  const std::vector<float> p = {1, 2, 0, 0}, q = {3, 4, 0, (float)std::log(3.0)};
+  EXPECT_NEAR(mean_kl_divergence(p, q, 2), second / 2, 1e-7);
+  EXPECT_EQ(mean_kl_divergence(p, p, 2), 0.0);  // equal logits give 0 exactly
+  EXPECT_NEAR(mean_kl_divergence({0, 0}, {0, (float)std::log(3.0)}, 2), second, 1e-7);  // one row: kl_divergence
+  EXPECT_THROW(mean_kl_divergence(p, {1, 2}, 2), Error);
+  EXPECT_THROW(mean_kl_divergence({1, 2, 3}, {1, 2, 3}, 2), Error);  // not whole rows
+  EXPECT_THROW(mean_kl_divergence({}, {}, 2), Error);
 }
 
 TEST(Fidelity, GoldLogLikelihoodAndTopOneAgreement) {
@@ -90,6 +103,55 @@ TEST(Bootstrap, IntervalsAreDeterministicAndBracketTheMean) {
   // A statistic that is undefined on every resample leaves the interval undefined, not made up.
   const Interval none = bootstrap(4, [](const std::vector<size_t>&) { return NAN; });
   EXPECT_TRUE(std::isnan(none.low));
+}
+
+TEST(Bootstrap, PairedDeltaIsTheMeanDifferenceWithItsInterval) {
+  // A constant difference of -0.25 per question, whatever the values: the interval is that point.
+  const std::vector<double> reference = {0.5, 1.0, 0.0, 0.75}, values = {0.25, 0.75, -0.25, 0.5};
+  const Interval constant = bootstrap_paired_delta(values, reference);
+  EXPECT_DOUBLE_EQ(constant.value, -0.25);
+  EXPECT_DOUBLE_EQ(constant.low, -0.25);
+  EXPECT_DOUBLE_EQ(constant.high, -0.25);
+  // One question of 40 lost 1 (F1 from 1 to 0), the others unchanged: the mean delta is -1/40, and the interval
+  // runs from -3/40 or so up to 0 (a resample without that question), never above.
+  std::vector<double> ref(40, 1.0), got(40, 1.0);
+  got[7] = 0.0;
+  const Interval one = bootstrap_paired_delta(got, ref);
+  EXPECT_DOUBLE_EQ(one.value, -1.0 / 40);
+  EXPECT_EQ(one.high, 0.0);
+  EXPECT_LT(one.low, -1.0 / 40);
+  EXPECT_GE(one.low, -4.0 / 40);
+  // A run against itself: 0 exactly.
+  EXPECT_EQ(bootstrap_paired_delta(reference, reference).high, 0.0);
+  EXPECT_THROW(bootstrap_paired_delta({1, 2}, {1}), Error);
+}
+
+TEST(ReferenceFidelity, PairsEachQuestionWithTheReferenceRun) {
+  // Four questions; the third was not compared (a run from before --reference-kv): n is 3 and it is left out of
+  // every mean, the reference's runs included.
+  std::vector<EvalRun> runs(4), ref(4);
+  const double identical[] = {1, 0, NAN, 1}, kl[] = {0, 0.3, NAN, 0}, ll[] = {-1, -2, -9, -1}, f1[] = {1, 0, 0, 0.5};
+  const double ref_ll[] = {-1, -1.5, 0, -1}, ref_f1[] = {1, 1, 1, 0.5};
+  std::vector<const EvalRun*> r, s;
+  for (size_t i = 0; i < 4; ++i) {
+    runs[i].ref_identical = identical[i], runs[i].ref_kl = kl[i], runs[i].gold_ll = ll[i], runs[i].f1 = f1[i];
+    ref[i].gold_ll = ref_ll[i], ref[i].f1 = ref_f1[i];
+    r.push_back(&runs[i]), s.push_back(&ref[i]);
+  }
+  const ReferenceFidelity f = reference_fidelity(r, s);
+  EXPECT_EQ(f.n, 3u);
+  EXPECT_DOUBLE_EQ(f.identical.value, 2.0 / 3);
+  EXPECT_DOUBLE_EQ(f.kl.value, 0.1);
+  EXPECT_DOUBLE_EQ(f.gold_ll_delta.value, -0.5 / 3);  // 0, -0.5, 0
+  EXPECT_DOUBLE_EQ(f.f1_delta.value, -1.0 / 3);       // 0, -1, 0
+  EXPECT_LE(f.f1_delta.low, f.f1_delta.value);
+  EXPECT_EQ(f.f1_delta.high, 0.0);
+  EXPECT_EQ(f.kl.low, 0.0);
+  // Nothing compared: n 0 and no numbers.
+  const ReferenceFidelity none = reference_fidelity({s[0]}, {s[0]});
+  EXPECT_EQ(none.n, 0u);
+  EXPECT_TRUE(std::isnan(none.kl.value));
+  EXPECT_THROW(reference_fidelity(r, {s[0]}), Error);
 }
 
 TEST(DatasetCorpus, DistinctPassagesInFirstSeenOrder) {

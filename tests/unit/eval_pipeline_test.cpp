@@ -54,6 +54,18 @@ TEST_F(EvalPipelineFile, AnotherModelGetsItsOwnStoreAndResults) {
   EXPECT_EQ(given.out_dir, "my-out");
 }
 
+TEST_F(EvalPipelineFile, ReferenceKvComesFromTheFileUnlessGiven) {
+  EXPECT_EQ(applied({}).reference_kv, "");  // none: the sweep compares no modes
+  std::ofstream(path_, std::ios::app) << "  kv: [similarity, sim-q4]\n  reference_kv: similarity\n";
+  EXPECT_EQ(applied({}).reference_kv, "similarity");
+  EXPECT_EQ(applied({"reference_kv"}).reference_kv, "");  // --reference-kv given wins
+  // It is part of what a resumed sweep must match, recorded only when set.
+  EvalOptions o = applied({});
+  EXPECT_EQ(sweep_description(o).at("reference_kv"), "similarity");
+  o.reference_kv.clear();
+  EXPECT_FALSE(sweep_description(o).contains("reference_kv"));
+}
+
 TEST(ModelTag, NamesPresetsFilesAndFoldersSafely) {
   EXPECT_EQ(model_tag("qwen1.5b"), "qwen1.5b");
   EXPECT_EQ(model_tag("/m/Llama-3.1-8B-Instruct.Q8_0.gguf"), "Llama-3.1-8B-Instruct.Q8_0");

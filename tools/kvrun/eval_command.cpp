@@ -144,7 +144,7 @@ void run_eval(EvalArgs& a, const CLI::App& cmd) {
   if (!a.pipeline.empty()) {
     std::set<std::string> given;
     for (const char* name : {"dataset", "limit", "setting", "methods", "ratios", "kv", "max-tokens", "top-k",
-                             "link-tokens", "out", "store", "model"}) {
+                             "link-tokens", "out", "store", "model", "reference-kv"}) {
       std::string key = name;
       std::replace(key.begin(), key.end(), '-', '_');
       if (cmd.count(std::string("--") + name)) given.insert(key);
@@ -212,7 +212,13 @@ void add_eval_command(CLI::App& app) {
       "      --kv similarity --out eval/hq-qwen        # builds the independent KV similarity reads, too\n"
       "  kvrun eval --dataset hotpotqa_dev500_ircot.jsonl --build-store stores/pool --corpus corpus_hotpotqa.jsonl \\\n"
       "      --setting retrieval --top-k 10 --out eval/pool            # retrieval over the pooled corpus\n"
-      "  kvrun eval --store stores/hq --dataset hotpotqa_dev500_ircot.jsonl --out eval/hq --report-only");
+      "  kvrun eval --store stores/hq --dataset hotpotqa_dev500_ircot.jsonl --out eval/hq --report-only\n"
+      "  kvrun eval --store stores/hq --dataset hotpotqa_dev500_ircot.jsonl --kv similarity,sim-q4 \\\n"
+      "      --reference-kv similarity --out eval/hq-q4   # what int4 KV loses against the KV it was made from\n"
+      "--reference-kv MODE compares every other mode with MODE, point by point (same method and ratio) on the same\n"
+      "questions: whether the greedy answer's tokens are MODE's exactly, and the mean KL(MODE || mode) of the next-\n"
+      "token distributions over MODE's answer (both forced on it), fine enough to resolve a 1% loss; the report's\n"
+      "\"Fidelity against MODE\" table adds the paired gold-LL and F1 differences with 95% intervals (docs/eval.md).");
   cmd->add_option("--pipeline", args->pipeline, "a pipeline file with an eval section (pipelines/paper-*.yaml)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--dataset", args->eval.dataset, "questions with answers and contexts: JSONL or .jsonl.gz");
@@ -249,6 +255,9 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxAnswerTokens));
   add_exact_first_chunk_option(*cmd, args->eval.exact_first_chunk);
+  cmd->add_option("--reference-kv", args->eval.reference_kv,
+                  "one of --kv: compare every other mode with it per point and question (identical answers, answer "
+                  "KL, paired gold-LL and F1 differences); default: none");
   cmd->add_option("--link-tokens", args->eval.link_tokens, "KVLink link tokens after each chunk")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
