@@ -36,6 +36,7 @@ packages=(
   libtbb-dev           # parallel loops across heads, rows and chunks
   libhdf5-dev          # the KV store (chunks.h5, kv shards)
   zlib1g-dev           # gzip-compressed question files (kvrun batch/eval read .jsonl.gz)
+  libzstd-dev          # zstd entropy coding of stored KV (kvprep compress --zstd; HDF5 filter 32015)
   libfaiss-dev         # retrieval indexes (flat, IVF, HNSW)
   libopenmpi-dev       # kvprep run across ranks (mpirun / srun; docs/scale.md) ...
   openmpi-bin          # ... and mpirun, which the 2-rank test in make test launches

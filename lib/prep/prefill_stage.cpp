@@ -375,7 +375,7 @@ void compute_planned_chunks(const PrefillStageOptions& options, const Cluster& c
                             const ChunkPlan& plan, PrefillStageResult& result) {
   remove_unlisted_shards(cluster, options.store_dir, options.mode);
   const KvShardLayout layout = layout_for(*model.decoder, options.mode, store.fingerprint, options.dtype);
-  ShardSink sink(options.store_dir, store.manifest, layout, options.shard_bytes, options.deflate_level, cluster);
+  ShardSink sink(options.store_dir, store.manifest, layout, options.shard_bytes, options.entropy, cluster);
   Progress progress("prefill " + options.mode + (cluster.alone() ? "" : " (" + cluster.describe() + ")"), "chunks",
                     chunks_of_rank(cluster, plan), leader_progress(options.progress));
   GroupPrefill group_prefill(options, model, chunks, view, plan, sink, progress, result);

@@ -33,7 +33,7 @@ struct PrefillStageOptions {
   KvDtype dtype = KvDtype::F16;
   ComputeMode compute = ComputeMode::Fast;  // recorded: a store's KV is computed in one mode
   std::string backend = "cpu";              // where the model runs: cpu | cuda (backend/backend.h)
-  int deflate_level = 0;                // 1-9: shuffle + deflate the shards' K and V (smaller, slower); 0: off
+  h5::Compression entropy;              // how the shards keep K and V (store/h5_compression.h); default: as they are
   uint64_t shard_bytes = 256ull << 20;  // a shard is committed once it holds this much KV
   int batch_tokens = 1024;              // chunks are computed in ragged batches of about this many tokens
   uint64_t neighbor_cache_bytes = 1ull << 30;  // similarity: independent KV kept in memory for reuse

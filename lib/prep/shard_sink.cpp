@@ -11,10 +11,10 @@ namespace kvf {
 namespace fs = std::filesystem;
 
 ShardSink::ShardSink(const std::string& dir, Manifest& m, KvShardLayout layout, uint64_t shard_bytes,
-                     int deflate_level, const Cluster& ranks)
+                     h5::Compression compression, const Cluster& ranks)
     : dir_(dir), m_(m), ranks_(ranks), layout_(std::move(layout)), shard_bytes_(shard_bytes),
-      next_(next_kv_shard_number(m, layout_.mode)), deflate_level_(deflate_level), writer_(layout_) {
-  writer_.set_deflate_level(deflate_level_);
+      next_(next_kv_shard_number(m, layout_.mode)), compression_(compression), writer_(layout_) {
+  writer_.set_compression(compression_);
 }
 
 void ShardSink::add(uint64_t chunk_id, const HostKv& kv, uint64_t context, const std::vector<double>& anchor_scores) {
@@ -37,7 +37,7 @@ std::string ShardSink::write_held(size_t number) {
   bytes_ += writer_.bytes();
   ++written_;
   writer_ = KvShardWriter(layout_);
-  writer_.set_deflate_level(deflate_level_);
+  writer_.set_compression(compression_);
   return name;
 }
 

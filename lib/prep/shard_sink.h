@@ -20,7 +20,7 @@ class ShardSink {
   // Shards are numbered on from those of the mode the manifest already records. `ranks`: the ranks that share
   // the stage (Cluster::world()), or this process alone (the default: work that one rank does by itself).
   ShardSink(const std::string& store_dir, Manifest& manifest, KvShardLayout layout, uint64_t shard_bytes,
-            int deflate_level = 0, const Cluster& ranks = Cluster::self());
+            h5::Compression compression = {}, const Cluster& ranks = Cluster::self());
   // Alone, flushes once shard_bytes are held; with several ranks, holds everything until end_round.
   // anchor_scores: empty, or one per row (KvShardWriter::add_chunk).
   void add(uint64_t chunk_id, const HostKv& kv, uint64_t context = 0, const std::vector<double>& anchor_scores = {});
@@ -43,7 +43,7 @@ class ShardSink {
   KvShardLayout layout_;
   uint64_t shard_bytes_;
   size_t next_;
-  int deflate_level_;
+  h5::Compression compression_;
   KvShardWriter writer_;
   uint64_t written_ = 0, bytes_ = 0;
 };

@@ -93,7 +93,7 @@ void prune_mode(const std::string& dir, const std::string& mode, const std::unor
       continue;
     }
     KvShardWriter writer(reader.layout());
-    writer.set_deflate_level(reader.deflate_level());
+    writer.set_compression(reader.compression());
     RawKvChunk raw;
     for (const size_t e : keep) {
       reader.read_raw(e, raw);

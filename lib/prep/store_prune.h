@@ -23,7 +23,7 @@ struct PruneResult {
   std::vector<std::string> modes;             // modes with something reclaimed
 };
 
-// Rewrites each shard with entries to reclaim as a new shard of its mode (its deflate level kept), then saves the
+// Rewrites each shard with entries to reclaim as a new shard of its mode (its compression kept), then saves the
 // manifest without the old shard, then deletes it: a killed run leaves the old commit or the new one, and at most
 // an unlisted shard file, which the next prune (or `kvprep verify`) names and the next prune removes. A reader that
 // loaded the manifest before and opens a removed shard retries with the new manifest. The system prompt's KV stays.

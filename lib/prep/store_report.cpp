@@ -153,6 +153,17 @@ std::vector<std::string> incomplete_stages(const std::string& dir) {
   return out;
 }
 
+namespace {
+
+// "zstd:19", or the names joined with commas when a mode's shards differ (reruns with another --entropy).
+std::string entropy_names(const std::set<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ",") + name;
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json inspect_store(const std::string& dir) {
   const Manifest m = load_manifest(dir);
   const ChunkTable chunks = ChunkTable::read((fs::path(dir) / kChunksFile).string());
@@ -172,6 +183,8 @@ nlohmann::json inspect_store(const std::string& dir) {
     int stored_layers = 0, model_layers = 0;
     double kv_bytes = 0;  // K, V, scales and positions of the mode's stored chunks, without the files' overhead
     double every_layer_row_bytes = 0;  // one row's K, V and position with every model layer stored in f16/bf16
+    uint64_t stored_kv_bytes = 0;      // what the K, V, scales or low-bit bytes take in the files (compressed)
+    std::set<std::string> entropy;     // how the shards keep them (h5::compression_name), one name unless mixed
   };
   std::map<std::string, ModeTotals> modes;
   uint64_t total_bytes = 0;
@@ -188,8 +201,11 @@ nlohmann::json inspect_store(const std::string& dir) {
     t.every_layer_row_bytes = every_layer.bytes_per_row();
     t.shards += 1;
     t.bytes += f.bytes;
+    t.stored_kv_bytes += shard.stored_kv_bytes();
+    t.entropy.insert(h5::compression_name(shard.compression()));
     for (const KvChunkEntry& e : shard.index()) {
       t.rows += e.rows;
+      t.stored_kv_bytes += 4 * e.rows;  // positions, as kv_bytes counts them
       t.checksums[e.chunk_id] = e.checksum;
       // Low-bit chunks' bytes depend on their length (groups, kept f16 rows): counted exactly.
       t.kv_bytes += shard.layout().low_bit()
@@ -217,6 +233,10 @@ nlohmann::json inspect_store(const std::string& dir) {
                        {"model_layers", t.model_layers},
                        {"kv_bytes_per_token", tokens ? t.kv_bytes / (double)tokens : 0.0},
                        {"kv_bytes_per_token_every_layer", t.every_layer_row_bytes},
+                       // Memory: what a reader holds per token (kv_bytes_per_token); disk: the same KV and
+                       // positions as the shards store them, after their entropy coding (file overhead excluded).
+                       {"entropy", entropy_names(t.entropy)},
+                       {"disk_kv_bytes_per_token", tokens ? (double)t.stored_kv_bytes / (double)tokens : 0.0},
                        {"content_hash", hex64(content_hash(t.checksums))}};
   }
   out["bytes"] = total_bytes;

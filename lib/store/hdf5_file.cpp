@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "store/hdf5_zstd_filter.h"
 #include "store/store_format.h"
 
 namespace kvf::h5 {
@@ -129,7 +130,9 @@ QuietErrors::QuietErrors() {
 QuietErrors::~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
 
 File::File(std::string path, hid_t id, const char* action)
-    : path_(std::move(path)), file_(check(id, action), H5Fclose) {}
+    : path_(std::move(path)), file_(check(id, action), H5Fclose) {
+  register_zstd_filter();  // before any dataset of the file is read or written
+}
 
 File File::create(const std::string& path) {
   const QuietErrors quiet;
@@ -282,7 +285,7 @@ std::vector<T> File::read(const std::string& name, std::vector<int64_t> dims, st
 }
 
 void File::write_raw(const std::string& name, hid_t type, const std::vector<uint64_t>& dims, const void* data,
-                     uint64_t chunk_rows, int deflate_level) const {
+                     uint64_t chunk_rows, Compression compression) const {
   const QuietErrors quiet;
   std::vector<hsize_t> hd(dims.begin(), dims.end());
   Handle space(H5Screate_simple((int)hd.size(), hd.data(), nullptr), H5Sclose);
@@ -292,9 +295,14 @@ void File::write_raw(const std::string& name, hid_t type, const std::vector<uint
     chunk[0] = std::min<hsize_t>(chunk_rows, hd[0]);  // HDF5 refuses chunks larger than a fixed dimension
     for (hsize_t& c : chunk) c = std::max<hsize_t>(c, 1);  // and zero-sized ones
     check_status(H5Pset_chunk(props.get(), (int)chunk.size(), chunk.data()), "cannot chunk dataset " + name);
-    if (deflate_level > 0) {
+    if (compression.codec != Compression::Codec::None)
       check_status(H5Pset_shuffle(props.get()), "cannot set shuffle on dataset " + name);
-      check_status(H5Pset_deflate(props.get(), (unsigned)deflate_level), "cannot set deflate on dataset " + name);
+    if (compression.codec == Compression::Codec::Deflate)
+      check_status(H5Pset_deflate(props.get(), (unsigned)compression.level), "cannot set deflate on dataset " + name);
+    if (compression.codec == Compression::Codec::Zstd) {
+      const unsigned level = (unsigned)compression.level;
+      check_status(H5Pset_filter(props.get(), kZstdFilterId, H5Z_FLAG_MANDATORY, 1, &level),
+                   "cannot set zstd on dataset " + name);
     }
   }
   Handle dset(check(H5Dcreate2(id(), name.c_str(), type, space.get(), H5P_DEFAULT, props.get(), H5P_DEFAULT),
@@ -320,7 +328,7 @@ std::vector<uint64_t> File::raw_shape(const std::string& name, hid_t type) const
   return {hd.begin(), hd.end()};
 }
 
-int File::deflate_level(const std::string& name) const {
+Compression File::compression(const std::string& name) const {
   const QuietErrors quiet;
   Handle dset(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "missing dataset '" + name + "'"), H5Dclose);
   Handle props(check(H5Dget_create_plist(dset.get()), "cannot read the properties of dataset '" + name + "'"),
@@ -330,11 +338,19 @@ int File::deflate_level(const std::string& name) const {
     unsigned flags = 0, values[4] = {0, 0, 0, 0};
     size_t n_values = 4;
     char filter_name[64];
-    if (H5Pget_filter2(props.get(), (unsigned)i, &flags, &n_values, values, sizeof filter_name, filter_name,
-                       nullptr) == H5Z_FILTER_DEFLATE)
-      return n_values > 0 ? (int)values[0] : 0;
+    const H5Z_filter_t filter = H5Pget_filter2(props.get(), (unsigned)i, &flags, &n_values, values,
+                                               sizeof filter_name, filter_name, nullptr);
+    const int level = n_values > 0 ? (int)values[0] : 0;
+    if (filter == H5Z_FILTER_DEFLATE) return {Compression::Codec::Deflate, level};
+    if (filter == kZstdFilterId) return {Compression::Codec::Zstd, level};
   }
-  return 0;
+  return {};
+}
+
+uint64_t File::stored_bytes(const std::string& name) const {
+  const QuietErrors quiet;
+  Handle dset(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "missing dataset '" + name + "'"), H5Dclose);
+  return H5Dget_storage_size(dset.get());
 }
 
 void File::read_raw_rows(const std::string& name, hid_t type, uint64_t first, uint64_t count, void* out) const {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "store/h5_compression.h"
+
 namespace kvf::h5 {
 
 // An HDF5 identifier closed by its own close function when it goes out of scope.
@@ -87,13 +89,15 @@ class File {
 
   // Datasets of any rank in a caller-given element type, used as both memory and file type so that HDF5 converts
   // nothing (e.g. ieee_f16_type()). chunk_rows > 0 stores the dataset HDF5-chunked along dimension 0, in blocks of
-  // that many rows (and all of every other dimension), with shuffle + deflate at deflate_level when it is > 0.
+  // that many rows (and all of every other dimension), compressed as `compression` says (only when chunked).
   void write_raw(const std::string& name, hid_t type, const std::vector<uint64_t>& dims, const void* data,
-                 uint64_t chunk_rows = 0, int deflate_level = 0) const;
+                 uint64_t chunk_rows = 0, Compression compression = {}) const;
   // The dimensions of a dataset whose element type must equal `type` exactly.
   std::vector<uint64_t> raw_shape(const std::string& name, hid_t type) const;
-  // The deflate level a dataset was written with (write_raw's deflate_level); 0 when it is not deflated.
-  int deflate_level(const std::string& name) const;
+  // How a dataset was compressed (write_raw's compression); codec None when it is not.
+  Compression compression(const std::string& name) const;
+  // Bytes the dataset takes in the file (after compression), without the file's own metadata.
+  uint64_t stored_bytes(const std::string& name) const;
   // Reads rows [first, first + count) along dimension 0 (a hyperslab: only those rows' chunks are read).
   void read_raw_rows(const std::string& name, hid_t type, uint64_t first, uint64_t count, void* out) const;
 

@@ -261,9 +261,11 @@ uint64_t KvShardWriter::bytes() const {
          positions_.size() * sizeof(int32_t);
 }
 
-void KvShardWriter::set_deflate_level(int level) {
-  KVF_CHECK(level >= 0 && level <= 9, "kv shard: deflate level ", level, " outside 0..9");
-  deflate_level_ = level;
+void KvShardWriter::set_compression(h5::Compression compression) {
+  const int max_level = compression.codec == h5::Compression::Codec::Deflate ? 9 : 22;
+  KVF_CHECK(compression.codec == h5::Compression::Codec::None || (compression.level >= 1 && compression.level <= max_level),
+            "kv shard: compression ", h5::compression_name(compression), ": level outside 1..", max_level);
+  compression_ = compression;
 }
 
 void KvShardWriter::write(const std::string& path) const {
@@ -298,16 +300,16 @@ void KvShardWriter::write(const std::string& path) const {
       f.write_int_attribute("keep_first", l.keep_first);
       f.write_string_attribute("rotation", l.rotate ? "hadamard" : "none");
       f.write_string_attribute("v_levels", low_bit_levels_name(l.v_levels));
-      f.write_raw("blob", type.get(), {blob_.size()}, blob_.data(), kBlobBytesPerH5Chunk, deflate_level_);
+      f.write_raw("blob", type.get(), {blob_.size()}, blob_.data(), kBlobBytesPerH5Chunk, compression_);
     } else {
-      f.write_raw("k", type.get(), dims, k_.data(), kRowsPerH5Chunk, deflate_level_);
-      f.write_raw("v", type.get(), dims, v_.data(), kRowsPerH5Chunk, deflate_level_);
+      f.write_raw("k", type.get(), dims, k_.data(), kRowsPerH5Chunk, compression_);
+      f.write_raw("v", type.get(), dims, v_.data(), kRowsPerH5Chunk, compression_);
     }
     if (l.dtype == KvDtype::Int8) {
       const h5::Handle f16 = h5::ieee_f16_type();
       const std::vector<uint64_t> scale_dims = {rows(), (uint64_t)l.stored_layers, (uint64_t)l.kv_heads};
-      f.write_raw("k_scale", f16.get(), scale_dims, k_scale_.data(), kRowsPerH5Chunk, deflate_level_);
-      f.write_raw("v_scale", f16.get(), scale_dims, v_scale_.data(), kRowsPerH5Chunk, deflate_level_);
+      f.write_raw("k_scale", f16.get(), scale_dims, k_scale_.data(), kRowsPerH5Chunk, compression_);
+      f.write_raw("v_scale", f16.get(), scale_dims, v_scale_.data(), kRowsPerH5Chunk, compression_);
     }
     f.write<int32_t>("positions", {rows()}, positions_.data());
     if (any_anchor_scores_) f.write<double>("anchor_score", {rows()}, anchor_scores_.data());
@@ -557,9 +559,16 @@ void KvShardReader::read_raw(size_t entry, RawKvChunk& raw) const {
   file_->read_raw_rows("positions", H5T_NATIVE_INT32, e.first_row, e.rows, raw.positions.data());
 }
 
-// The checksum add_chunk computed, over the same parts.
-int KvShardReader::deflate_level() const { return file_->deflate_level(layout_.low_bit() ? "blob" : "k"); }
+h5::Compression KvShardReader::compression() const { return file_->compression(layout_.low_bit() ? "blob" : "k"); }
 
+uint64_t KvShardReader::stored_kv_bytes() const {
+  if (layout_.low_bit()) return file_->stored_bytes("blob");
+  uint64_t bytes = file_->stored_bytes("k") + file_->stored_bytes("v");
+  if (layout_.dtype == KvDtype::Int8) bytes += file_->stored_bytes("k_scale") + file_->stored_bytes("v_scale");
+  return bytes;
+}
+
+// The checksum add_chunk computed, over the same parts.
 void KvShardReader::verify_raw_checksum(const RawKvChunk& raw) const {
   const KvChunkEntry& e = entry_at(raw.entry);
   const auto part = [](const auto& x) { return std::pair<const void*, size_t>{x.data(), x.size() * sizeof(x[0])}; };

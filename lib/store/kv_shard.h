@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/low_bit_kv.h"
+#include "store/h5_compression.h"
 
 namespace kvf {
 
@@ -106,8 +107,8 @@ class KvShardWriter {
   size_t chunks() const { return index_.size(); }
   uint64_t rows() const { return positions_.size(); }
   uint64_t bytes() const;  // stored bytes held so far (k, v, int8 scales, positions): rows() * bytes_per_row()
-  // Shuffle + deflate at this level (1-9) for k, v and their scales; 0 (the default) stores them uncompressed.
-  void set_deflate_level(int level);
+  // How k, v and their scales (or the low-bit bytes) are stored (default: uncompressed, the fastest reads).
+  void set_compression(h5::Compression compression);
   // Writes a temporary and commits it to <path> (io/durable_file.h); on any failure <path> is untouched.
   void write(const std::string& path) const;
 
@@ -125,7 +126,7 @@ class KvShardWriter {
   bool any_anchor_scores_ = false;
   std::vector<KvChunkEntry> index_;
   std::unordered_set<uint64_t> ids_;
-  int deflate_level_ = 0;
+  h5::Compression compression_;
 };
 
 class KvShardReader {
@@ -163,8 +164,10 @@ class KvShardReader {
   void check_low_bit_encoded(const RawKvChunk& raw) const;
   // The chunk's anchor scores recorded during prefill (one per row), or empty when the shard or chunk has none.
   std::vector<double> read_anchor_scores(size_t entry) const;
-  // The deflate level its K (or low-bit bytes) were written with (KvShardWriter::set_deflate_level); 0: none.
-  int deflate_level() const;
+  // How its K (or low-bit bytes) were stored (KvShardWriter::set_compression).
+  h5::Compression compression() const;
+  // Bytes its K, V, scales or low-bit bytes take in the file (after compression).
+  uint64_t stored_kv_bytes() const;
   // Whether what read_raw filled has the checksum the index records; kvf::Error naming the chunk otherwise.
   void verify_raw_checksum(const RawKvChunk& raw) const;
 

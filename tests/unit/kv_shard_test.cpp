@@ -76,9 +76,10 @@ void add_all(KvShardWriter& w, const std::vector<Chunk>& chunks) {
     w.add_chunk(c.id, c.k.data(), c.v.data(), c.positions.data(), (uint32_t)c.positions.size());
 }
 
-void write_shard(const std::string& path, const KvShardLayout& l, const std::vector<Chunk>& chunks, int deflate = 0) {
+void write_shard(const std::string& path, const KvShardLayout& l, const std::vector<Chunk>& chunks,
+                 h5::Compression compression = {}) {
   KvShardWriter w(l);
-  w.set_deflate_level(deflate);
+  w.set_compression(compression);
   add_all(w, chunks);
   w.write(path);
 }
@@ -175,7 +176,7 @@ TEST(KvShard, DeflatedRoundTripIsSmaller) {
   auto chunks = random_chunks(l, {200}, 4);
   std::fill(chunks[0].k.begin(), chunks[0].k.begin() + 4000, 0.5f);  // something to compress
   write_shard((dir / "plain.h5").string(), l, chunks);
-  write_shard((dir / "deflated.h5").string(), l, chunks, 6);
+  write_shard((dir / "deflated.h5").string(), l, chunks, {h5::Compression::Codec::Deflate, 6});
   expect_round_trip((dir / "deflated.h5").string(), l, chunks);
   EXPECT_LT(fs::file_size(dir / "deflated.h5"), fs::file_size(dir / "plain.h5"));
 }
@@ -440,7 +441,7 @@ TEST(KvShard, Int8DeflatedLayerMappedRoundTrip) {
   auto chunks = random_chunks(l, {100, 9}, 12);
   std::fill(chunks[0].v.begin(), chunks[0].v.begin() + 1000, 0.0f);  // all-zero groups: scale 0, zeros back
   write_shard((dir / "plain.h5").string(), l, chunks);
-  write_shard((dir / "deflated.h5").string(), l, chunks, 6);
+  write_shard((dir / "deflated.h5").string(), l, chunks, {h5::Compression::Codec::Deflate, 6});
   expect_int8_round_trip((dir / "deflated.h5").string(), l, chunks);
   EXPECT_LT(fs::file_size(dir / "deflated.h5"), fs::file_size(dir / "plain.h5"));
   const KvShardReader r = KvShardReader::open((dir / "plain.h5").string());
@@ -635,7 +636,7 @@ TEST(KvShard, LowBitRoundTripsMatchTheCodec) {
     l.keep_first = 1;
     const auto chunks = random_chunks(l, {3, 9, 1, 6}, 23);
     const std::string path = (test::fresh_test_dir() / "independent-00000.h5").string();
-    write_shard(path, l, chunks, 1);
+    write_shard(path, l, chunks, {h5::Compression::Codec::Deflate, 1});
     const KvShardReader r = KvShardReader::open(path, kFingerprint);
     EXPECT_EQ(r.layout().dtype, dtype);
     EXPECT_EQ(r.layout().quant_group, l.quant_group);
@@ -685,7 +686,7 @@ TEST(KvShard, LowBitDamageIsCaught) {
 // bytes alone (a byte flipped in memory fails the checksum the file would pass), from many threads at once, and
 // gives exactly what read_chunk gives.
 // Rewriting a shard (kvprep prune) copies a chunk's stored bytes: every dtype reads back exactly as before, with its
-// checksum, context, anchor scores and the shard's deflate level; a damaged chunk or another layout is refused.
+// checksum, context, anchor scores and the shard's compression; a damaged chunk or another layout is refused.
 TEST(KvShard, StoredChunksCopyBitForBit) {
   for (const KvDtype dtype : {KvDtype::F16, KvDtype::BF16, KvDtype::Int8, KvDtype::Int4, KvDtype::Int3}) {
     const fs::path dir = test::fresh_test_dir();
@@ -694,7 +695,7 @@ TEST(KvShard, StoredChunksCopyBitForBit) {
     const auto chunks = random_chunks(l, {4, 9, 2}, 31);
     const std::vector<double> scores = {0.5, 0.25, 2.0, 1.0};
     KvShardWriter w(l);
-    w.set_deflate_level(3);
+    w.set_compression({h5::Compression::Codec::Deflate, 3});
     w.add_chunk(chunks[0].id, chunks[0].k.data(), chunks[0].v.data(), chunks[0].positions.data(), 4, 77,
                 scores.data());
     w.add_chunk(chunks[1].id, chunks[1].k.data(), chunks[1].v.data(), chunks[1].positions.data(), 9, 88);
@@ -702,9 +703,9 @@ TEST(KvShard, StoredChunksCopyBitForBit) {
     const std::string from_path = (dir / "from.h5").string(), to_path = (dir / "to.h5").string();
     w.write(from_path);
     const KvShardReader from = KvShardReader::open(from_path, kFingerprint);
-    EXPECT_EQ(from.deflate_level(), 3);
+    EXPECT_EQ(h5::compression_name(from.compression()), "deflate:3");
     KvShardWriter copy(from.layout());
-    copy.set_deflate_level(from.deflate_level());
+    copy.set_compression(from.compression());
     RawKvChunk raw;
     for (const size_t e : {size_t(2), size_t(0)}) {  // chunk 1 left out, the order changed
       from.read_raw(e, raw);
@@ -712,7 +713,7 @@ TEST(KvShard, StoredChunksCopyBitForBit) {
     }
     copy.write(to_path);
     const KvShardReader to = KvShardReader::open(to_path, kFingerprint);
-    EXPECT_EQ(to.deflate_level(), 3);
+    EXPECT_EQ(h5::compression_name(to.compression()), "deflate:3");
     ASSERT_EQ(to.index().size(), 2u);
     std::vector<float> k0, v0, k1, v1;
     std::vector<int32_t> p0, p1;

@@ -19,7 +19,8 @@ void add_prefill_command(CLI::App& app) {
     std::string model, mode = defaults.mode, system = defaults.system_message,
                        dtype = kv_dtype_name(defaults.dtype), compute = compute_mode_name(defaults.compute),
                        backend = defaults.backend, neighbor_order = neighbor_order_name(defaults.neighbor_order);
-    int top_n = defaults.top_n, batch_tokens = defaults.batch_tokens, deflate = defaults.deflate_level;
+    int top_n = defaults.top_n, batch_tokens = defaults.batch_tokens;
+    std::string entropy = h5::compression_name(defaults.entropy);
     bool refresh = defaults.refresh_changed_neighbors, anchor_scores = defaults.record_anchor_scores;
     double shard_mb = (double)defaults.shard_bytes / (1 << 20),
            neighbor_cache_mb = (double)defaults.neighbor_cache_bytes / (1 << 20);
@@ -59,9 +60,10 @@ void add_prefill_command(CLI::App& app) {
   cmd->add_option("--backend", a->backend, "where the model runs: cpu | cuda (built with nvcc, needs a GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("--deflate", a->deflate, "shuffle+deflate level for K and V, 1-9 (0: off, fastest reads)")
+  cmd->add_option("--entropy", a->entropy,
+                  "how shards keep K and V: none (fastest reads), deflate:1..9 or zstd:1..22 (byte-shuffled, then compressed)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 9));
+      ->check(accepted_by([](const std::string& text) { return h5::parse_compression(text, "--entropy"); }));
   cmd->add_option("--batch-tokens", a->batch_tokens, "chunk tokens per forward pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
@@ -92,7 +94,7 @@ void add_prefill_command(CLI::App& app) {
     o.batch_tokens = a->batch_tokens;
     o.refresh_changed_neighbors = a->refresh;
     o.record_anchor_scores = a->anchor_scores;
-    o.deflate_level = a->deflate;
+    o.entropy = h5::parse_compression(a->entropy, "--entropy");
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
     o.neighbor_cache_bytes = (uint64_t)(a->neighbor_cache_mb * (1 << 20));
     const PrefillStageResult r = run_prefill_stage(o);

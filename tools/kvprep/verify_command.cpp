@@ -113,11 +113,13 @@ void add_inspect_command(CLI::App& app) {
                             .c_str()
                       : "");
     for (const auto& [mode, kv] : s["kv"].items())
-      std::printf("kv       %-12s %llu chunks, %llu rows for %llu tokens, %d layers %s, %.1f MB, %.0f bytes/token\n",
+      std::printf("kv       %-12s %llu chunks, %llu rows for %llu tokens, %d layers %s, %.1f MB, %.0f bytes/token; "
+                  "KV %.0f bytes/token in memory, %.0f on disk (%s)\n",
                   mode.c_str(), kv["chunks"].get<unsigned long long>(), kv["rows"].get<unsigned long long>(),
                   kv["tokens"].get<unsigned long long>(), kv["stored_layers"].get<int>(),
                   kv["dtype"].get<std::string>().c_str(), kv["bytes"].get<double>() / 1e6,
-                  kv["bytes_per_token"].get<double>());
+                  kv["bytes_per_token"].get<double>(), kv["kv_bytes_per_token"].get<double>(),
+                  kv["disk_kv_bytes_per_token"].get<double>(), kv["entropy"].get<std::string>().c_str());
     std::printf("settings %s\n", s["settings"].dump().c_str());
   });
 }
