@@ -228,13 +228,24 @@ bool decode_low_bit_rows(const LowBitSpec& s, const uint8_t* in, int64_t chunk_r
       default: return unpack_codes<2>(row + code_from, count, codes.data());
     }
   };
+  // With the rotation: output rows [run, i) hold decoded rows still in the rotated basis, rotated back together
+  // (several heads at a time) when a kept row or the end closes the run.
+  int64_t run = 0;
+  const auto rotate_back = [&](int64_t end) {
+    if (s.rotate && end > run) {
+      inverse_hadamard_rows(k + run * count, end - run, count, s.head_dim);
+      inverse_hadamard_rows(v + run * count, end - run, count, s.head_dim);
+    }
+  };
   int64_t k_group = -1;  // the K group whose parameters `scale` and `mn` hold
   for (int64_t i = 0; i < n; ++i) {
     const int64_t r = rows[i];
     KVF_CHECK(r >= 0 && r < chunk_rows, "low-bit KV: row ", r, " outside [0, ", chunk_rows, ")");
     float* k_out = k + i * count;
     float* v_out = v + i * count;
-    if (r < p.kept) {
+    if (r < p.kept) {  // kept rows never left the original basis
+      rotate_back(i);
+      run = i + 1;
       for (int64_t c = 0; c < count; ++c) {
         k_out[c] = f16_to_f32(get16(in, p.kept_k + 2 * (r * width + offset + c)));
         v_out[c] = f16_to_f32(get16(in, p.kept_v + 2 * (r * width + offset + c)));
@@ -270,11 +281,8 @@ bool decode_low_bit_rows(const LowBitSpec& s, const uint8_t* in, int64_t chunk_r
       if (!std::isfinite(sc) || !std::isfinite(m)) return false;
       for (int64_t c = vg * s.group; c < (vg + 1) * s.group; ++c) v_out[c] = m + codes[(size_t)c] * sc;
     }
-    if (s.rotate) {  // back from the rotated basis, head by head (kept rows never left it)
-      inverse_hadamard_rows(k_out, 1, count, s.head_dim);
-      inverse_hadamard_rows(v_out, 1, count, s.head_dim);
-    }
   }
+  rotate_back(n);
   return true;
 }
 

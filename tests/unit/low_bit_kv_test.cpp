@@ -224,6 +224,25 @@ TEST(LowBitKv, HadamardAndNfLevels) {
   for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 1e-5f);
   EXPECT_NE(error_of([&] { hadamard_rows(y.data(), 1, 24, 12); }).find("power-of-2 head dimension (12)"),
             std::string::npos);
+  // The unrolled transform gives the bits of the plain butterfly loop the study's figures were computed with.
+  for (const int64_t n : {4, 8, 16, 64, 128, 256}) {
+    std::vector<float> a(2 * (size_t)n), b;
+    for (float& z : a) z = normal(rng);
+    b = a;
+    hadamard_rows(a.data(), 1, 2 * n, n);
+    for (int64_t h = 0; h < 2; ++h) {
+      float* w = b.data() + h * n;
+      for (int64_t len = 1; len < n; len <<= 1)
+        for (int64_t i = 0; i < n; i += len << 1)
+          for (int64_t j = i; j < i + len; ++j) {
+            const float p = w[j], q = w[j + len];
+            w[j] = p + q;
+            w[j + len] = p - q;
+          }
+      for (int64_t c = 0; c < n; ++c) w[c] *= 1.0f / std::sqrt((float)n);
+    }
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << n;
+  }
   for (const int bits : {2, 3, 4}) {
     const std::vector<float>& levels = normal_float_levels_cached(bits);
     ASSERT_EQ(levels.size(), (size_t)1 << bits);

@@ -53,7 +53,8 @@ void add_compress_command(CLI::App& app) {
       "group). Screened on Qwen 0.5B's KV (docs/compress.md, docs/results/kv_quantizer_study.md): rotated int4 g64\n"
       "with nf V is 3.61x smaller than f16 with int4 g32's attention error (0.117 vs 0.118; int4 g32: 3.17x); at 2\n"
       "bits 6.57x with 0.53 (int2 g64: 6.25x, 0.64); a screening on reconstruction error, not yet a question sweep.\n"
-      "Reading costs one inverse transform per head and row. Compressions combine; a rerun computes only chunks the\n"
+      "Reading does one inverse transform per head and row (decoding alone: 2.6-3.4x the unrotated codec's time).\n"
+      "Compressions combine; a rerun computes only chunks the\n"
       "new mode lacks. Bytes per token: `kvprep inspect`.\n"
       "Measured (SmolLM2-135M, HotpotQA, fusion at 15%; docs/results/compress-hotpotqa*): int8 keeps the quality\n"
       "(1.94x smaller); training-free anchors and layer sharing cost far more than they save on this model.");
