@@ -206,8 +206,8 @@ void check_compress_options(const CompressStageOptions& o) {
             o.quant.empty() ? "no --quant" : "--quant " + o.quant, ")");
   KVF_CHECK(o.v_levels == "uniform" || low_bit, "--v-levels ", o.v_levels, " needs --quant int4, int3 or int2 (got ",
             o.quant.empty() ? "no --quant" : "--quant " + o.quant, ")");
-  KVF_CHECK(o.anchors > 0 || o.share_layers > 0 || !o.quant.empty(), "compress: nothing to do; give --anchors, "
-            "--share-layers or --quant");
+  KVF_CHECK(o.anchors > 0 || o.share_layers > 0 || !o.quant.empty() || o.entropy.codec != h5::Compression::Codec::None,
+            "compress: nothing to do; give --anchors, --share-layers, --quant or --entropy");
 }
 
 namespace {
@@ -240,7 +240,7 @@ class CompressJob {
       return res_;
     }
     if (anchors_) open_precompute_view();
-    ShardSink sink(o_.store_dir, s_.manifest, layout_, o_.shard_bytes);
+    ShardSink sink(o_.store_dir, s_.manifest, layout_, o_.shard_bytes, o_.entropy);
     Progress progress("compress " + o_.to, "chunks", missing, o_.progress);
     for (const auto& [begin, end] : groups_) {
       const std::vector<std::vector<int32_t>> kept = select_ ? select_anchors(begin, end) : kNone;

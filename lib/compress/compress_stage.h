@@ -9,6 +9,7 @@
 
 #include "compress/layer_share.h"
 #include "core/progress.h"
+#include "store/h5_compression.h"
 
 namespace kvf {
 
@@ -37,6 +38,8 @@ struct CompressStageOptions {
   int keep_first = 0;                   // int4/int3/int2: each chunk's first rows kept in f16 (attention sinks)
   bool rotate = false;                  // int4/int3/int2: Hadamard rotation of every head vector (core/low_bit_kv.h)
   std::string v_levels = "uniform";     // int4/int3/int2: V's levels, uniform | nf (normal-quantile, one scale)
+  h5::Compression entropy;              // how the new shards keep their bytes (store/h5_compression.h); not a recipe
+                                        // setting: shards coded differently hold the same KV
   uint64_t shard_bytes = 256ull << 20;
   int batch_tokens = 1024;              // select: chunks re-run in ragged batches of about this many tokens
   uint64_t neighbor_cache_bytes = 1ull << 30;

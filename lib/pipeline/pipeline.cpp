@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "cluster/cluster.h"
+#include "compress/compress_recipes.h"
 #include "compress/compress_stage.h"
 #include "core/error.h"
 #include "io/model_paths.h"
@@ -205,7 +206,7 @@ class Config {
     static const std::set<std::string> keys = {"to",           "from",          "anchors",         "anchor_mode",
                                                "anchor_score", "segment",       "share_layers",    "share_threshold",
                                                "quant",        "quant_group",   "keep_first",      "rotate",
-                                               "v_levels"};
+                                               "v_levels",     "entropy",       "recipe"};
     KVF_CHECK(list.IsSequence(), file_, ": 'compress' must be a list of modes ({to: NAME, from: MODE, ...})");
     for (size_t i = 0; i < list.size(); ++i) {
       KVF_CHECK(list[i].IsMap(), file_, ": compress[", i, "] must be a mapping");
@@ -285,6 +286,15 @@ std::vector<CompressStageOptions> compress_options(const std::string& path, cons
     options.keep_first = item<int>(path, entry, i, "keep_first", options.keep_first);
     options.rotate = item<bool>(path, entry, i, "rotate", options.rotate);
     options.v_levels = item<std::string>(path, entry, i, "v_levels", options.v_levels);
+    options.entropy = h5::parse_compression(
+        item<std::string>(path, entry, i, "entropy", h5::compression_name(options.entropy)),
+        path + ": compress[" + std::to_string(i) + "].entropy");
+    if (entry["recipe"]) {
+      const std::string where = path + ": compress[" + std::to_string(i) + "]";
+      for (const char* key : {"anchors", "quant", "quant_group", "keep_first", "rotate", "v_levels", "entropy"})
+        KVF_CHECK(!entry[key], where, ": 'recipe' sets '", key, "'; give the recipe or the keys, not both");
+      apply_compress_recipe(item<std::string>(path, entry, i, "recipe", ""), options, where + ".recipe");
+    }
     try {
       check_compress_options(options);
     } catch (const Error& e) {

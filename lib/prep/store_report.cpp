@@ -183,7 +183,7 @@ nlohmann::json inspect_store(const std::string& dir) {
     int stored_layers = 0, model_layers = 0;
     double kv_bytes = 0;  // K, V, scales and positions of the mode's stored chunks, without the files' overhead
     double every_layer_row_bytes = 0;  // one row's K, V and position with every model layer stored in f16/bf16
-    uint64_t stored_kv_bytes = 0;      // what the K, V, scales or low-bit bytes take in the files (compressed)
+    uint64_t stored_kv_bytes = 0;      // what K, V, scales or low-bit bytes and positions take in the files
     std::set<std::string> entropy;     // how the shards keep them (h5::compression_name), one name unless mixed
   };
   std::map<std::string, ModeTotals> modes;
@@ -205,7 +205,6 @@ nlohmann::json inspect_store(const std::string& dir) {
     t.entropy.insert(h5::compression_name(shard.compression()));
     for (const KvChunkEntry& e : shard.index()) {
       t.rows += e.rows;
-      t.stored_kv_bytes += 4 * e.rows;  // positions, as kv_bytes counts them
       t.checksums[e.chunk_id] = e.checksum;
       // Low-bit chunks' bytes depend on their length (groups, kept f16 rows): counted exactly.
       t.kv_bytes += shard.layout().low_bit()

@@ -25,6 +25,7 @@ namespace {
 constexpr const char* kMagic = "kvfuse-kv";
 constexpr uint64_t kRowsPerH5Chunk = 64;
 constexpr uint64_t kBlobBytesPerH5Chunk = 1 << 16;
+constexpr uint64_t kPositionsPerH5Chunk = 1 << 14;
 constexpr int64_t kMaxDim = 1 << 20;  // bounds each shape attribute, so products cannot overflow
 
 }  // namespace
@@ -311,7 +312,8 @@ void KvShardWriter::write(const std::string& path) const {
       f.write_raw("k_scale", f16.get(), scale_dims, k_scale_.data(), kRowsPerH5Chunk, compression_);
       f.write_raw("v_scale", f16.get(), scale_dims, v_scale_.data(), kRowsPerH5Chunk, compression_);
     }
-    f.write<int32_t>("positions", {rows()}, positions_.data());
+    // Positions count up inside each chunk, so they shrink to almost nothing when the shard is entropy-coded.
+    f.write_raw("positions", H5T_STD_I32LE, {rows()}, positions_.data(), kPositionsPerH5Chunk, compression_);
     if (any_anchor_scores_) f.write<double>("anchor_score", {rows()}, anchor_scores_.data());
     f.write<int32_t>("layer_map", {(uint64_t)l.n_layers}, l.layer_map.data());
     f.create_group("index");
@@ -562,8 +564,9 @@ void KvShardReader::read_raw(size_t entry, RawKvChunk& raw) const {
 h5::Compression KvShardReader::compression() const { return file_->compression(layout_.low_bit() ? "blob" : "k"); }
 
 uint64_t KvShardReader::stored_kv_bytes() const {
-  if (layout_.low_bit()) return file_->stored_bytes("blob");
-  uint64_t bytes = file_->stored_bytes("k") + file_->stored_bytes("v");
+  uint64_t bytes = file_->stored_bytes("positions");
+  if (layout_.low_bit()) return bytes + file_->stored_bytes("blob");
+  bytes += file_->stored_bytes("k") + file_->stored_bytes("v");
   if (layout_.dtype == KvDtype::Int8) bytes += file_->stored_bytes("k_scale") + file_->stored_bytes("v_scale");
   return bytes;
 }

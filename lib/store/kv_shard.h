@@ -166,7 +166,7 @@ class KvShardReader {
   std::vector<double> read_anchor_scores(size_t entry) const;
   // How its K (or low-bit bytes) were stored (KvShardWriter::set_compression).
   h5::Compression compression() const;
-  // Bytes its K, V, scales or low-bit bytes take in the file (after compression).
+  // Bytes its K, V, scales or low-bit bytes and its positions take in the file (after compression).
   uint64_t stored_kv_bytes() const;
   // Whether what read_raw filled has the checksum the index records; kvf::Error naming the chunk otherwise.
   void verify_raw_checksum(const RawKvChunk& raw) const;

@@ -2,7 +2,8 @@
 # kvprep compress end to end with the real model on a tiny data set: anchors (select and append), layer sharing
 # (share-search, then compress using its result), int8, int4, int3 and int2 (also Hadamard-rotated with nf V levels),
 # alone and combined, each a new KV mode that verifies
-# (anchors keeping every row store the source's exact bytes),
+# (anchors keeping every row store the source's exact bytes; zstd-coded shards (--entropy, --recipe) the same KV
+# as uncoded ones, in fewer bytes on disk),
 # that inspect reports with its bytes per token, and that kvrun ask (every method) and kvrun eval read. Bad
 # requests are refused with messages that name the option and value.
 # Usage: kvprep_compress_test.sh KVPREP KVRUN
@@ -30,6 +31,10 @@ compress --from similarity --to q4 --quant int4 --quant-group 32 --keep-first 2
 compress --from similarity --to q2 --quant int2 --quant-group 64
 compress --from similarity --to q3 --quant int3 --quant-group 64
 compress --from similarity --to q4r --quant int4 --quant-group 32 --keep-first 2 --rotate --v-levels nf
+compress --from similarity --to q4rz --quant int4 --quant-group 32 --keep-first 2 --rotate --v-levels nf --entropy zstd:19
+compress --from similarity --to simz --entropy zstd:3   # f16 as it is, zstd-coded: lossless
+compress --from similarity --to q2r --quant int2 --quant-group 64 --rotate --v-levels nf
+compress --from similarity --to r8 --recipe 8x
 compress --from s6 --to s6-q4 --quant int4 --quant-group 32   # shared layers read through the encoding's layer map
 compress --from similarity --to a100 --anchors 1 --segment 16   # keeps every row: the same bytes as its source
 compress --from a50 --to a50-s6-q8 --share-layers 6 --share-samples 3 --share-sample-tokens 16 --quant int8
@@ -69,6 +74,14 @@ assert abs(kv["q4"]["kv_bytes_per_token"] - kv["q4r"]["kv_bytes_per_token"] - 36
 assert kv["q4"]["dtype"] == "int4" and kv["q3"]["dtype"] == "int3" and kv["q2"]["dtype"] == "int2", kv
 assert kv["a50"]["rows"] < tokens and kv["app25"]["rows"] < kv["a50"]["rows"], kv
 assert kv["a100"]["content_hash"] == kv["similarity"]["content_hash"], (kv["a100"], kv["similarity"])
+# Entropy coding keeps the very bytes (checksums are over the uncoded KV) and takes fewer on disk.
+for coded, plain, entropy in [("q4rz", "q4r", "zstd:19"), ("simz", "similarity", "zstd:3"), ("r8", "q2r", "zstd:19")]:
+    assert kv[coded]["content_hash"] == kv[plain]["content_hash"], (coded, kv[coded], kv[plain])
+    assert kv[coded]["entropy"] == entropy and kv[plain]["entropy"] == "none", (kv[coded], kv[plain])
+    assert kv[coded]["kv_bytes_per_token"] == kv[plain]["kv_bytes_per_token"], (kv[coded], kv[plain])
+    assert kv[coded]["disk_kv_bytes_per_token"] < 0.97 * kv[plain]["disk_kv_bytes_per_token"], (kv[coded], kv[plain])
+    assert kv[plain]["disk_kv_bytes_per_token"] >= kv[plain]["kv_bytes_per_token"], kv[plain]
+assert s["settings"]["compress-r8"] == dict(s["settings"]["compress-q2r"], **{"from": "similarity"}), s["settings"]
 PY
 
 # kvrun reads every compressed mode with every method.
@@ -89,6 +102,12 @@ answer() {
   "$kvrun" ask --store "$store" --kv "$kv" --max-tokens 8 --json --question "Which planet is known for its rings?" "$@" \
     2>>"$work/log" | python3 -c 'import json, sys; print(json.load(sys.stdin)["answer"])'
 }
+# Read through the zstd filter: the same answers as the uncoded mode.
+for pair in "q4rz q4r" "simz similarity" "r8 q2r"; do
+  set -- $pair
+  [ "$(kv=$1 answer --method fusion --recompute 0.3)" = "$(kv=$2 answer --method fusion --recompute 0.3)" ] \
+    || fail "$1 answers differently from $2"
+done
 for kv in q4 q3 s6-q4 q4r; do
   [ "$(answer --method fusion --recompute 1)" = "$(answer --method full)" ] || fail "$kv: fusion at 1.0 is not full"
   [ "$(answer --method cacheblend --recompute 0)" = "$(answer --method reuse)" ] || fail "$kv: cacheblend at 0 is not reuse"
@@ -108,7 +127,11 @@ expect_error() {  # expect_error REGEX ARGS...: exit 1 and a message matching RE
 expect_error "--to 'similarity' is a mode kvprep prefill writes" --from independent --to similarity --quant int8
 expect_error "--anchors needs every token's row, but 'a50' already keeps anchors only" --from a50 --to x --anchors 0.25
 expect_error "no 'nosuch' KV to compress" --from nosuch --to x --quant int8
-expect_error "nothing to do; give --anchors, --share-layers or --quant" --from similarity --to x
+expect_error "nothing to do; give --anchors, --share-layers, --quant or --entropy" --from similarity --to x
+expect_error "--recipe 8x sets --quant; give the recipe or the options, not both" --from similarity --to x --recipe 8x \
+  --quant int4
+expect_error "--entropy: unknown compression 'lz4:1'" --from similarity --to x --quant int8 --entropy lz4:1
+expect_error "--entropy: compression 'zstd:23' needs a level 1..22" --from similarity --to x --quant int8 --entropy zstd:23
 expect_error "group size 48 must be 4..4096 and divide the head dimension 64" --from similarity --to x --quant int4 --quant-group 48
 expect_error "group size 4 must be a multiple of 8 for 3 bits" --from similarity --to x --quant int3 --quant-group 4
 expect_error "--rotate needs --quant int4, int3 or int2 \(got --quant int8\)" --from similarity --to x --quant int8 --rotate

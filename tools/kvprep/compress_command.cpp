@@ -6,6 +6,7 @@
 
 #include "common/cli.h"
 #include "store_lock_option.h"
+#include "compress/compress_recipes.h"
 #include "compress/compress_stage.h"
 #include "io/model_paths.h"
 #include "prep/store_model.h"
@@ -28,6 +29,8 @@ void add_compress_command(CLI::App& app) {
     CompressStageOptions o;  // the options bind to it: its defaults (and so --help's) are the library's
     std::string model;
     double shard_mb = (double)o.shard_bytes / (1 << 20);
+    std::string entropy = h5::compression_name(o.entropy);
+    std::string recipe;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("compress", "Make a smaller KV mode from a stored one (anchors, layer sharing, int8)");
@@ -39,6 +42,7 @@ void add_compress_command(CLI::App& app) {
       "  kvprep compress --store stores/demo --from similarity --to sim-int3 --quant int3 --quant-group 64\n"
       "  kvprep compress --store stores/demo --from similarity --to sim-h4nf --quant int4 --quant-group 64 --rotate --v-levels nf\n"
       "  kvprep compress --store stores/demo --from sim-a25 --to sim-a25-s8-int8 --share-layers 8 --quant int8\n"
+      "  kvprep compress --store stores/demo --from similarity --to sim-8x --recipe 8x       # 8x smaller on disk\n"
       "  kvrun ask --store stores/demo --kv sim-a25 --method fusion --question \"...\"\n"
       "--anchors A keeps ceil(A*S) rows of every S-token segment. select (training-free): the tokens the chunk's own\n"
       "tokens attended to most when its KV was computed (the chunk's first token always), at their positions.\n"
@@ -104,6 +108,18 @@ void add_compress_command(CLI::App& app) {
                   "one f16 scale per group; best with --rotate)")
       ->capture_default_str()
       ->check(CLI::IsMember({"uniform", "nf"}));
+  cmd->add_option("--entropy", a->entropy,
+                  "how the new shards keep their bytes on disk: none (fastest reads) | zstd:1..22 | deflate:1..9 "
+                  "(lossless; readers decode it when they load a chunk; `kvprep inspect` shows bytes on disk and in memory)")
+      ->capture_default_str()
+      ->check(accepted_by([](const std::string& text) { return h5::parse_compression(text, "--entropy"); }));
+  std::string recipes;
+  for (const std::string& name : compress_recipe_names())
+    recipes += "; " + name + ": " + compress_recipe_summary(name);
+  cmd->add_option("--recipe", a->recipe,
+                  "a named setting instead of the options it sets" + recipes +
+                      ". What each costs in answers: docs/compress.md, Recipes")
+      ->check(CLI::IsMember(compress_recipe_names()));
   cmd->add_option("--batch-tokens", a->o.batch_tokens, "select: chunk tokens per forward pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
@@ -113,12 +129,19 @@ void add_compress_command(CLI::App& app) {
   a->add_lock_and_common_options(cmd,
                                  "one JSON object: mode, from, unchanged, chunks, computed, tokens, rows, "
                                  "stored_bytes, source_bytes, shared_layers, seconds, ...");
-  cmd->callback([a] {
+  cmd->callback([a, cmd] {
     const StoreCommandScope scope(*a);
     CompressStageOptions o = a->o;
     o.store_dir = a->store;
     o.model_path = resolve_model(model_for_store(a->model, a->store));
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
+    o.entropy = h5::parse_compression(a->entropy, "--entropy");
+    if (!a->recipe.empty()) {
+      for (const std::string& option : compress_recipe_options())
+        KVF_CHECK(cmd->count(option) == 0, "--recipe ", a->recipe, " sets ", option,
+                  "; give the recipe or the options, not both");
+      apply_compress_recipe(a->recipe, o, "--recipe");
+    }
     const CompressStageResult r = run_compress_stage(o);
     if (a->common.json) {
       print_json({{"store", o.store_dir},
