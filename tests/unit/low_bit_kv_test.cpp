@@ -168,7 +168,7 @@ TEST(LowBitKv, RotatedCodecEqualsTheStudysQuantizers) {
   constexpr int64_t kHeadDim = 64, kWidth = 3 * kHeadDim;
   const auto bits_of = [](const std::vector<float>& x) {
     std::vector<uint32_t> out(x.size());
-    std::memcpy(out.data(), x.data(), x.size() * sizeof(float));
+    if (!x.empty()) std::memcpy(out.data(), x.data(), x.size() * sizeof(float));  // (a null pointer otherwise)
     return out;
   };
   for (const int bits : {4, 3, 2})
