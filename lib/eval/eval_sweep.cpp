@@ -54,6 +54,7 @@ json sweep_description(const EvalOptions& o) {
                {"question_instruction", kRagQuestionInstruction}};  // the prompt's S comes with the store
   if (o.best_last) sweep["best_last"] = true;  // recorded only when set, as below
   if (o.exact_first_chunk) sweep["exact_first_chunk"] = true;
+  if (o.first_chunk_kv != FirstChunkKv::Auto) sweep["first_chunk_kv"] = first_chunk_kv_name(o.first_chunk_kv);
   if (!o.reference_kv.empty()) sweep["reference_kv"] = o.reference_kv;
   return sweep;
 }
@@ -350,6 +351,7 @@ EvalQuestion answer_question(const EvalOptions& o, std::map<std::string, QueryEn
   base.max_tokens = o.max_tokens;
   base.link_tokens = o.link_tokens;
   base.exact_first_chunk = o.exact_first_chunk;
+  base.first_chunk_kv = o.first_chunk_kv;
   base.stop = {"\n\n"};  // small models often put the answer on the line after "The answer is:"
   base.teacher_tokens = first.encode_answer(rec.answers[0]);
   base.return_context_kv = true;

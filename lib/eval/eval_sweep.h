@@ -36,6 +36,7 @@ struct EvalOptions {
   int max_tokens = 32;
   int link_tokens = 0;
   bool exact_first_chunk = false;          // AnswerOptions::exact_first_chunk, for every method and KV mode
+  FirstChunkKv first_chunk_kv = FirstChunkKv::Auto;  // AnswerOptions::first_chunk_kv
   // --reference-kv: one of kv_modes ("": none). Its runs are answered first; every other mode's run is then compared
   // with the reference's run of the same method and ratio on the same question (EvalRun::ref_identical, ref_kl).
   std::string reference_kv;

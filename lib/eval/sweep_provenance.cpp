@@ -46,6 +46,7 @@ json eval_options_json(const EvalOptions& o) {
           {"max_tokens", o.max_tokens},
           {"link_tokens", o.link_tokens},
           {"exact_first_chunk", o.exact_first_chunk},
+          {"first_chunk_kv", first_chunk_kv_name(o.first_chunk_kv)},
           {"cache_mb", (double)o.cache_bytes / (1024.0 * 1024.0)},
           {"backend", o.backend},
           {"build_block", o.block},

@@ -202,6 +202,12 @@ FusedPrefill fused_prefill(const Decoder& d, const FusionInputs& in, FusionMetho
       scored_ms = known->second.ms;
       if (shared) res.shared_select_ms = scored_ms;
     }
+    if (in.recompute_exact_context && count < l.n_context()) {
+      // Ranked below every other token, the exact ones are never among the selected: they go in front, in order.
+      std::vector<int64_t> exact((size_t)in.exact_context);
+      std::iota(exact.begin(), exact.end(), int64_t{0});
+      res.selected.insert(res.selected.begin(), exact.begin(), exact.end());
+    }
   }
   res.select_ms = scored_ms >= 0 ? scored_ms : ms_since(t_select);
 

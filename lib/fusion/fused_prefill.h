@@ -34,6 +34,9 @@ struct FusionInputs {
   // Context tokens from the first on whose stored KV is what the prompt computes (the first chunk's, when it holds
   // its independent KV): the selectors recompute none of them.
   int64_t exact_context = 0;
+  // true: those tokens' stored rows are not their exact KV (the store keeps no independent KV, or it was not asked
+  // for), so the answer pass recomputes them beside the selected ones; the budget still goes to the others.
+  bool recompute_exact_context = false;
   // Told "place", "select" and "prefill" as each stage starts (a profiler's labels; unset: nothing is told).
   std::function<void(const char* stage)> on_stage;
 };

@@ -170,14 +170,26 @@ struct QueryEngine::State {
     loader = std::make_unique<BackgroundLoader>(*cache, backend->device() == Device::Host ? 1 : kDeviceLoaderThreads);
   }
 
+  // Whether an answer's exact first chunk reads the store's independent KV; false: it reads its KV mode's, and the
+  // answer pass recomputes it. Auto reads it where the store holds it for that chunk (a store may keep only the
+  // similarity KV, docs/store.md) and the mode keeps every layer.
+  bool first_chunk_reads_independent(const AnswerOptions& o, uint64_t first_chunk) {
+    if (!o.exact_first_chunk || o.first_chunk_kv == FirstChunkKv::Recomputed) return false;
+    if (o.first_chunk_kv == FirstChunkKv::Stored || options.kv_mode == "independent") return true;
+    if (stored_decoder || !kv_mode_completed(manifest, "independent")) return false;
+    first_chunk_cache();  // opens independent_kv
+    return independent_kv->contains(first_chunk);
+  }
+
   // Where a first chunk's exact (independent) KV comes from: the mode's own cache, or one opened for it.
   ChunkKvCache& first_chunk_cache() {
     if (options.kv_mode == "independent") return *cache;
     if (!independent_cache) {
       KVF_CHECK(kv_mode_completed(manifest, "independent"), options.store_dir,
-                ": exact first chunk needs the store's independent KV; run `kvprep prefill --mode independent`");
+                ": the exact first chunk's stored KV needs the store's independent KV; run `kvprep prefill --mode "
+                "independent`, or recompute it (--first-chunk-kv recompute)");
       KVF_CHECK(!stored_decoder, "exact first chunk: the '", options.kv_mode,
-                "' KV shares layers, so its chunks cannot sit beside independent KV");
+                "' KV shares layers, so its chunks cannot sit beside independent KV (--first-chunk-kv recompute)");
       independent_kv = std::make_unique<KvModeReader>(options.store_dir, manifest, "independent", fingerprint);
       independent_cache = std::make_unique<ChunkKvCache>(*independent_kv, *backend, options.cache_bytes / 16,
                                                          options.decode_low_bit_at_load);
@@ -200,10 +212,11 @@ struct QueryEngine::State {
   // The steps of QueryEngine::prefill that read the engine's state, in order.
   FusionInputs prompt_inputs(const ResolvedQuery& query, const std::vector<int32_t>& link_tokens,
                              QueryAnswer& answer) const;
-  void load_chunk_kv(const ResolvedQuery& query, const AnswerOptions& answer_options, bool reads_stored,
-                     FusionInputs& inputs, Pending& pending);
-  void run_fused_prefill(const AnswerOptions& answer_options, bool reads_stored, SelectionMemo* memo,
-                         FusionInputs& inputs, Pending& pending);
+  // independent_first: the first chunk reads the independent KV (first_chunk_reads_independent).
+  void load_chunk_kv(const ResolvedQuery& query, bool reads_stored, bool independent_first, FusionInputs& inputs,
+                     Pending& pending);
+  void run_fused_prefill(const AnswerOptions& answer_options, bool reads_stored, bool independent_first,
+                         SelectionMemo* memo, FusionInputs& inputs, Pending& pending);
   void add_eval_outputs(const AnswerOptions& answer_options, const RagLayout& layout, Pending& pending) const;
   std::unique_ptr<KvBuffer> decoding_kv(const Pending& pending, int max_tokens) const;
 };
@@ -286,6 +299,21 @@ void QueryEngine::wait_prefetched() {
   if (s_->loader) s_->loader->wait_idle();
 }
 
+const char* first_chunk_kv_name(FirstChunkKv source) {
+  switch (source) {
+    case FirstChunkKv::Auto: return "auto";
+    case FirstChunkKv::Stored: return "stored";
+    case FirstChunkKv::Recomputed: return "recompute";
+  }
+  return "?";
+}
+
+FirstChunkKv first_chunk_kv_from_name(const std::string& name) {
+  for (FirstChunkKv source : {FirstChunkKv::Auto, FirstChunkKv::Stored, FirstChunkKv::Recomputed})
+    if (name == first_chunk_kv_name(source)) return source;
+  fail("first chunk KV must be auto, stored or recompute, got '", name, "'");
+}
+
 bool reads_chunk_kv(const AnswerOptions& o) {
   return o.method == FusionMethod::Reuse || (o.method != FusionMethod::Full && o.recompute < 1.0);
 }
@@ -365,15 +393,15 @@ FusionInputs QueryEngine::State::prompt_inputs(const ResolvedQuery& query, const
 }
 
 // The chunks' stored KV when the prefill reads it, held by `pending` while it is read; timed as the answer's load.
-void QueryEngine::State::load_chunk_kv(const ResolvedQuery& query, const AnswerOptions& answer_options,
-                                       bool reads_stored, FusionInputs& inputs, Pending& pending) {
+void QueryEngine::State::load_chunk_kv(const ResolvedQuery& query, bool reads_stored, bool independent_first,
+                                       FusionInputs& inputs, Pending& pending) {
   const auto started = Clock::now();
   if (reads_stored) {
-    KVF_CHECK(cache, "method ", method_name(answer_options.method),
+    KVF_CHECK(cache, "method ", method_name(pending.answer.method),
               " reads stored chunk KV, but this engine was opened without it");
     // Chunks load side by side: the store reads one at a time, converting and checking them runs in parallel.
     std::vector<ChunkKvCache::Lookup> looked(query.chunk_ids.size());
-    ChunkKvCache& first_cache = answer_options.exact_first_chunk ? first_chunk_cache() : *cache;
+    ChunkKvCache& first_cache = independent_first ? first_chunk_cache() : *cache;
     tbb::parallel_for(size_t{0}, looked.size(),
                       [&](size_t i) { looked[i] = (i == 0 ? first_cache : *cache).get(query.chunk_ids[i]); });
     for (ChunkKvCache::Lookup& lookup : looked) {
@@ -386,10 +414,13 @@ void QueryEngine::State::load_chunk_kv(const ResolvedQuery& query, const AnswerO
 }
 
 // The fused prefill by the answer's method (full when it reads no stored KV), on the model that then decodes.
-void QueryEngine::State::run_fused_prefill(const AnswerOptions& answer_options, bool reads_stored, SelectionMemo* memo,
-                                           FusionInputs& inputs, Pending& pending) {
-  if (answer_options.exact_first_chunk && !inputs.layout.chunks.empty())
+void QueryEngine::State::run_fused_prefill(const AnswerOptions& answer_options, bool reads_stored,
+                                           bool independent_first, SelectionMemo* memo, FusionInputs& inputs,
+                                           Pending& pending) {
+  if (answer_options.exact_first_chunk && !inputs.layout.chunks.empty()) {
     inputs.exact_context = inputs.layout.chunks[0].tokens;
+    inputs.recompute_exact_context = reads_stored && !independent_first;
+  }
   pending.decoder = reads_stored && stored_decoder ? stored_decoder.get() : decoder.get();
   if (profiler) inputs.on_stage = [this](const char* stage) { profiler->set_stage(stage); };
   pending.fused = fused_prefill(*pending.decoder, inputs, reads_stored ? answer_options.method : FusionMethod::Full,
@@ -431,8 +462,10 @@ QueryEngine::Pending QueryEngine::prefill(const ResolvedQuery& query, const Answ
   const auto started = Clock::now();
   FusionInputs inputs = state.prompt_inputs(query, link_token_ids(options.link_tokens), pending.answer);
   const bool reads_stored = reads_stored_kv(options.method, pending.answer.recompute, inputs.layout.n_context());
-  state.load_chunk_kv(query, options, reads_stored, inputs, pending);
-  state.run_fused_prefill(options, reads_stored, memo, inputs, pending);
+  const bool independent_first =
+      reads_stored && !query.chunk_ids.empty() && state.first_chunk_reads_independent(options, query.chunk_ids[0]);
+  state.load_chunk_kv(query, reads_stored, independent_first, inputs, pending);
+  state.run_fused_prefill(options, reads_stored, independent_first, memo, inputs, pending);
   // Scores shared with an earlier ratio were not computed again here; a query alone would have spent that time.
   pending.answer.ms.ttft = query.retrieve_ms + ms_since(started) + pending.fused.shared_select_ms;
   record_recomputed(pending.fused, inputs.layout, *state.tokenizer, options.mark_recomputed, pending.answer);
@@ -555,7 +588,8 @@ std::vector<QueryAnswer> QueryEngine::answer_all(const ResolvedQuery& q, const s
   std::vector<AnswerInProgress*> all;
   std::map<std::pair<int, bool>, SelectionMemo> memo_by_prompt;  // link tokens, and where the first chunk's KV is from
   for (const AnswerOptions& o : options) {
-    running.push_back(begin_answer(q, o, &memo_by_prompt[{o.link_tokens, o.exact_first_chunk}]));
+    const bool independent_first = !q.chunk_ids.empty() && s_->first_chunk_reads_independent(o, q.chunk_ids[0]);
+    running.push_back(begin_answer(q, o, &memo_by_prompt[{o.link_tokens, independent_first}]));
     all.push_back(running.back().get());
   }
   const auto t0 = Clock::now();

@@ -58,6 +58,13 @@ struct ResolvedQuery {
   double retrieve_ms = 0;
 };
 
+// Where an exact first chunk's rows come from (AnswerOptions::exact_first_chunk): Stored, the store's independent
+// KV; Recomputed, the answer pass computes them beside the selected tokens (no independent KV needed; its tokens
+// are recomputed on top of the budget); Auto, stored where the store holds independent KV, else recomputed.
+enum class FirstChunkKv { Auto, Stored, Recomputed };
+const char* first_chunk_kv_name(FirstChunkKv source);          // "auto" | "stored" | "recompute"
+FirstChunkKv first_chunk_kv_from_name(const std::string& name);  // throws kvf::Error naming the value
+
 struct AnswerOptions {
   FusionMethod method = FusionMethod::Fusion;
   double recompute = 0.15;
@@ -76,8 +83,10 @@ struct AnswerOptions {
   bool mark_recomputed = false;    // fill QueryAnswer::marked_chunks
   // The first chunk follows S alone, exactly as its independent KV was computed: true, it takes that KV whatever
   // the KV mode (its rows are then what full attention computes, to f16 rounding) and the selectors leave it out,
-  // spending the whole budget on the other chunks. Needs the store's independent KV and a mode keeping every layer.
+  // spending the whole budget on the other chunks. Read from the store's independent KV (a mode keeping every
+  // layer) or recomputed at query time (first_chunk_kv).
   bool exact_first_chunk = false;
+  FirstChunkKv first_chunk_kv = FirstChunkKv::Auto;  // where that chunk's exact rows come from
 };
 
 // Whether answering by these options reads stored chunk KV: false for full and for a selector that recomputes every

@@ -448,7 +448,7 @@ void publish_step(const PipelineRun& run) {
   run.report("publish", !published.waiting.empty()
                             ? "waiting: " + published.waiting
                             : "readers use generation " + std::to_string(published.generation));
-  const PruneResult pruned = prune_store({run.store, false});
+  const PruneResult pruned = prune_store({run.store, false, {}});
   run.report("prune", describe_prune(pruned));
 }
 

@@ -41,6 +41,36 @@ std::vector<std::string> prunable_modes(const Manifest& m) {
   return modes;
 }
 
+// Refuses what drop_modes cannot name: the system prompt's KV, or a mode the store neither lists nor completed.
+void check_drop_modes(const std::string& dir, const Manifest& m, const std::vector<std::string>& drop_modes) {
+  const std::vector<std::string> held = prunable_modes(m);
+  std::string held_names;
+  for (const std::string& h : held) held_names += (held_names.empty() ? "" : ", ") + h;
+  for (const std::string& mode : drop_modes) {
+    KVF_CHECK(mode != kSystemKvMode, "--drop-mode: the system prompt's KV ('", mode, "') is read by every mode");
+    KVF_CHECK(std::find(held.begin(), held.end(), mode) != held.end() || kv_mode_completed(m, mode), dir,
+              ": --drop-mode: the store holds no '", mode, "' KV (it holds: ",
+              held_names.empty() ? "none" : held_names, ")");
+  }
+}
+
+// A mode dropped whole: its shards go, and its completion, so that nothing reads it as complete.
+void drop_mode(const std::string& dir, const std::string& mode, Manifest& m, std::vector<std::string>& replaced,
+               PruneResult& res) {
+  for (const CommittedFile& f : m.files) {
+    if (kv_mode_of_shard(f.path) != mode) continue;
+    res.mode_entries += KvShardReader::open(store_file_path(dir, f.path), m.model_fingerprint).index().size();
+    res.bytes_before += f.bytes;
+    ++res.shards_removed;
+    replaced.push_back(f.path);
+  }
+  const auto completes_mode = [&](const StageRecord& s) {
+    return s.stage == "prefill-" + mode || s.stage == "compress-" + mode;
+  };
+  m.stages.erase(std::remove_if(m.stages.begin(), m.stages.end(), completes_mode), m.stages.end());
+  res.modes.push_back(mode);
+}
+
 struct ListedShard {
   CommittedFile record;
   KvShardReader reader;
@@ -117,11 +147,16 @@ PruneResult prune_store(const PruneOptions& o) {
   if (!o.dry_run)  // shards a killed prune or prefill wrote but never committed
     for (const std::string& path : unlisted_store_files(dir))
       if (!kv_mode_of_shard(path).empty()) fs::remove(fs::path(dir) / path);
-  if (!m.find_file(kChunksFile)) return res;
-  const std::unordered_set<uint64_t> live = reachable_chunks(dir, m);
+  check_drop_modes(dir, m, o.drop_modes);
   std::vector<std::string> replaced;
-  for (const std::string& mode : prunable_modes(m)) prune_mode(dir, mode, live, o.dry_run, m, replaced, res);
-  if (o.dry_run || replaced.empty()) return res;
+  for (const std::string& mode : o.drop_modes) drop_mode(dir, mode, m, replaced, res);
+  if (m.find_file(kChunksFile)) {
+    const std::unordered_set<uint64_t> live = reachable_chunks(dir, m);
+    for (const std::string& mode : prunable_modes(m))
+      if (std::find(o.drop_modes.begin(), o.drop_modes.end(), mode) == o.drop_modes.end())
+        prune_mode(dir, mode, live, o.dry_run, m, replaced, res);
+  }
+  if (o.dry_run || (replaced.empty() && o.drop_modes.empty())) return res;
   const std::unordered_set<std::string> gone(replaced.begin(), replaced.end());
   m.files.erase(std::remove_if(m.files.begin(), m.files.end(), [&](const CommittedFile& f) { return gone.count(f.path); }),
                 m.files.end());
@@ -132,9 +167,11 @@ PruneResult prune_store(const PruneOptions& o) {
 }
 
 std::string describe_prune(const PruneResult& r) {
-  if (r.dropped + r.superseded == 0) return "nothing to reclaim";
+  if (r.dropped + r.superseded + r.mode_entries == 0 && r.modes.empty()) return "nothing to reclaim";
   const auto mb = [](uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MB"; };
-  return std::to_string(r.dropped) + " KV entries of removed chunks and " + std::to_string(r.superseded) +
+  std::string whole;
+  if (!r.modes.empty() && r.mode_entries > 0) whole = std::to_string(r.mode_entries) + " KV entries of dropped modes, ";
+  return whole + std::to_string(r.dropped) + " KV entries of removed chunks and " + std::to_string(r.superseded) +
          " superseded ones reclaimed (" + std::to_string(r.shards_rewritten) + " shards rewritten, " +
          std::to_string(r.shards_removed) + " removed): KV " + mb(r.bytes_before) + " -> " + mb(r.bytes_after);
 }

@@ -12,10 +12,14 @@ namespace kvf {
 struct PruneOptions {
   std::string store_dir;
   bool dry_run = false;  // count what would go, change nothing
+  // KV modes to remove whole: every shard and the mode's completion (docs/store.md, "Which modes a store keeps").
+  // The system prompt's KV cannot be dropped; a mode the store does not hold is refused, naming it.
+  std::vector<std::string> drop_modes;
 };
 
 struct PruneResult {
   uint64_t dropped = 0;     // KV entries of chunks no table holds
+  uint64_t mode_entries = 0;  // KV entries of the modes dropped whole (drop_modes)
   uint64_t superseded = 0;  // KV entries replaced by a later entry of the same chunk and mode
   uint64_t kept = 0;        // KV entries left, over every mode
   uint64_t shards_rewritten = 0, shards_removed = 0;

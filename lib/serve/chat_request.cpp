@@ -161,6 +161,7 @@ ChatRequest parse_chat_request(const std::string& body, const ServeDefaults& d) 
   r.options.top_k = d.top_k;
   r.options.max_tokens = d.max_tokens;
   r.options.exact_first_chunk = d.exact_first_chunk;
+  r.options.first_chunk_kv = d.first_chunk_kv;
   if (!j.contains("messages")) bad("messages", "missing: give the conversation, the last user message being the question");
   r.query.question = question_of(j["messages"]);
   for (const char* key : {"max_tokens", "max_completion_tokens"})

@@ -18,6 +18,7 @@ struct ServeDefaults {
   int max_tokens_limit = 4096;  // the most a request may ask for
   std::string kv_mode = "independent";
   bool exact_first_chunk = false;  // as kvrun ask's default for the KV mode (AnswerOptions::exact_first_chunk)
+  FirstChunkKv first_chunk_kv = FirstChunkKv::Auto;
 };
 
 struct ChatRequest {

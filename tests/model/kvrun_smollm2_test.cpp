@@ -161,6 +161,42 @@ TEST_F(KvrunSmollm2, ExactFirstChunk) {
   EXPECT_EQ(all.n_recomputed, all.n_context_tokens);  // ratio 1 is full attention, the first chunk included
 }
 
+// --first-chunk-kv recompute: the exact first chunk's rows are computed with the question instead of read from the
+// independent KV, on top of the budget. One chunk recomputed whole is full attention, bit for bit.
+TEST_F(KvrunSmollm2, ExactFirstChunkRecomputed) {
+  QueryEngine independent = engine("independent"), similarity = engine("similarity");
+  const ResolvedQuery one = independent.resolve({"q", "What is espresso?", {}, {}}, 1);
+  AnswerOptions o;
+  o.method = FusionMethod::Reuse;
+  o.max_tokens = 1;
+  o.exact_first_chunk = true;
+  const QueryAnswer stored = similarity.answer(one, o);
+  o.first_chunk_kv = FirstChunkKv::Recomputed;
+  const QueryAnswer recomputed = similarity.answer(one, o);
+  AnswerOptions full_options = o;
+  full_options.method = FusionMethod::Full;
+  const QueryAnswer full = similarity.answer(one, full_options);
+  EXPECT_EQ(max_abs_diff(recomputed.first_logits, full.first_logits), 0.0f);
+  EXPECT_EQ(recomputed.n_recomputed, recomputed.n_context_tokens);
+  // The stored rows are f16: close to the computed ones, not equal.
+  EXPECT_LT(max_abs_diff(stored.first_logits, full.first_logits), 0.5f);
+
+  const ResolvedQuery three = independent.resolve({"q", "Which planet has bright rings?", {}, {}}, 3);
+  for (QueryEngine* e : {&independent, &similarity})
+    for (FusionMethod m : {FusionMethod::Reuse, FusionMethod::CacheBlend, FusionMethod::Fusion}) {
+      AnswerOptions s = o;
+      s.method = m;
+      const QueryAnswer a = e->answer(three, s);
+      ASSERT_EQ(a.recomputed_per_chunk.size(), 3u);
+      EXPECT_EQ(a.recomputed_per_chunk[0], a.chunk_tokens[0]) << e->kv_mode() << " " << method_name(m);
+      const int64_t budget = m == FusionMethod::Reuse ? 0 : recompute_count(s.recompute, a.n_context_tokens);
+      EXPECT_EQ(a.n_recomputed, a.chunk_tokens[0] + std::min(budget, a.n_context_tokens - a.chunk_tokens[0]));
+      ASSERT_EQ((int64_t)a.recomputed.size(), a.n_recomputed);
+      EXPECT_TRUE(std::adjacent_find(a.recomputed.begin(), a.recomputed.end(), std::greater_equal<>()) ==
+                  a.recomputed.end());
+    }
+}
+
 // kvrun --show-recomputed: each chunk's text, the recomputed tokens' runs in [[ ]].
 TEST_F(KvrunSmollm2, MarkedChunksShowTheRecomputedTokens) {
   QueryEngine e = engine("independent");

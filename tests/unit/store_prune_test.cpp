@@ -108,7 +108,7 @@ TEST(StorePrune, DropsRemovedAndSupersededKvAndKeepsTheRestBitForBit) {
   const auto independent = s.read_mode("independent"), similarity = s.read_mode("similarity");
   const auto system = s.read_mode(kSystemKvMode);
 
-  const PruneResult dry = prune_store({s.dir(), true});
+  const PruneResult dry = prune_store({s.dir(), true, {}});
   EXPECT_EQ(dry.dropped, 2u);
   EXPECT_EQ(dry.superseded, 1u);
   EXPECT_EQ(dry.shards_removed, 1u);
@@ -116,7 +116,7 @@ TEST(StorePrune, DropsRemovedAndSupersededKvAndKeepsTheRestBitForBit) {
   EXPECT_EQ(shard_files(s.dir()), 6u);  // nothing changed
   EXPECT_EQ(s.read_mode("independent"), independent);
 
-  const PruneResult r = prune_store({s.dir(), false});
+  const PruneResult r = prune_store({s.dir(), false, {}});
   EXPECT_EQ(r.dropped, 2u);
   EXPECT_EQ(r.superseded, 1u);
   EXPECT_EQ(r.kept, 3u + 4u);
@@ -136,7 +136,7 @@ TEST(StorePrune, DropsRemovedAndSupersededKvAndKeepsTheRestBitForBit) {
   for (const CommittedFile& f : m.files) listed += !kv_mode_of_shard(f.path).empty();
   EXPECT_EQ(listed, shard_files(s.dir()));
 
-  const PruneResult again = prune_store({s.dir(), false});
+  const PruneResult again = prune_store({s.dir(), false, {}});
   EXPECT_EQ(again.dropped + again.superseded + again.shards_rewritten + again.shards_removed, 0u);
   EXPECT_EQ(describe_prune(again), "nothing to reclaim");
 }
@@ -146,7 +146,7 @@ TEST(StorePrune, KeepsWhatThePublishedGenerationReaches) {
   s.write_tables(1, true);  // the working table lost chunks 1 and 2; readers' generation still holds them
   s.write_shard("independent", {0, 1, 2}, 0.5f);
   s.save();
-  const PruneResult r = prune_store({s.dir(), false});
+  const PruneResult r = prune_store({s.dir(), false, {}});
   EXPECT_EQ(r.dropped, 0u);
   EXPECT_EQ(s.read_mode("independent").size(), 3u);
 }
@@ -158,9 +158,9 @@ TEST(StorePrune, RemovesShardsAKilledRunLeftUnlisted) {
   s.save();
   fs::copy_file(fs::path(s.dir()) / kv_shard_name("independent", 0), fs::path(s.dir()) / kv_shard_name("independent", 7));
   std::ofstream(fs::path(s.dir()) / "notes.txt") << "a user's file";
-  EXPECT_FALSE(prune_store({s.dir(), true}).dropped);
+  EXPECT_FALSE(prune_store({s.dir(), true, {}}).dropped);
   EXPECT_TRUE(fs::exists(fs::path(s.dir()) / kv_shard_name("independent", 7)));  // a dry run removes nothing
-  prune_store({s.dir(), false});
+  prune_store({s.dir(), false, {}});
   EXPECT_FALSE(fs::exists(fs::path(s.dir()) / kv_shard_name("independent", 7)));
   EXPECT_TRUE(fs::exists(fs::path(s.dir()) / kv_shard_name("independent", 0)));
   EXPECT_TRUE(fs::exists(fs::path(s.dir()) / "notes.txt"));

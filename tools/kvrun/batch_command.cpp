@@ -46,7 +46,7 @@ namespace fs = std::filesystem;
 nlohmann::json batch_settings(const BatchArgs& a, const AnswerOptions& o) {
   const QueryEngineOptions e = a.query.engine_options();
   const std::string questions = read_text_file(a.queries);
-  return {{"--queries", hex64(XXH3_64bits(questions.data(), questions.size()))},
+  nlohmann::json settings = {{"--queries", hex64(XXH3_64bits(questions.data(), questions.size()))},
           {"--store", fs::absolute(e.store_dir).lexically_normal().string()},
           {"--model", e.model},
           {"--embedder", e.embedder},
@@ -62,6 +62,9 @@ nlohmann::json batch_settings(const BatchArgs& a, const AnswerOptions& o) {
           {"--stop", o.stop},
           {"--exact-first-chunk", o.exact_first_chunk},
           {"--show-recomputed", o.mark_recomputed}};
+  // Recorded only when set, so that runs from before the option continue.
+  if (o.first_chunk_kv != FirstChunkKv::Auto) settings["--first-chunk-kv"] = first_chunk_kv_name(o.first_chunk_kv);
+  return settings;
 }
 
 // The options whose values differ between a run's recorded settings and this one's ("--method (was \"full\")").

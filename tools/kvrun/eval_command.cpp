@@ -254,7 +254,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--max-tokens", args->eval.max_tokens, "answer length limit (answers also stop at a blank line)")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxAnswerTokens));
-  add_exact_first_chunk_option(*cmd, args->eval.exact_first_chunk);
+  add_exact_first_chunk_option(*cmd, args->eval.exact_first_chunk, args->eval.first_chunk_kv);
   cmd->add_option("--reference-kv", args->eval.reference_kv,
                   "one of --kv: compare every other mode with it per point and question (identical answers, answer "
                   "KL, paired gold-LL and F1 differences); default: none");

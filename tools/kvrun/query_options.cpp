@@ -58,7 +58,7 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
   cmd.add_option("--compute", o.compute, "fast: compact weights, the CPU's fastest kernels; f32: the reference math")
       ->capture_default_str()
       ->check(accepted_by(compute_mode_from_name));
-  add_exact_first_chunk_option(cmd, o.answer.exact_first_chunk);
+  add_exact_first_chunk_option(cmd, o.answer.exact_first_chunk, o.answer.first_chunk_kv);
   cmd.add_flag("--show-recomputed", o.answer.mark_recomputed,
                "after the answer, print each chunk's text with the tokens the method recomputed in [[ ]] (with "
                "--json: the field marked_chunks)");
@@ -67,12 +67,18 @@ void add_query_options(CLI::App& cmd, QueryCliOptions& o) {
                      "timings_ms {retrieve, load, select, prefill, ttft, decode}, tokens_per_s {decode}, ...");
 }
 
-void add_exact_first_chunk_option(CLI::App& cmd, bool& exact_first_chunk) {
+void add_exact_first_chunk_option(CLI::App& cmd, bool& exact_first_chunk, FirstChunkKv& first_chunk_kv) {
   cmd.add_flag("--exact-first-chunk,!--no-exact-first-chunk", exact_first_chunk,
                "the first chunk takes its independent KV in every KV mode (it follows the system prompt alone, as "
                "when that KV was computed, so its rows are what full attention computes) and no selector spends "
                "recomputation on it; default: on where every KV mode asked for is independent or similarity, off "
                "for compressed modes");
+  cmd.add_option_function<std::string>(
+         "--first-chunk-kv", [&first_chunk_kv](const std::string& v) { first_chunk_kv = first_chunk_kv_from_name(v); },
+         "where the exact first chunk's rows come from: stored (the store's independent KV), recompute (computed "
+         "with the question, its tokens on top of the recompute budget: no independent KV needed), auto (stored "
+         "where the store holds independent KV) [auto]")
+      ->check(accepted_by(first_chunk_kv_from_name));
 }
 
 void apply_exact_first_chunk_default(const CLI::App& cmd, const std::vector<std::string>& kv_modes,

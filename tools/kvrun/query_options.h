@@ -25,13 +25,15 @@ struct QueryCliOptions {
 };
 
 // Registers --store, --model, --embedder, --kv, --method, --recompute, --top-k, --link-tokens, --max-tokens,
-// --stop, --cache-mb, --backend, --compute, --decode-low-bit-at-load, --exact-first-chunk, --show-recomputed and
+// --stop, --cache-mb, --backend, --compute, --decode-low-bit-at-load, --exact-first-chunk, --first-chunk-kv,
+// --show-recomputed and
 // the common options (--threads, --json, --quiet) on `cmd`.
 void add_query_options(CLI::App& cmd, QueryCliOptions& o);
 // --exact-first-chunk and --no-exact-first-chunk (kvrun ask, batch and eval); after parsing,
 // apply_exact_first_chunk_default sets the value neither flag gave: on where every KV mode in `kv_modes` is
 // independent or similarity (measured in docs/eval.md, "The first chunk's KV").
-void add_exact_first_chunk_option(CLI::App& cmd, bool& exact_first_chunk);
+// --first-chunk-kv sets where that chunk's rows come from (FirstChunkKv).
+void add_exact_first_chunk_option(CLI::App& cmd, bool& exact_first_chunk, FirstChunkKv& first_chunk_kv);
 void apply_exact_first_chunk_default(const CLI::App& cmd, const std::vector<std::string>& kv_modes,
                                      bool& exact_first_chunk);
 

@@ -30,6 +30,7 @@ void add_serve_command(CLI::App& app) {
     std::string method = "fusion", compute = "fast", api_key_file;
     double cache_mb = 1024;
     bool exact_first_chunk = false;
+    FirstChunkKv first_chunk_kv = FirstChunkKv::Auto;
     CommonOptions common;
   };
   auto a = std::make_shared<Args>();
@@ -58,7 +59,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-tokens", a->serve.defaults.max_tokens, "default most tokens per answer")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  add_exact_first_chunk_option(*cmd, a->exact_first_chunk);
+  add_exact_first_chunk_option(*cmd, a->exact_first_chunk, a->first_chunk_kv);
   cmd->add_option("--host", a->serve.host, "address to listen on (the loopback unless told otherwise)")
       ->capture_default_str();
   cmd->add_option("--port", a->serve.port, "port (0: any free one, printed once ready)")
@@ -101,6 +102,7 @@ void add_serve_command(CLI::App& app) {
     o.defaults.method = parse_method(a->method);
     o.defaults.kv_mode = engine.kv_mode;
     o.defaults.exact_first_chunk = a->exact_first_chunk;
+    o.defaults.first_chunk_kv = a->first_chunk_kv;
     if (!a->api_key_file.empty()) o.api_key = read_api_key(a->api_key_file);
     const int status = serve(engine, o);
     if (status != 0) std::exit(status);
