@@ -15,6 +15,8 @@ struct Compression {
   bool operator==(const Compression& o) const { return codec == o.codec && level == o.level; }
 };
 std::string compression_name(const Compression& c);
+// The highest level a codec takes (deflate 9, zstd 22; levels start at 1); 0 for None.
+int max_compression_level(Compression::Codec codec);
 // Parses the text form; throws kvf::Error naming `where`, the text and the levels allowed.
 Compression parse_compression(const std::string& text, const std::string& where);
 

@@ -263,7 +263,7 @@ uint64_t KvShardWriter::bytes() const {
 }
 
 void KvShardWriter::set_compression(h5::Compression compression) {
-  const int max_level = compression.codec == h5::Compression::Codec::Deflate ? 9 : 22;
+  const int max_level = h5::max_compression_level(compression.codec);
   KVF_CHECK(compression.codec == h5::Compression::Codec::None || (compression.level >= 1 && compression.level <= max_level),
             "kv shard: compression ", h5::compression_name(compression), ": level outside 1..", max_level);
   compression_ = compression;
