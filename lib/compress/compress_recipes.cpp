@@ -36,8 +36,8 @@ std::string compress_recipe_summary(const std::string& name) {
   return "";
 }
 
-std::vector<std::string> compress_recipe_options() {
-  return {"--anchors", "--quant", "--quant-group", "--keep-first", "--rotate", "--v-levels", "--entropy"};
+std::vector<std::string> compress_recipe_keys() {
+  return {"anchors", "quant", "quant_group", "keep_first", "rotate", "v_levels", "entropy"};
 }
 
 void apply_compress_recipe(const std::string& name, CompressStageOptions& o, const std::string& where) {

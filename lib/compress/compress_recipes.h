@@ -13,8 +13,9 @@ namespace kvf {
 std::vector<std::string> compress_recipe_names();
 // One line on what recipe `name` sets, for --help.
 std::string compress_recipe_summary(const std::string& name);
-// The options a recipe sets, as kvprep compress spells them (a user may not give them too).
-std::vector<std::string> compress_recipe_options();
+// The settings a recipe sets, as a pipeline's compress entry names them ("quant_group"); kvprep compress spells each
+// as an option ("--quant-group"). A user may not give them beside the recipe.
+std::vector<std::string> compress_recipe_keys();
 // Sets the quantization, anchors and entropy coding of recipe `name` in `o`; throws kvf::Error naming `where`, the
 // name and the recipes there are.
 void apply_compress_recipe(const std::string& name, CompressStageOptions& o, const std::string& where);

@@ -291,7 +291,7 @@ std::vector<CompressStageOptions> compress_options(const std::string& path, cons
         path + ": compress[" + std::to_string(i) + "].entropy");
     if (entry["recipe"]) {
       const std::string where = path + ": compress[" + std::to_string(i) + "]";
-      for (const char* key : {"anchors", "quant", "quant_group", "keep_first", "rotate", "v_levels", "entropy"})
+      for (const std::string& key : compress_recipe_keys())
         KVF_CHECK(!entry[key], where, ": 'recipe' sets '", key, "'; give the recipe or the keys, not both");
       apply_compress_recipe(item<std::string>(path, entry, i, "recipe", ""), options, where + ".recipe");
     }

@@ -1,5 +1,6 @@
 #include "compress_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -137,9 +138,12 @@ void add_compress_command(CLI::App& app) {
     o.shard_bytes = (uint64_t)(a->shard_mb * (1 << 20));
     o.entropy = h5::parse_compression(a->entropy, "--entropy");
     if (!a->recipe.empty()) {
-      for (const std::string& option : compress_recipe_options())
+      for (std::string option : compress_recipe_keys()) {
+        std::replace(option.begin(), option.end(), '_', '-');
+        option = "--" + option;
         KVF_CHECK(cmd->count(option) == 0, "--recipe ", a->recipe, " sets ", option,
                   "; give the recipe or the options, not both");
+      }
       apply_compress_recipe(a->recipe, o, "--recipe");
     }
     const CompressStageResult r = run_compress_stage(o);
