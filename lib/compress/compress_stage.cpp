@@ -257,6 +257,7 @@ class CompressJob {
                                {"rows", res_.rows}});
     res_.shards_written = sink.written();
     res_.stored_bytes = sink.bytes();
+    res_.file_bytes = sink.file_bytes();
     return res_;
   }
 

@@ -53,6 +53,7 @@ struct CompressStageResult {
   uint64_t tokens = 0;            // chunk tokens of the chunks this run wrote
   uint64_t rows = 0;              // rows it stored for them
   uint64_t stored_bytes = 0, source_bytes = 0;  // KV bytes written, and those of the same chunks in `from`
+  uint64_t file_bytes = 0;  // the bytes of the shard files written (on disk: entropy coding and the index included)
   uint64_t shards_written = 0;
   uint64_t recorded_scores = 0;   // select: chunks whose anchors came from scores recorded during prefill
   std::vector<int32_t> sources;   // layer sources of the new mode

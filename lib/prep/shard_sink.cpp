@@ -35,6 +35,7 @@ std::string ShardSink::write_held(size_t number) {
   fs::create_directories(fs::path(dir_) / "kv");
   writer_.write((fs::path(dir_) / name).string());
   bytes_ += writer_.bytes();
+  file_bytes_ += fs::file_size(fs::path(dir_) / name);
   ++written_;
   writer_ = KvShardWriter(layout_);
   writer_.set_compression(compression_);

@@ -32,7 +32,8 @@ class ShardSink {
   // saves the manifest; every rank returns once it is saved.
   void finish_stage(const std::string& stage, std::map<std::string, uint64_t> counts);
   uint64_t written() const { return written_; }  // by this rank
-  uint64_t bytes() const { return bytes_; }
+  uint64_t bytes() const { return bytes_; }            // KV as held in memory
+  uint64_t file_bytes() const { return file_bytes_; }  // the shard files on disk (entropy coding included)
 
  private:
   std::string write_held(size_t number);  // the held chunks as shard `number`; returns its store path
@@ -45,7 +46,7 @@ class ShardSink {
   size_t next_;
   h5::Compression compression_;
   KvShardWriter writer_;
-  uint64_t written_ = 0, bytes_ = 0;
+  uint64_t written_ = 0, bytes_ = 0, file_bytes_ = 0;
 };
 
 // Collective: before a run with several ranks writes shards of `mode`, the leader deletes the mode's shards that

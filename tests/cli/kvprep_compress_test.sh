@@ -34,7 +34,13 @@ compress --from similarity --to q4r --quant int4 --quant-group 32 --keep-first 2
 compress --from similarity --to q4rz --quant int4 --quant-group 32 --keep-first 2 --rotate --v-levels nf --entropy zstd:19
 compress --from similarity --to simz --entropy zstd:3   # f16 as it is, zstd-coded: lossless
 compress --from similarity --to q2r --quant int2 --quant-group 64 --rotate --v-levels nf
-compress --from similarity --to r8 --recipe 8x
+compress --from similarity --to r8 --recipe 8x --json >"$work/r8.json"
+python3 - "$work/r8.json" <<'PY' || fail "compress --json: $(cat "$work/r8.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+# zstd codes 2-bit KV smaller than it is held in memory; the summary names both.
+assert 0 < r["file_bytes"] < r["stored_bytes"] < r["source_bytes"], r
+PY
 compress --from s6 --to s6-q4 --quant int4 --quant-group 32   # shared layers read through the encoding's layer map
 compress --from similarity --to a100 --anchors 1 --segment 16   # keeps every row: the same bytes as its source
 compress --from a50 --to a50-s6-q8 --share-layers 6 --share-samples 3 --share-sample-tokens 16 --quant int8

@@ -158,6 +158,7 @@ void add_compress_command(CLI::App& app) {
                   {"rows", r.rows},
                   {"stored_bytes", r.stored_bytes},
                   {"source_bytes", r.source_bytes},
+                  {"file_bytes", r.file_bytes},
                   {"shards_written", r.shards_written},
                   {"recorded_scores", r.recorded_scores},
                   {"layer_sources", r.sources},
@@ -168,10 +169,10 @@ void add_compress_command(CLI::App& app) {
       std::printf("nothing to do: all %llu chunks have %s KV\n", (unsigned long long)r.chunks, o.to.c_str());
       return;
     }
-    std::printf("%s: %llu chunks (%llu tokens, %llu rows kept) in %.1f s; %.1f MB, %.0f bytes/token (%s: %.0f, "
-                "%.2fx smaller); shared layers: %s\n",
+    std::printf("%s: %llu chunks (%llu tokens, %llu rows kept) in %.1f s; %.1f MB in memory (%.1f MB of files on "
+                "disk), %.0f bytes/token (%s: %.0f, %.2fx smaller); shared layers: %s\n",
                 o.to.c_str(), (unsigned long long)r.computed, (unsigned long long)r.tokens,
-                (unsigned long long)r.rows, r.seconds, r.stored_bytes / 1e6,
+                (unsigned long long)r.rows, r.seconds, r.stored_bytes / 1e6, r.file_bytes / 1e6,
                 r.tokens ? (double)r.stored_bytes / r.tokens : 0.0, o.from.c_str(),
                 r.tokens ? (double)r.source_bytes / r.tokens : 0.0,
                 r.stored_bytes ? (double)r.source_bytes / r.stored_bytes : 0.0, sources_text(r.sources).c_str());
