@@ -3,7 +3,9 @@
 order, neighbour count, ...): on the questions every sweep answered, each sweep's F1, F1 / full, normalized F1
 and normalized gold-LL recovery (0 = Full Reuse of independent KV, 1 = full attention, FusionRAG eq. 11), the
 share of its recomputed tokens that lie in gold passages (where the data set marks them), and its
-difference from the first sweep, paired over questions, with 95% percentile bootstrap intervals. Reads each
+difference from the first sweep, paired over questions, with 95% percentile bootstrap intervals; also the mean
+recomputed tokens, the median TTFT and the share of answers identical to the first sweep's. The gold-LL difference
+is of normalized gold LL where the sweeps ran Full Reuse of the independent KV, else of the mean gold LL. Reads each
 folder's results.jsonl, or results.jsonl.gz (question ids, answers and scores, none of the data set's text). Of
 the sweeps under docs/results, only those docs/eval.md lists under "Per-question results" kept theirs; a folder
 with neither file is refused, naming it.
@@ -28,7 +30,9 @@ over the same questions (here fusion against cacheblend of one committed sweep t
 import argparse
 import gzip
 import json
+import math
 import os
+import statistics
 import sys
 
 from bootstrap_interval import bootstrap
@@ -49,9 +53,9 @@ def results_path(folder):
     sys.exit(f"error: {folder}: no results.jsonl or results.jsonl.gz (run kvrun eval with --out {folder} first)")
 
 
-def read_runs(folder, method, kv, ratio, needed=("x", "full", "reuse")):
-    """question id -> {"x": the method's run, "full": full's run, "reuse": reuse over independent KV}, for the
-    questions that have every run in `needed`."""
+def read_runs(folder, method, kv, ratio, needed=("x", "full")):
+    """question id -> {"x": the method's run, "full": full's run, "reuse": reuse over independent KV when the sweep
+    ran it}, for the questions that have every run in `needed`."""
     path = results_path(folder)
     out = {}
     with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
@@ -73,15 +77,18 @@ def read_runs(folder, method, kv, ratio, needed=("x", "full", "reuse")):
             if all(key in picked for key in needed):
                 out[q["id"]] = picked
     if not out:
-        wanted = "" if needed == ("x",) else ", full and reuse over independent KV"
+        wanted = "" if needed == ("x",) else " and " + " and ".join(
+            {"full": "full", "reuse": "reuse over independent KV"}[k] for k in needed if k != "x")
         sys.exit(f"error: {path}: no question has {method} over {kv} at {ratio}{wanted}")
     return out
 
 
 def summary(runs, ids, metric):
-    """Mean of the method, full and reuse over `ids` for `metric`, and the normalized value."""
+    """Mean of the method, full and reuse over `ids` for `metric`, and the normalized value (NaN where a sweep ran
+    no reuse over independent KV)."""
     mean = lambda key: sum(runs[i][key][metric] for i in ids) / len(ids)
-    x, full, reuse = mean("x"), mean("full"), mean("reuse")
+    x, full = mean("x"), mean("full")
+    reuse = mean("reuse") if all("reuse" in runs[i] for i in ids) else float("nan")
     return x, full, reuse, (x - reuse) / (full - reuse) if full != reuse else float("nan")
 
 
@@ -113,7 +120,7 @@ def main():
             method = a.method
         if a.references_from_baseline and not sweeps:
             reference_folder = folder
-        needed = ("x",) if reference_folder else ("x", "full", "reuse")
+        needed = ("x",) if reference_folder else ("x", "full")
         sweeps.append((name, method, read_runs(folder, method, a.kv, a.ratio, needed)))
     if reference_folder:
         references = read_runs(reference_folder, "full", a.kv, 1.0, ("full", "reuse"))
@@ -130,23 +137,36 @@ def main():
     methods = sorted({method for _, method, _ in sweeps})
     print(f"{', '.join(methods)} over {a.kv} KV at {a.ratio}; {len(ids)} questions every sweep answered; paired "
           f"differences against `{sweeps[0][0]}`, 95% bootstrap intervals ({a.resamples} resamples)\n")
-    print("| sweep | F1 | F1 / full | normalized F1 | normalized gold LL | in gold | delta F1 | delta normalized LL |")
-    print("|---|---:|---:|---|---|---:|---|---|")
+    print("| sweep | F1 | F1 / full | normalized F1 | normalized gold LL | in gold | recomputed | TTFT ms | "
+          "same answer | delta F1 | delta gold LL |")
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|---|---|")
     for name, _, runs in sweeps:
         cells = [name]
         f1, full_f1, _, norm_f1 = summary(runs, ids, "f1")
         cells += [f"{f1:.3f}", f"{f1 / full_f1:.2f}" if full_f1 else "-"]
         for metric in ("f1", "gold_ll"):
+            if math.isnan(summary(runs, ids, metric)[3]):
+                cells.append("-")
+                continue
             lo, hi = bootstrap(ids, lambda s: summary(runs, s, metric)[3], a.resamples, a.seed)
             cells.append(f"{summary(runs, ids, metric)[3]:.2f} [{lo:.2f}, {hi:.2f}]")
         shares = [runs[i]["x"].get("gold_share") for i in ids]
         shares = [s for s in shares if s is not None]
         cells.append(f"{100 * sum(shares) / len(shares):.1f}%" if shares else "-")
+        recomputed = [runs[i]["x"].get("n_recomputed") for i in ids]
+        cells.append(f"{sum(recomputed) / len(ids):.0f}" if None not in recomputed else "-")
+        ttft = [runs[i]["x"].get("ms", {}).get("ttft") for i in ids]
+        cells.append(f"{statistics.median(ttft):.0f}" if None not in ttft else "-")
+        answers = [(runs[i]["x"].get("answer"), base[i]["x"].get("answer")) for i in ids]
+        same = sum(mine == theirs for mine, theirs in answers)
+        cells.append(f"{100 * same / len(ids):.1f}%" if all(None not in pair for pair in answers) else "-")
         if runs is base:
             cells += ["-", "-"]
         else:
             delta_f1 = lambda s: summary(runs, s, "f1")[0] - summary(base, s, "f1")[0]
-            delta_ll = lambda s: summary(runs, s, "gold_ll")[3] - summary(base, s, "gold_ll")[3]
+            # Without the normalization's reuse, the gold-LL difference is taken unnormalized.
+            column = 3 if not math.isnan(summary(base, ids, "gold_ll")[3]) else 0
+            delta_ll = lambda s: summary(runs, s, "gold_ll")[column] - summary(base, s, "gold_ll")[column]
             for stat in (delta_f1, delta_ll):
                 lo, hi = bootstrap(ids, stat, a.resamples, a.seed)
                 cells.append(f"{stat(ids):+.3f} [{lo:+.3f}, {hi:+.3f}]")
