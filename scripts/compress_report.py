@@ -11,11 +11,10 @@ import argparse
 import csv
 import json
 import os
-import shutil
-import subprocess
 import sys
 
 from bootstrap_interval import percentile_interval, resamples
+from report_files import write_report
 
 RESAMPLES = 1000
 
@@ -136,8 +135,6 @@ def main():
                   f"{r['ll_delta_ci'][1]:+.2f}], delta F1 {r['f1_delta']:+.2f}" for r in goal) or "no mode is 8x smaller"))
     out.append("\n![bytes per token against quality](tradeoff.png)\n")
     out.append("Plot script: `tradeoff.gp`. Per-question results: `results.jsonl` (question ids, answers and scores; no data-set text).")
-    with open(os.path.join(a.sweep, "tradeoff.md"), "w") as f:
-        f.write("\n".join(out) + "\n")
 
     data = "\n".join(f"{r['bytes']:.1f} {r['ll']:.4f} {r['ll_ci'][0]:.4f} {r['ll_ci'][1]:.4f} {r['f1']:.4f} "
                      f"{r['f1_ci'][0]:.4f} {r['f1_ci'][1]:.4f} {r['kv']}" for r in rows)
@@ -157,10 +154,7 @@ plot $d using 1:2:3:4 with yerrorbars pt 7 lc 1 title 'gold log-likelihood recov
      $d using 1:2:8 with labels offset 0,1 font ',9' notitle noenhanced, \\
      $d using ($1*1.04):5:6:7 with yerrorbars pt 6 lc 3 title 'F1 (normalized)'
 """
-    with open(os.path.join(a.sweep, "tradeoff.gp"), "w") as f:
-        f.write(gp)
-    if shutil.which("gnuplot"):
-        subprocess.run(["gnuplot", "tradeoff.gp"], cwd=a.sweep, check=True)
+    write_report(a.sweep, "tradeoff", out, gp)
     print("\n".join(out))
 
 

@@ -14,9 +14,9 @@ import argparse
 import csv
 import json
 import os
-import shutil
-import subprocess
 import sys
+
+from report_files import write_report
 
 
 def read_metrics(path):
@@ -99,8 +99,6 @@ def main():
     out += goals or ["- no mode is 8x smaller on disk than the reference"]
     out += ["", "![identical answers and F1 delta against bytes on disk](fidelity.png)", "",
             "Plot script: `fidelity.gp`; the sweep's own report: `report.md`."]
-    with open(os.path.join(a.sweep, "fidelity.md"), "w") as f:
-        f.write("\n".join(out) + "\n")
 
     data = "\n".join(f"{x:.3f} {ident:.4f} {f1:.4f} {lo:.4f} {hi:.4f} {method}:{kv}"
                      for method, kv, x, ident, f1, lo, hi in points)
@@ -126,10 +124,7 @@ plot $d using 1:2 with points pt 7 lc 1 title 'identical answers', \\
      $d using 1:2:6 with labels offset 0,1 font ',8' notitle noenhanced, \\
      $d using ($1*1.03):3:4:5 axes x1y2 with yerrorbars pt 6 lc 3 title 'F1 delta'
 """
-    with open(os.path.join(a.sweep, "fidelity.gp"), "w") as f:
-        f.write(gp)
-    if shutil.which("gnuplot"):
-        subprocess.run(["gnuplot", "fidelity.gp"], cwd=a.sweep, check=True)
+    write_report(a.sweep, "fidelity", out, gp)
     print("\n".join(out))
 
 
