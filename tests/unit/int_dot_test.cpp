@@ -21,11 +21,17 @@ namespace {
 constexpr DType kIntegerFormats[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                      DType::Q8_0, DType::Q4_K, DType::Q6_K};
 
+// Which activation rounding a reference takes: the kernel table's integer kernel's (8 bits where it is avx2-int8,
+// else 16), 16 bits (the AVX-512 VNNI column kernel's, whatever the table runs), or 8 bits.
+enum class Rounding { Table, Int16, Int8 };
+
 // Row i of the rounded activations x times the weight values w (x.k of them), in double, and the sum of the
-// products' magnitudes (the scale of f32 rounding): the 8-bit rows where the kernel table's integer kernel reads
-// them (avx2-int8), else the 16-bit ones.
-std::pair<double, double> rounded_product(const cpu::Int16Rows& x, int64_t i, const float* w, bool int8 = false) {
-  int8 = int8 || cpu::cpu_kernels().int_dot == cpu::IntDotKernel::Avx2Int8;
+// products' magnitudes (the scale of f32 rounding).
+
+std::pair<double, double> rounded_product(const cpu::Int16Rows& x, int64_t i, const float* w,
+                                          Rounding rounding = Rounding::Table) {
+  const bool int8 = rounding == Rounding::Int8 ||
+                    (rounding == Rounding::Table && cpu::cpu_kernels().int_dot == cpu::IntDotKernel::Avx2Int8);
   double ref = 0, mag = 0;
   for (int64_t e = 0; e < x.k; ++e) {
     const int64_t at = i * x.k + e;
@@ -109,7 +115,7 @@ TEST(IntDot, Int8KernelIsWithinItsBoundOfTheF32Product) {
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < m; ++j) {
         const float* wj = &w.values[j * k];
-        const auto [ref, mag] = rounded_product(q, i, wj, true);
+        const auto [ref, mag] = rounded_product(q, i, wj, Rounding::Int8);
         ASSERT_NEAR(y[i * m + j], ref, 2e-6 * mag + 1e-30) << dtype_name(t) << " row " << i << " column " << j;
         double exact = 0, bound = 0;
         for (int64_t e = 0; e < k; ++e) {
@@ -184,7 +190,7 @@ TEST(IntDot, ColumnKernelEqualsTheProductWhateverTheBatch) {
     cpu::int_dot_columns_avx512_vnni(t, w.t.data<uint8_t>(), dtype_bytes(t, k), (int)m, all, y.data(), m);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < m; ++j) {
-        const auto [ref, mag] = rounded_product(all, i, &w.values[j * k]);
+        const auto [ref, mag] = rounded_product(all, i, &w.values[j * k], Rounding::Int16);
         ASSERT_NEAR(y[i * m + j], ref, 2e-6 * mag + 1e-30) << dtype_name(t) << " row " << i << " column " << j;
       }
     for (auto [first, rows] : {std::pair<int64_t, int64_t>{3, 2}, {7, 1}}) {
