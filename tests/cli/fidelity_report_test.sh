@@ -27,10 +27,12 @@ echo "{\"kv\": {$(mode similarity f16 none 1600 1600), $(mode good8 int2 zstd:19
 python3 "$script" "$sweep" "$work/inspect.json" >"$work/out" 2>&1 || fail "the report failed"
 grep -q "^| fusion | good8 | int2 | zstd:19 | 250 | 6.40 | 200 | 8.00 | 4 | 0.960 \[0.900, 1.000\] |" "$sweep/fidelity.md" ||
   fail "good8's row: $(grep good8 "$sweep/fidelity.md")"
-grep -q "over \`good8\` (8.00x on disk): 8x goal met" "$sweep/fidelity.md" || fail "good8 should meet the 8x goal"
-grep -q "over \`bad8\` (8.04x on disk): 8x goal not met (identical 50.0%" "$sweep/fidelity.md" || fail "bad8"
-grep -q "over \`x16\` (16.00x on disk): 16x goal met (F1 0.97x similarity's)" "$sweep/fidelity.md" || fail "x16"
-grep -q "over \`x16\` (16.00x on disk): 8x goal not met" "$sweep/fidelity.md" || fail "x16 at 8x"
+grep -q "over \`good8\`: 8x goal met (8.00x on disk: yes; identical 96.0%: yes;" "$sweep/fidelity.md" ||
+  fail "good8 should meet the 8x goal: $(cat "$sweep/fidelity.md")"
+grep -q "over \`bad8\`: 8x goal not met (8.04x on disk: yes; identical 50.0%: no; F1 delta interval \[-0.150, -0.050\] within +-0.02: no)" \
+  "$sweep/fidelity.md" || fail "bad8"
+grep -q "over \`x16\`: 16x goal met (16.00x on disk; F1 0.97x similarity's)" "$sweep/fidelity.md" || fail "x16"
+grep -q "over \`x16\`: 8x goal not met (16.00x on disk: yes; identical 60.0%: no" "$sweep/fidelity.md" || fail "x16 at 8x"
 [ -f "$sweep/fidelity.gp" ] || fail "no plot script"
 
 echo '{"dataset": "/data/q.jsonl", "kv": ["similarity"]}' >"$sweep/sweep.json"
