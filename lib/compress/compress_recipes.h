@@ -1,6 +1,6 @@
 // Named recipes for kvprep compress (--recipe NAME, a pipeline compress entry's `recipe:`): the settings that make a
 // mode a stated factor smaller on disk than f16, so that a user need not learn the knobs. What each costs in answer
-// quality is measured in docs/compress.md ("Recipes").
+// quality is measured in docs/compress.md ("Fidelity").
 #pragma once
 #include <string>
 #include <vector>

@@ -119,7 +119,7 @@ void add_compress_command(CLI::App& app) {
     recipes += "; " + name + ": " + compress_recipe_summary(name);
   cmd->add_option("--recipe", a->recipe,
                   "a named setting instead of the options it sets" + recipes +
-                      ". What each costs in answers: docs/compress.md, Recipes")
+                      ". What each costs in answers: docs/compress.md, \"Fidelity\"")
       ->check(CLI::IsMember(compress_recipe_names()));
   cmd->add_option("--batch-tokens", a->o.batch_tokens, "select: chunk tokens per forward pass")
       ->capture_default_str()
