@@ -588,7 +588,9 @@ std::vector<QueryAnswer> QueryEngine::answer_all(const ResolvedQuery& q, const s
   std::vector<AnswerInProgress*> all;
   std::map<std::pair<int, bool>, SelectionMemo> memo_by_prompt;  // link tokens, and where the first chunk's KV is from
   for (const AnswerOptions& o : options) {
-    const bool independent_first = !q.chunk_ids.empty() && s_->first_chunk_reads_independent(o, q.chunk_ids[0]);
+    // Asked only of answers that read stored KV: a full answer opens no independent KV.
+    const bool independent_first =
+        reads_chunk_kv(o) && !q.chunk_ids.empty() && s_->first_chunk_reads_independent(o, q.chunk_ids[0]);
     running.push_back(begin_answer(q, o, &memo_by_prompt[{o.link_tokens, independent_first}]));
     all.push_back(running.back().get());
   }

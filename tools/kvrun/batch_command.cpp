@@ -47,21 +47,21 @@ nlohmann::json batch_settings(const BatchArgs& a, const AnswerOptions& o) {
   const QueryEngineOptions e = a.query.engine_options();
   const std::string questions = read_text_file(a.queries);
   nlohmann::json settings = {{"--queries", hex64(XXH3_64bits(questions.data(), questions.size()))},
-          {"--store", fs::absolute(e.store_dir).lexically_normal().string()},
-          {"--model", e.model},
-          {"--embedder", e.embedder},
-          {"--kv", e.kv_mode},
-          {"--backend", e.backend},
-          {"--compute", a.query.compute},
-          {"--method", method_name(o.method)},
-          {"--recompute", o.recompute},
-          {"--top-k", o.top_k},
-          {"--retrieve", a.retrieve},
-          {"--link-tokens", o.link_tokens},
-          {"--max-tokens", o.max_tokens},
-          {"--stop", o.stop},
-          {"--exact-first-chunk", o.exact_first_chunk},
-          {"--show-recomputed", o.mark_recomputed}};
+                             {"--store", fs::absolute(e.store_dir).lexically_normal().string()},
+                             {"--model", e.model},
+                             {"--embedder", e.embedder},
+                             {"--kv", e.kv_mode},
+                             {"--backend", e.backend},
+                             {"--compute", a.query.compute},
+                             {"--method", method_name(o.method)},
+                             {"--recompute", o.recompute},
+                             {"--top-k", o.top_k},
+                             {"--retrieve", a.retrieve},
+                             {"--link-tokens", o.link_tokens},
+                             {"--max-tokens", o.max_tokens},
+                             {"--stop", o.stop},
+                             {"--exact-first-chunk", o.exact_first_chunk},
+                             {"--show-recomputed", o.mark_recomputed}};
   // Recorded only when set, so that runs from before the option continue.
   if (o.first_chunk_kv != FirstChunkKv::Auto) settings["--first-chunk-kv"] = first_chunk_kv_name(o.first_chunk_kv);
   return settings;
