@@ -8,13 +8,14 @@
 #   PIPELINE: an eval pipeline (pipelines/paper-hotpotqa-qwen0.5b.yaml); STORE: its store, built over LIMIT
 #   questions' passages (the first line below says how); LIMIT: questions, default 200
 #   env MODES: candidates, default "q4z r4z r3z 8x" (int4 g32; rotated int4 and int3 g64 with nf V; --recipe 8x)
+#   env METHODS: kvrun eval --methods, default reuse,fusion (eval answers full and reuse whatever it names)
 #   env MODEL: the decoder when it is not the pipeline's (qwen1.5b: the store must be built with it, too)
 #   env BUILD_DIR, THREADS
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 threads=${THREADS:-2}
-[ $# -ge 3 ] || { sed -n '2,12p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
 pipeline=$1 store=$2 out=$3 limit=${4:-200}
 model_option=()
 [ -z "${MODEL:-}" ] || model_option=(--model "$MODEL")
@@ -42,6 +43,7 @@ for m in ${MODES:-q4z r4z r3z 8x}; do
 done
 mkdir -p "$out"
 "$build/bin/kvrun" eval --pipeline "$pipeline" "${model_option[@]}" --store "$store" --limit "$limit" \
-  --methods reuse,fusion --ratios 0.15 --kv "$kv" --reference-kv similarity --out "$out" --threads "$threads"
+  --methods "${METHODS:-reuse,fusion}" --ratios 0.15 --kv "$kv" --reference-kv similarity --out "$out" \
+  --threads "$threads"
 "$build/bin/kvprep" inspect --store "$store" --json >"$out/inspect.json"
 python3 "$here/scripts/fidelity_report.py" "$out" "$out/inspect.json"
