@@ -7,7 +7,8 @@
 #   default data set: $KVFUSE_DATA/musique_cacheblend150.jsonl (10 passages of ~512 tokens per question)
 #   Long contexts: CHUNKS (10: chunks per question), PASSAGES (each question's passages topped up with the next
 #   questions' to this many), METHODS and RATIOS (kvf_ttft_bench's lists, space-separated). 16K tokens of Qwen:
-#   MODEL=qwen0.5b QUESTIONS=1 PASSAGES=40 CHUNKS=95 METHODS="full reuse fusion" RATIOS="0.15" bench/ttft_bench.sh
+#   MODEL=qwen0.5b QUESTIONS=2 RUNS=3 PASSAGES=40 CHUNKS=95 METHODS="full reuse fusion" RATIOS=0.15 \
+#     bench/ttft_bench.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
