@@ -7,7 +7,8 @@
 # Usage: bench/fidelity_sweep.sh PIPELINE STORE OUT [LIMIT]
 #   PIPELINE: an eval pipeline (pipelines/paper-hotpotqa-qwen0.5b.yaml); STORE: its store, built over LIMIT
 #   questions' passages (the first line below says how); LIMIT: questions, default 200
-#   env MODES: candidates, default "q4z r4z r3z 8x" (int4 g32; rotated int4 and int3 g64 with nf V; --recipe 8x)
+#   env MODES: candidates, default "q4z r4z r3z 8x" (int4 g32; rotated int4 and int3 g64 with nf V; --recipe 8x);
+#     16x: --recipe 16x (select anchors re-runs the model over every chunk: hours for a 200-question store)
 #   env METHODS: kvrun eval --methods, default reuse,fusion (eval answers full and reuse whatever it names)
 #   env MODEL: the decoder when it is not the pipeline's (qwen1.5b: the store must be built with it, too)
 #   env BUILD_DIR, THREADS
@@ -15,7 +16,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 threads=${THREADS:-2}
-[ $# -ge 3 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
 pipeline=$1 store=$2 out=$3 limit=${4:-200}
 model_option=()
 [ -z "${MODEL:-}" ] || model_option=(--model "$MODEL")
@@ -30,8 +31,8 @@ codec() {  # the kvprep compress options of a candidate
     q4z) echo "--quant int4 --quant-group 32 --entropy zstd:19" ;;
     r4z) echo "--quant int4 --quant-group 64 --rotate --v-levels nf --entropy zstd:19" ;;
     r3z) echo "--quant int3 --quant-group 64 --rotate --v-levels nf --entropy zstd:19" ;;
-    8x) echo "--recipe 8x" ;;
-    *) echo "error: unknown candidate '$1' (q4z r4z r3z 8x)" >&2; exit 2 ;;
+    8x | 16x) echo "--recipe $1" ;;
+    *) echo "error: unknown candidate '$1' (q4z r4z r3z 8x 16x)" >&2; exit 2 ;;
   esac
 }
 kv=similarity
