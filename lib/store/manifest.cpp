@@ -158,7 +158,13 @@ void Manifest::record_file(CommittedFile file) {
 
 std::string manifest_path(const std::string& store_dir) { return (fs::path(store_dir) / kManifestFile).string(); }
 
-bool has_manifest(const std::string& store_dir) { return fs::exists(manifest_path(store_dir)); }
+bool has_manifest(const std::string& store_dir) {
+  const std::string path = manifest_path(store_dir);
+  std::error_code ec;
+  const bool found = fs::exists(path, ec);  // ENOENT is "no", other errors (a name too long, no access) are errors
+  KVF_CHECK(!ec, "store ", store_dir, ": cannot look for ", kManifestFile, ": ", ec.message());
+  return found;
+}
 
 Manifest load_manifest(const std::string& store_dir) {
   const std::string path = manifest_path(store_dir);

@@ -118,6 +118,8 @@ def corpus_seeds():
 def pipeline_seeds():
     for p in sorted(PIPELINES.glob("*.yaml")):
         yield p.name, p.read_bytes()
+    # Regression: a store path the file system refuses (a name over 255 bytes) is a kvf::Error, not an escape.
+    yield "store-name-too-long.yaml", f"store: stores/{'G' * 300}\ncorpus: stores/demo/foldoc.jsonl\n".encode()
 
 
 def hf_config_seeds():

@@ -57,6 +57,15 @@ void rewrite_manifest(const fs::path& dir, const std::function<void(json&)>& edi
   std::ofstream(manifest_path(dir.string()), std::ios::trunc) << j.dump(2);
 }
 
+// A store path the file system refuses (here a name over 255 bytes) is a clear error, never a std::filesystem
+// exception that escapes every CLI's error handling (found by the pipeline fuzz target).
+TEST(Manifest, UnreachableStorePathIsAClearError) {
+  const std::string too_long = (test_dir() / std::string(300, 'G')).string();
+  const std::string message = error_of([&] { has_manifest(too_long); });
+  EXPECT_THAT(message, HasSubstr("cannot look for manifest.json"));
+  EXPECT_THAT(message, HasSubstr(std::string(300, 'G')));
+}
+
 TEST(Manifest, RoundTrip) {
   const fs::path dir = test_dir();
   EXPECT_FALSE(has_manifest(dir.string()));
