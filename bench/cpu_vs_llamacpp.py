@@ -10,7 +10,9 @@ another (never overlapping): one warm-up and --runs timed runs, median reported.
 markdown with the CPU model and its flags, versions, load averages and this exact command. For the prefills also
 the achieved TFLOP/s of every configuration (the model FLOPs kvf_prefill_bench counts, model/model_flops.h, over
 the median time) and kvfuse's share of the CPU's measured peak for the matmul kernel it runs (bench/matrix_peak.h,
-measured inside kvf_prefill_bench).
+measured inside kvf_prefill_bench). For the decode rows also the bytes of weights each step reads and the GB/s that
+makes for every configuration, against the memory's read bandwidth measured on as many threads
+(`kvf_prefill_bench --stream-mb`): decoding is bound by reading the weights.
 
 Run it with the reference venv (scripts/setup-reference.sh), e.g. `make bench`.
 """
@@ -26,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+import gguf
 import llama_cpp
 import numpy as np
 
@@ -148,6 +151,24 @@ def llama_batched_decode(llm, prompts, steps, runs):
     return rates
 
 
+# --- decoding against the memory's bandwidth ----------------------------------------------------------------------
+
+STREAM_MB = 1024  # far larger than any cache
+
+
+def weight_bytes_per_step(model):
+    """Bytes of weights one decode step reads, as the GGUF stores them: every tensor but the token embedding (a
+    step reads only its own rows of it), which counts in full when it is also the LM head (no output.weight)."""
+    tensors = {t.name: int(t.n_bytes) for t in gguf.GGUFReader(str(model)).tensors}
+    embedding = tensors.pop("token_embd.weight", 0)
+    return sum(tensors.values()) + (0 if "output.weight" in tensors else embedding)
+
+
+def stream_gbs(args, threads):
+    return run_json([str(args.kvfuse_bin), "--stream-mb", str(STREAM_MB), "--threads", str(threads),
+                     "--json"])["read_gbs"]
+
+
 # --- the driver ------------------------------------------------------------------------------------------------
 
 def run_json(cmd):
@@ -176,8 +197,8 @@ def measure_cmd(args, engine, setting, model, n_tokens, threads, decode, decode_
 
 def measure_all(args):
     """rows: (model, tokens, threads, {label: tokens/s}, flops) with tokens a description for the decode rows and
-    flops, for the prefill rows, {"model_flops": FLOPs, "tflops": {label: TFLOP/s}, "peak": {label: kvfuse's JSON}}
-    (None for decode rows)."""
+    flops, for the prefill rows, {"model_flops": FLOPs, "tflops": {label: TFLOP/s}, "peak": {label: kvfuse's JSON}},
+    for the decode rows {"batch": B, "weight_bytes": bytes per step, "stream_gbs": the memory's read GB/s}."""
     rows = []
     labels = [c[0] for c in CONFIGS]
     print(f"{'model':<40} {'tokens':>14} {'thr':>3} " + " ".join(f"{l:>19}" for l in labels), flush=True)
@@ -185,14 +206,19 @@ def measure_all(args):
     def add(model, what, threads, speeds, flops=None):
         rows.append((model.name, what, threads, speeds, flops))
         line = f"{model.name:<40} {what:>14} {threads:>3} " + " ".join(f"{speeds[l]:>19.1f}" for l in labels)
-        if flops:
+        if flops and "weight_bytes" in flops:
+            gbs = flops["weight_bytes"] * speeds["kvfuse fast"] / flops["batch"] / 1e9
+            line += f"   fast {gbs:.1f} GB/s of weights, read bandwidth {flops['stream_gbs']:.1f}"
+        elif flops:
             fast = flops["peak"].get("kvfuse fast", {})
             line += f"   fast {flops['tflops']['kvfuse fast']:.4f} TFLOP/s"
             if "peak_share" in fast:
                 line += f" = {fast['peak_share']:.1%} of {fast['peak_kernel']} peak"
         print(line, flush=True)
 
+    streams = {threads: stream_gbs(args, threads) for threads in args.threads} if args.decode else {}
     for model in args.model:
+        weight_bytes = weight_bytes_per_step(model)
         for threads in args.threads:
             for n_tokens in args.tokens:
                 results = {label: run_json(measure_cmd(args, engine, setting, model, n_tokens, threads, 0, 1))
@@ -209,7 +235,8 @@ def measure_all(args):
                 add(model, f"decode {batch} x {args.decode} after {args.tokens[0]}", threads,
                     {label: run_json(measure_cmd(args, engine, setting, model, args.tokens[0], threads,
                                                  args.decode, batch))["decode_tokens_per_s"]
-                     for label, engine, setting in CONFIGS})
+                     for label, engine, setting in CONFIGS},
+                    {"batch": batch, "weight_bytes": weight_bytes, "stream_gbs": streams[threads]})
     return rows
 
 
@@ -276,7 +303,7 @@ def markdown(args, rows, loads):
         fast = speeds["kvfuse fast"]
         lines.append(f"| {model} | {n} | {t} | {cells} | {fast / speeds['llama.cpp']:.2f} | "
                      f"{fast / speeds['llama.cpp repacked']:.2f} |")
-    prefills = [r for r in rows if r[4]]
+    prefills = [r for r in rows if r[4] and "model_flops" in r[4]]
     if prefills:
         lines += [
             "",
@@ -298,6 +325,26 @@ def markdown(args, rows, loads):
                              f"{peak['peak_gflops']:.0f} GFLOP/s)")
                 cells.append(cell)
             lines.append(f"| {model} | {n} | {t} | {flops['model_flops'] / 1e9:.1f} | " + " | ".join(cells) + " |")
+    decodes = [r for r in rows if r[4] and "weight_bytes" in r[4]]
+    if decodes:
+        lines += [
+            "",
+            "Decode: the weights one step reads (the GGUF's tensors, as stored, but the token embedding unless it is "
+            f"also the LM head) times steps per second (tokens/s over B), in GB/s, and in brackets its share of the "
+            f"memory's read bandwidth (`kvf_prefill_bench --stream-mb {STREAM_MB}`, median of 5 passes, on as many "
+            "threads). Each engine reads its own layout (repacked, interleaved or widened); the GGUF's bytes are "
+            "what both must read at least.",
+            "",
+            "| model | decode | threads | weights MB / step | read GB/s | " + " | ".join(labels) + " |",
+            "|---|---|--:|--:|--:|" + "--:|" * len(labels),
+        ]
+        for model, n, t, speeds, d in decodes:
+            cells = []
+            for label in labels:
+                gbs = d["weight_bytes"] * speeds[label] / d["batch"] / 1e9
+                cells.append(f"{gbs:.1f} ({gbs / d['stream_gbs']:.0%})")
+            lines.append(f"| {model} | {n} | {t} | {d['weight_bytes'] / 1e6:.0f} | {d['stream_gbs']:.1f} | "
+                         + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
