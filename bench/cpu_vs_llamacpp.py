@@ -164,6 +164,11 @@ def weight_bytes_per_step(model):
     return sum(tensors.values()) + (0 if "output.weight" in tensors else embedding)
 
 
+def decode_gbs(decode, tokens_per_s):
+    """GB/s of weights a decode row's configuration read: bytes per step times steps per second."""
+    return decode["weight_bytes"] * tokens_per_s / decode["batch"] / 1e9
+
+
 def stream_gbs(args, threads):
     return run_json([str(args.kvfuse_bin), "--stream-mb", str(STREAM_MB), "--threads", str(threads),
                      "--json"])["read_gbs"]
@@ -207,7 +212,7 @@ def measure_all(args):
         rows.append((model.name, what, threads, speeds, flops))
         line = f"{model.name:<40} {what:>14} {threads:>3} " + " ".join(f"{speeds[l]:>19.1f}" for l in labels)
         if flops and "weight_bytes" in flops:
-            gbs = flops["weight_bytes"] * speeds["kvfuse fast"] / flops["batch"] / 1e9
+            gbs = decode_gbs(flops, speeds["kvfuse fast"])
             line += f"   fast {gbs:.1f} GB/s of weights, read bandwidth {flops['stream_gbs']:.1f}"
         elif flops:
             fast = flops["peak"].get("kvfuse fast", {})
@@ -265,6 +270,13 @@ def load_average():
         return " ".join(f.read().split()[:3])
 
 
+def table_head(intro, columns, labels):
+    """A table's lines up to its rows: its introduction, then a header of `columns` (the first two left-aligned
+    text, the rest numbers) and one number column per configuration."""
+    return ["", intro, "", "| " + " | ".join(columns + labels) + " |",
+            "|---|---|" + "--:|" * (len(columns) - 2 + len(labels))]
+
+
 def markdown(args, rows, loads):
     command = shlex.join([sys.executable, *sys.argv])
     labels = [c[0] for c in CONFIGS]
@@ -305,16 +317,12 @@ def markdown(args, rows, loads):
                      f"{fast / speeds['llama.cpp repacked']:.2f} |")
     prefills = [r for r in rows if r[4] and "model_flops" in r[4]]
     if prefills:
-        lines += [
-            "",
+        lines += table_head(
             "Prefill: achieved TFLOP/s, the model FLOPs of the prefill (`model/model_flops.h`: the seven projections "
             "of every layer, the LM head of the last row, causal QK^T and PV) over the median time; for kvfuse, in "
             "brackets, the share of the CPU's measured peak (`kvf_matrix_peak`'s loop, run inside "
             "`kvf_prefill_bench` on as many threads after its timed runs) for the matmul kernel the mode runs.",
-            "",
-            "| model | tokens | threads | model GFLOP | " + " | ".join(labels) + " |",
-            "|---|---|--:|--:|" + "--:|" * len(labels),
-        ]
+            ["model", "tokens", "threads", "model GFLOP"], labels)
         for model, n, t, _, flops in prefills:
             cells = []
             for label in labels:
@@ -327,21 +335,17 @@ def markdown(args, rows, loads):
             lines.append(f"| {model} | {n} | {t} | {flops['model_flops'] / 1e9:.1f} | " + " | ".join(cells) + " |")
     decodes = [r for r in rows if r[4] and "weight_bytes" in r[4]]
     if decodes:
-        lines += [
-            "",
+        lines += table_head(
             "Decode: the weights one step reads (the GGUF's tensors, as stored, but the token embedding unless it is "
-            f"also the LM head) times steps per second (tokens/s over B), in GB/s, and in brackets its share of the "
+            "also the LM head) times steps per second (tokens/s over B), in GB/s, and in brackets its share of the "
             f"memory's read bandwidth (`kvf_prefill_bench --stream-mb {STREAM_MB}`, median of 5 passes, on as many "
             "threads). Each engine reads its own layout (repacked, interleaved or widened); the GGUF's bytes are "
             "what both must read at least.",
-            "",
-            "| model | decode | threads | weights MB / step | read GB/s | " + " | ".join(labels) + " |",
-            "|---|---|--:|--:|--:|" + "--:|" * len(labels),
-        ]
+            ["model", "decode", "threads", "weights MB / step", "read GB/s"], labels)
         for model, n, t, speeds, d in decodes:
             cells = []
             for label in labels:
-                gbs = d["weight_bytes"] * speeds[label] / d["batch"] / 1e9
+                gbs = decode_gbs(d, speeds[label])
                 cells.append(f"{gbs:.1f} ({gbs / d['stream_gbs']:.0%})")
             lines.append(f"| {model} | {n} | {t} | {d['weight_bytes'] / 1e6:.0f} | {d['stream_gbs']:.1f} | "
                          + " | ".join(cells) + " |")
