@@ -57,8 +57,8 @@ void rewrite_manifest(const fs::path& dir, const std::function<void(json&)>& edi
   std::ofstream(manifest_path(dir.string()), std::ios::trunc) << j.dump(2);
 }
 
-// A store path the file system refuses (here a name over 255 bytes) is a clear error, never a std::filesystem
-// exception that escapes every CLI's error handling (found by the pipeline fuzz target).
+// A store path the file system refuses (here a name over 255 bytes) is an error that names the store, not a raw
+// std::filesystem exception out of the library (found by the pipeline fuzz target).
 TEST(Manifest, UnreachableStorePathIsAClearError) {
   const std::string too_long = (test_dir() / std::string(300, 'G')).string();
   const std::string message = error_of([&] { has_manifest(too_long); });
