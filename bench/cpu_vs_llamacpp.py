@@ -201,22 +201,22 @@ def measure_cmd(args, engine, setting, model, n_tokens, threads, decode, decode_
 
 
 def measure_all(args):
-    """rows: (model, tokens, threads, {label: tokens/s}, flops) with tokens a description for the decode rows and
-    flops, for the prefill rows, {"model_flops": FLOPs, "tflops": {label: TFLOP/s}, "peak": {label: kvfuse's JSON}},
+    """rows: (model, tokens, threads, {label: tokens/s}, figures) with tokens a description for the decode rows and
+    figures, for the prefill rows, {"model_flops": FLOPs, "tflops": {label: TFLOP/s}, "peak": {label: kvfuse's JSON}},
     for the decode rows {"batch": B, "weight_bytes": bytes per step, "stream_gbs": the memory's read GB/s}."""
     rows = []
     labels = [c[0] for c in CONFIGS]
     print(f"{'model':<40} {'tokens':>14} {'thr':>3} " + " ".join(f"{l:>19}" for l in labels), flush=True)
 
-    def add(model, what, threads, speeds, flops=None):
-        rows.append((model.name, what, threads, speeds, flops))
+    def add(model, what, threads, speeds, figures):
+        rows.append((model.name, what, threads, speeds, figures))
         line = f"{model.name:<40} {what:>14} {threads:>3} " + " ".join(f"{speeds[l]:>19.1f}" for l in labels)
-        if flops and "weight_bytes" in flops:
-            gbs = decode_gbs(flops, speeds["kvfuse fast"])
-            line += f"   fast {gbs:.1f} GB/s of weights, read bandwidth {flops['stream_gbs']:.1f}"
-        elif flops:
-            fast = flops["peak"].get("kvfuse fast", {})
-            line += f"   fast {flops['tflops']['kvfuse fast']:.4f} TFLOP/s"
+        if figures and "weight_bytes" in figures:
+            gbs = decode_gbs(figures, speeds["kvfuse fast"])
+            line += f"   fast {gbs:.1f} GB/s of weights, read bandwidth {figures['stream_gbs']:.1f}"
+        elif figures:
+            fast = figures["peak"].get("kvfuse fast", {})
+            line += f"   fast {figures['tflops']['kvfuse fast']:.4f} TFLOP/s"
             if "peak_share" in fast:
                 line += f" = {fast['peak_share']:.1%} of {fast['peak_kernel']} peak"
         print(line, flush=True)
