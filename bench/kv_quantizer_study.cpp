@@ -1,11 +1,16 @@
 // kvf_kv_quantizer_study: candidate KV quantizers (compress/kv_quantizers.h) on a store's real KV. For each
 // candidate: bits per value (K, V, both; exact, as the codec would store them), how much smaller than f16, the
-// relative RMS error of K and V per stored layer, and the relative error of attention outputs softmax(QK^T/sqrt(d))V
+// same with the codes at their entropy (each layer's code frequencies: what an ideal coder of the codes would write
+// on disk; group parameters and kept values as stored), the relative RMS error of K and V per stored layer, and the relative error of attention outputs softmax(QK^T/sqrt(d))V
 // with the reconstructed K and V against the original ones. Queries: stored K rows of another chunk (the next one
 // drawn) at the same layer and KV head, no RoPE on either side (stored K has none), no mask. A screening on
-// reconstruction and attention error, not an answer-quality measure. Single-threaded.
+// reconstruction and attention error, not an answer-quality measure. The data-fit codecs (fit, hfit) fit their levels
+// first, to --calibration-chunks chunks the measurement does not read. Single-threaded.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
+#include <iterator>
+#include <memory>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -48,11 +53,24 @@ std::vector<std::string> default_codecs(const std::vector<int>& bits) {
 
 struct Sums {  // per stored layer
   std::vector<double> k_err, k_norm, v_err, v_norm, a_err, a_norm;
-  uint64_t k_bits = 0, v_bits = 0, values = 0;
+  uint64_t k_bits = 0, v_bits = 0, values = 0, k_code_bits = 0, v_code_bits = 0;
+  std::vector<std::array<uint64_t, 16>> k_codes, v_codes;  // how often each code occurs, per layer
   explicit Sums(int layers)
       : k_err((size_t)layers), k_norm((size_t)layers), v_err((size_t)layers), v_norm((size_t)layers),
-        a_err((size_t)layers), a_norm((size_t)layers) {}
+        a_err((size_t)layers), a_norm((size_t)layers), k_codes((size_t)layers), v_codes((size_t)layers) {}
 };
+
+// Bits an ideal coder of each layer's codes, by their frequencies in that layer (zeroth order), would write.
+double entropy_bits(const std::vector<std::array<uint64_t, 16>>& counts) {
+  double bits = 0;
+  for (const auto& c : counts) {
+    uint64_t n = 0;
+    for (uint64_t k : c) n += k;
+    for (uint64_t k : c)
+      if (k > 0) bits -= (double)k * std::log2((double)k / (double)n);
+  }
+  return bits;
+}
 
 // out[q, :] = softmax(q . k_r / sqrt(d)) v_r over rows r, for one head; q: [nq, d], k and v rows at `stride`.
 void attention(const std::vector<float>& q, int64_t nq, const float* k, const float* v, int64_t rows, int64_t stride,
@@ -73,6 +91,14 @@ void attention(const std::vector<float>& q, int64_t nq, const float* k, const fl
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < d; ++c) out[(size_t)(i * d + c)] += p[(size_t)r] / sum * v[r * stride + c];
   }
+}
+
+// Layer l of a chunk's K or V ([rows][layers][width] as read) as one [rows, width] matrix.
+std::vector<float> layer_matrix(const std::vector<float>& x, int64_t rows, int layers, int l, int64_t width) {
+  std::vector<float> m((size_t)(rows * width));
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(x.begin() + (r * layers + l) * width, width, m.begin() + r * width);
+  return m;
 }
 
 struct Summary {
@@ -98,7 +124,7 @@ int main(int argc, char** argv) {
   std::string store, mode = "similarity";
   std::vector<std::string> codecs;
   std::vector<int> bits = {4, 3, 2};
-  int chunks = 24, queries = 32;
+  int chunks = 24, queries = 32, calibration_chunks = 64;
   bool json = false;
   app.add_option("--store", store, "a store with KV of --mode")->required();
   app.add_option("--mode", mode, "the KV mode to read (an f16 or bf16 prefill mode)")->capture_default_str();
@@ -112,6 +138,10 @@ int main(int argc, char** argv) {
   app.add_option("--queries", queries, "query rows per chunk, layer and KV head (K rows of the next chunk drawn)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  app.add_option("--calibration-chunks", calibration_chunks,
+                 "chunks the fit and hfit codecs fit their levels to, evenly spaced over the chunks not measured")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   app.add_flag("--json", json, "print one JSON object instead of the table");
   app.footer(
       "Example:\n"
@@ -145,6 +175,52 @@ int main(int argc, char** argv) {
     std::vector<uint64_t> drawn;
     for (size_t i = 0; i < n; ++i) drawn.push_back(ids[i * ids.size() / n]);
 
+    // Fitted levels per candidate, layer and matrix (K, V), from chunks the measurement does not read.
+    std::vector<std::vector<std::array<kvf::KvFittedLevels, 2>>> fitted(specs.size());
+    int64_t calibration_read = 0;
+    bool any_fitted = false;
+    for (const auto& [ks, vs] : specs) any_fitted |= kvf::kv_quantizer_is_fitted(ks) || kvf::kv_quantizer_is_fitted(vs);
+    if (any_fitted) {
+      std::vector<uint64_t> rest;
+      std::set_difference(ids.begin(), ids.end(), drawn.begin(), drawn.end(), std::back_inserter(rest));
+      KVF_CHECK(!rest.empty(), store, ": every chunk is measured; none is left to fit the levels to");
+      const size_t nc = std::min(rest.size(), (size_t)calibration_chunks);
+      std::vector<std::vector<std::array<std::unique_ptr<kvf::KvLevelFitter>, 2>>> fitters(specs.size());
+      for (size_t s = 0; s < specs.size(); ++s) {
+        fitters[s].resize((size_t)layers);
+        for (int l = 0; l < layers; ++l)
+          for (int mi = 0; mi < 2; ++mi) {
+            const kvf::KvQuantizerSpec& sp = mi == 0 ? specs[s].first : specs[s].second;
+            if (kvf::kv_quantizer_is_fitted(sp))
+              fitters[s][(size_t)l][(size_t)mi] = std::make_unique<kvf::KvLevelFitter>(sp.bits, width);
+          }
+      }
+      for (size_t ci = 0; ci < nc; ++ci) {
+        const kvf::HostKv kv = reader.read(rest[ci * rest.size() / nc]);
+        calibration_read += kv.rows;
+        for (int l = 0; l < layers; ++l) {
+          const std::vector<float> k = layer_matrix(kv.k, kv.rows, layers, l, width),
+                                   v = layer_matrix(kv.v, kv.rows, layers, l, width);
+          for (size_t s = 0; s < specs.size(); ++s)
+            for (int mi = 0; mi < 2; ++mi)
+              if (kvf::KvLevelFitter* f = fitters[s][(size_t)l][(size_t)mi].get())
+                kvf::add_kv_calibration(mi == 0 ? specs[s].first : specs[s].second,
+                                        mi == 0 ? kvf::KvMatrix::Key : kvf::KvMatrix::Value,
+                                        (mi == 0 ? k : v).data(), kv.rows, width, head_dim, *f);
+        }
+      }
+      for (size_t s = 0; s < specs.size(); ++s) {
+        fitted[s].resize((size_t)layers);
+        for (int l = 0; l < layers; ++l)
+          for (int mi = 0; mi < 2; ++mi)
+            if (const kvf::KvLevelFitter* f = fitters[s][(size_t)l][(size_t)mi].get())
+              fitted[s][(size_t)l][(size_t)mi] = f->fit();
+      }
+    }
+    const auto levels_of = [&](size_t s, int l, int mi) -> const kvf::KvFittedLevels* {
+      return fitted[s].empty() ? nullptr : &fitted[s][(size_t)l][(size_t)mi];
+    };
+
     std::vector<Sums> sums(specs.size(), Sums(layers));
     int64_t rows_total = 0;
     kvf::HostKv next = reader.read(drawn[0]);
@@ -155,12 +231,8 @@ int main(int argc, char** argv) {
       rows_total += rows;
       const int64_t nq = std::min<int64_t>(queries, next.rows);
       for (int l = 0; l < layers; ++l) {
-        std::vector<float> k((size_t)(rows * width)), v((size_t)(rows * width));
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t c = 0; c < width; ++c) {
-            k[(size_t)(r * width + c)] = kv.k[(size_t)((r * layers + l) * width + c)];
-            v[(size_t)(r * width + c)] = kv.v[(size_t)((r * layers + l) * width + c)];
-          }
+        const std::vector<float> k = layer_matrix(kv.k, rows, layers, l, width),
+                                 v = layer_matrix(kv.v, rows, layers, l, width);
         // Queries and reference outputs per head.
         std::vector<std::vector<float>> q((size_t)heads);
         std::vector<std::vector<double>> ref((size_t)heads);
@@ -175,14 +247,18 @@ int main(int argc, char** argv) {
         }
         std::vector<double> got;
         for (size_t s = 0; s < specs.size(); ++s) {
-          const kvf::KvQuantized kq =
-              kvf::quantize_kv_matrix(specs[s].first, kvf::KvMatrix::Key, k.data(), rows, width, head_dim);
-          const kvf::KvQuantized vq =
-              kvf::quantize_kv_matrix(specs[s].second, kvf::KvMatrix::Value, v.data(), rows, width, head_dim);
+          const kvf::KvQuantized kq = kvf::quantize_kv_matrix(specs[s].first, kvf::KvMatrix::Key, k.data(), rows,
+                                                              width, head_dim, levels_of(s, l, 0));
+          const kvf::KvQuantized vq = kvf::quantize_kv_matrix(specs[s].second, kvf::KvMatrix::Value, v.data(), rows,
+                                                              width, head_dim, levels_of(s, l, 1));
           Sums& a = sums[s];
           a.k_bits += kq.bits;
           a.v_bits += vq.bits;
+          a.k_code_bits += (uint64_t)(rows * width) * (uint64_t)specs[s].first.bits;
+          a.v_code_bits += (uint64_t)(rows * width) * (uint64_t)specs[s].second.bits;
           a.values += (uint64_t)(rows * width);
+          for (uint8_t c : kq.codes) ++a.k_codes[(size_t)l][c];
+          for (uint8_t c : vq.codes) ++a.v_codes[(size_t)l][c];
           for (size_t i = 0; i < k.size(); ++i) {
             a.k_err[(size_t)l] += (double)(kq.values[i] - k[i]) * (kq.values[i] - k[i]);
             a.k_norm[(size_t)l] += (double)k[i] * k[i];
@@ -207,6 +283,7 @@ int main(int argc, char** argv) {
                           {"mode", mode},
                           {"chunks", n},
                           {"rows", rows_total},
+                          {"calibration_rows", calibration_read},
                           {"stored_layers", layers},
                           {"kv_heads", heads},
                           {"head_dim", head_dim},
@@ -221,16 +298,24 @@ int main(int argc, char** argv) {
       std::printf("CPU: %s\nstore: %s (%s), mode %s: %zu chunks, %lld rows, %d stored layers, %lld KV heads of %lld\n",
                   cpu_name().c_str(), store.c_str(), manifest.model_name.c_str(), mode.c_str(), n,
                   (long long)rows_total, layers, (long long)heads, (long long)head_dim);
-      std::printf("attention: %d query rows per chunk, layer and KV head (stored K of the next chunk), no RoPE\n\n",
+      std::printf("attention: %d query rows per chunk, layer and KV head (stored K of the next chunk), no RoPE\n",
                   queries);
-      std::printf("| codec | bits/value K | V | K+V | x smaller than f16 | K rel RMS mean | worst | V rel RMS mean | "
-                  "worst | attn out rel err mean | worst (layer) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-                  "---:|\n");
+      if (any_fitted)
+        std::printf("fit/hfit levels: fitted per layer and channel to %lld rows of chunks not measured\n",
+                    (long long)calibration_read);
+      std::printf("\n");
+      std::printf("| codec | bits/value K | V | K+V | x smaller than f16 | entropy-coded bits/value | x | K rel RMS "
+                  "mean | worst | V rel RMS mean | worst | attn out rel err mean | worst (layer) |\n|---|---:|---:|"
+                  "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     }
     for (size_t s = 0; s < specs.size(); ++s) {
       const Sums& a = sums[s];
       const double bk = (double)a.k_bits / (double)a.values, bv = (double)a.v_bits / (double)a.values;
       const double both = (bk + bv) / 2;
+      // Entropy-coded: the codes at their entropy, everything else (group parameters, kept values) as stored.
+      const double ek = ((double)a.k_bits - (double)a.k_code_bits + entropy_bits(a.k_codes)) / (double)a.values,
+                   ev = ((double)a.v_bits - (double)a.v_code_bits + entropy_bits(a.v_codes)) / (double)a.values;
+      const double coded = (ek + ev) / 2;
       const Summary ks = summarize(a.k_err, a.k_norm), vs = summarize(a.v_err, a.v_norm),
                     as = summarize(a.a_err, a.a_norm);
       out["candidates"].push_back({{"codec", name_of(s)},
@@ -238,12 +323,14 @@ int main(int argc, char** argv) {
                                    {"bits_per_value_v", bv},
                                    {"bits_per_value", both},
                                    {"x_smaller_than_f16", 16.0 / both},
+                                   {"entropy_coded_bits_per_value", coded},
+                                   {"entropy_coded_x_smaller_than_f16", 16.0 / coded},
                                    {"k_rel_rms", summary_json(ks)},
                                    {"v_rel_rms", summary_json(vs)},
                                    {"attention_rel_err", summary_json(as)}});
       if (!json)
-        std::printf("| %s | %.3f | %.3f | %.3f | %.2f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f (%d) |\n",
-                    name_of(s).c_str(), bk, bv, both, 16.0 / both, ks.mean, ks.worst, vs.mean,
+        std::printf("| %s | %.3f | %.3f | %.3f | %.2f | %.3f | %.2f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f (%d) |\n",
+                    name_of(s).c_str(), bk, bv, both, 16.0 / both, coded, 16.0 / coded, ks.mean, ks.worst, vs.mean,
                     vs.worst, as.mean, as.worst, as.worst_layer);
     }
     if (json) std::printf("%s\n", out.dump(1).c_str());

@@ -53,47 +53,99 @@ int64_t kept_of(double percent, int64_t n) {
 uint64_t index_bits(int64_t n) { return n <= 65536 ? 16 : 32; }
 
 // The low-bit codec over one matrix (it encodes K and V together: the matrix goes in both places).
-std::vector<float> uniform_round_trip(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows,
-                                      int64_t width) {
+void uniform_round_trip(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows, int64_t width,
+                        KvQuantized& out) {
   std::vector<uint8_t> bytes;
   encode_low_bit_chunk(low_bit_of(s), x, x, rows, width, bytes);
-  std::vector<float> k((size_t)(rows * width)), v((size_t)(rows * width));
+  const size_t n = (size_t)(rows * width);
+  std::vector<float> k(n), v(n);
   KVF_CHECK(decode_low_bit_chunk(low_bit_of(s), bytes.data(), rows, width, k.data(), v.data()),
             "kv quantizer ", kv_quantizer_name(s), ": a group's scale or minimum is not finite");
-  return m == KvMatrix::Key ? k : v;
+  std::vector<uint8_t> k_codes(n), v_codes(n);
+  low_bit_codes(low_bit_of(s), bytes.data(), rows, width, k_codes.data(), v_codes.data());
+  out.values = m == KvMatrix::Key ? std::move(k) : std::move(v);
+  out.codes = m == KvMatrix::Key ? std::move(k_codes) : std::move(v_codes);
 }
 
-std::vector<float> normal_float_round_trip(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows,
-                                           int64_t width) {
+void normal_float_round_trip(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows, int64_t width,
+                             KvQuantized& out) {
   const std::vector<float> levels = normal_float_levels(s.bits);
-  std::vector<float> out((size_t)(rows * width));
+  out.values.assign((size_t)(rows * width), 0.0f);
+  out.codes.assign((size_t)(rows * width), (uint8_t)(levels.size() / 2));  // an all-zero group's code
   const Grouping gr = grouping_of(s, m, rows, width);
   for (int64_t g = 0; g < gr.groups; ++g) {
     float amax = 0;
     for_group(s, m, rows, width, g, [&](int64_t i) { amax = std::max(amax, std::fabs(x[i])); });
     KVF_CHECK(std::isfinite(amax) && amax <= 65504.0f, "kv quantizer ", kv_quantizer_name(s),
               ": a value is not finite or beyond f16's range");
-    uint16_t h = f32_to_f16(amax);
-    if (f16_to_f32(h) < amax) ++h;  // the smallest f16 >= amax (positive: one step up)
-    const float scale = f16_to_f32(h);
+    const float scale = f16_to_f32(f16_at_least(amax));
+    if (scale == 0) continue;
     for_group(s, m, rows, width, g, [&](int64_t i) {
-      if (scale == 0) {
-        out[(size_t)i] = 0;
-        return;
-      }
-      out[(size_t)i] = levels[(size_t)nearest_level(levels, x[i] / scale)] * scale;
+      const int q = nearest_level(levels, x[i] / scale);
+      out.codes[(size_t)i] = (uint8_t)q;
+      out.values[(size_t)i] = levels[(size_t)q] * scale;
     });
   }
-  return out;
+}
+
+// The fit codec's parameters of a group with values in [lo, hi]: an f16 minimum not above lo and an f16 half range
+// not below (hi - minimum) / 2, so every value maps into [-1, 1] (up to the division's rounding, clamped).
+struct FitGroup {
+  float lo, half;
+  float normalized(float x) const { return half > 0 ? std::clamp((x - lo) / half - 1.0f, -1.0f, 1.0f) : 0.0f; }
+};
+FitGroup fit_group(const KvQuantizerSpec& s, float lo, float hi) {
+  KVF_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo >= -65504.0f && hi <= 65504.0f, "kv quantizer ",
+            kv_quantizer_name(s), ": a value is not finite or beyond f16's range");
+  const float min = f16_to_f32(f16_at_most(lo));
+  return {min, f16_to_f32(f16_at_least((hi - min) / 2))};
+}
+
+// The fit codec over one matrix: each group's values normalized (FitGroup), then handed to `fitter` (calibration)
+// and/or, with `out`, replaced by the nearest of their channel's `levels` mapped back (the round trip).
+void fit_pass(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows, int64_t width,
+              const KvFittedLevels* levels, KvLevelFitter* fitter, KvQuantized* out) {
+  const int n = 1 << s.bits;
+  if (out) {
+    out->values.assign((size_t)(rows * width), 0.0f);
+    out->codes.assign((size_t)(rows * width), 0);
+  }
+  std::vector<float> channel_levels((size_t)n);
+  const Grouping gr = grouping_of(s, m, rows, width);
+  for (int64_t g = 0; g < gr.groups; ++g) {
+    float lo = INFINITY, hi = -INFINITY;
+    for_group(s, m, rows, width, g, [&](int64_t i) { lo = std::min(lo, x[i]), hi = std::max(hi, x[i]); });
+    const FitGroup fg = fit_group(s, lo, hi);
+    for_group(s, m, rows, width, g, [&](int64_t i) {
+      const int64_t c = i % width;
+      const float t = fg.normalized(x[i]);
+      if (fitter) fitter->add(c, t);
+      if (!out) return;
+      channel_levels.assign(levels->of(c), levels->of(c) + n);
+      const int q = nearest_level(channel_levels, t);
+      out->codes[(size_t)i] = (uint8_t)q;
+      out->values[(size_t)i] = fg.lo + (channel_levels[(size_t)q] + 1.0f) * fg.half;
+    });
+  }
+}
+
+bool is_rotated(KvQuantCodec c) {
+  return c == KvQuantCodec::Hadamard || c == KvQuantCodec::HadamardNormalFloat || c == KvQuantCodec::HadamardFit;
 }
 
 }  // namespace
+
+bool kv_quantizer_is_fitted(const KvQuantizerSpec& s) {
+  return s.codec == KvQuantCodec::Fit || s.codec == KvQuantCodec::HadamardFit;
+}
 
 std::string kv_quantizer_name(const KvQuantizerSpec& s) {
   std::ostringstream os;
   os << (s.codec == KvQuantCodec::Uniform                ? "uniform"
          : s.codec == KvQuantCodec::Hadamard           ? "hadamard"
          : s.codec == KvQuantCodec::HadamardNormalFloat ? "hnf"
+         : s.codec == KvQuantCodec::Fit                 ? "fit"
+         : s.codec == KvQuantCodec::HadamardFit         ? "hfit"
                                                         : "nf")
      << ':' << s.bits << ':' << s.group;
   if (s.signs) os << ":signs";
@@ -114,7 +166,9 @@ KvQuantizerSpec parse_kv_quantizer(const std::string& text) {
   else if (parts[0] == "hadamard") s.codec = KvQuantCodec::Hadamard;
   else if (parts[0] == "nf") s.codec = KvQuantCodec::NormalFloat;
   else if (parts[0] == "hnf") s.codec = KvQuantCodec::HadamardNormalFloat;
-  else fail("kv quantizer '", text, "': unknown codec '", parts[0], "' (uniform, hadamard, nf or hnf)");
+  else if (parts[0] == "fit") s.codec = KvQuantCodec::Fit;
+  else if (parts[0] == "hfit") s.codec = KvQuantCodec::HadamardFit;
+  else fail("kv quantizer '", text, "': unknown codec '", parts[0], "' (uniform, hadamard, nf, hnf, fit or hfit)");
   const auto number = [&](const std::string& t, const char* what) {
     size_t used = 0;
     double v = 0;
@@ -161,8 +215,10 @@ KvQuantizerSpec parse_kv_quantizer(const std::string& text) {
 void check_kv_quantizer(const KvQuantizerSpec& s, int64_t head_dim, const std::string& where) {
   const std::string name = where + ": kv quantizer " + kv_quantizer_name(s);
   check_low_bit_spec(low_bit_of(s), head_dim, name);
-  const bool rotated = s.codec == KvQuantCodec::Hadamard || s.codec == KvQuantCodec::HadamardNormalFloat;
-  KVF_CHECK(!s.signs || rotated, name, ": signs belong to the hadamard and hnf codecs");
+  const bool rotated = is_rotated(s.codec);
+  KVF_CHECK(!s.signs || rotated, name, ": signs belong to the hadamard, hnf and hfit codecs");
+  KVF_CHECK(!kv_quantizer_is_fitted(s) || (s.keep_first == 0 && s.outliers == KvOutlierScope::None), name,
+            ": fit and hfit keep no rows and no outliers");
   KVF_CHECK(!rotated || (head_dim > 0 && (head_dim & (head_dim - 1)) == 0), name,
             ": the Hadamard transform needs a head dimension that is a power of 2, not ", head_dim);
   KVF_CHECK(!rotated || s.outliers == KvOutlierScope::None, name,
@@ -195,19 +251,44 @@ uint64_t kv_quantizer_bits(const KvQuantizerSpec& s, KvMatrix m, int64_t rows, i
   return codes + kept + params + outliers;
 }
 
+void add_kv_calibration(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows, int64_t width,
+                        int64_t head_dim, KvLevelFitter& fitter) {
+  check_kv_quantizer(s, head_dim, "add_kv_calibration");
+  KVF_CHECK(kv_quantizer_is_fitted(s) && fitter.bits() == s.bits && fitter.width() == width, "add_kv_calibration: ",
+            kv_quantizer_name(s), " over ", width, " channels: a fitter of ", fitter.bits(), " bits and ",
+            fitter.width(), " channels does not serve it");
+  KVF_CHECK(rows > 0 && width > 0 && head_dim > 0 && width % head_dim == 0, "add_kv_calibration: ", rows,
+            " rows of ", width, " values are not heads of ", head_dim);
+  if (s.codec == KvQuantCodec::Fit) {
+    fit_pass(s, m, x, rows, width, nullptr, &fitter, nullptr);
+    return;
+  }
+  std::vector<float> y(x, x + rows * width);
+  hadamard_rows(y.data(), rows, width, head_dim, s.signs);
+  fit_pass(s, m, y.data(), rows, width, nullptr, &fitter, nullptr);
+}
+
 KvQuantized quantize_kv_matrix(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows, int64_t width,
-                               int64_t head_dim) {
+                               int64_t head_dim, const KvFittedLevels* levels) {
   check_kv_quantizer(s, head_dim, "quantize_kv_matrix");
   KVF_CHECK(rows > 0 && width > 0 && head_dim > 0 && width % head_dim == 0, "quantize_kv_matrix: ", rows,
             " rows of ", width, " values are not heads of ", head_dim);
+  KVF_CHECK(!kv_quantizer_is_fitted(s) || (levels && levels->bits == s.bits && levels->width == width),
+            "quantize_kv_matrix: ", kv_quantizer_name(s), " needs levels fitted for ", s.bits, " bits and ", width,
+            " channels", levels ? "; these are for other bits or channels" : "");
   KvQuantized out;
   out.bits = kv_quantizer_bits(s, m, rows, width);
   const size_t n = (size_t)(rows * width);
-  if (s.codec == KvQuantCodec::Hadamard || s.codec == KvQuantCodec::HadamardNormalFloat) {
+  if (s.codec == KvQuantCodec::Fit) {
+    fit_pass(s, m, x, rows, width, levels, nullptr, &out);
+    return out;
+  }
+  if (is_rotated(s.codec)) {
     std::vector<float> y(x, x + n);
     hadamard_rows(y.data(), rows, width, head_dim, s.signs);
-    out.values = s.codec == KvQuantCodec::Hadamard ? uniform_round_trip(s, m, y.data(), rows, width)
-                                                   : normal_float_round_trip(s, m, y.data(), rows, width);
+    if (s.codec == KvQuantCodec::Hadamard) uniform_round_trip(s, m, y.data(), rows, width, out);
+    else if (s.codec == KvQuantCodec::HadamardFit) fit_pass(s, m, y.data(), rows, width, levels, nullptr, &out);
+    else normal_float_round_trip(s, m, y.data(), rows, width, out);
     if (s.codec == KvQuantCodec::HadamardNormalFloat)  // kept rows as f16, in the rotated space like every row
       for (int64_t i = 0; i < std::min<int64_t>(s.keep_first, rows) * width; ++i)
         out.values[(size_t)i] = f16_to_f32(f32_to_f16(y[(size_t)i]));
@@ -253,8 +334,8 @@ KvQuantized quantize_kv_matrix(const KvQuantizerSpec& s, KvMatrix m, const float
     }
     in = clamped.data();
   }
-  out.values = s.codec == KvQuantCodec::Uniform ? uniform_round_trip(s, m, in, rows, width)
-                                                : normal_float_round_trip(s, m, in, rows, width);
+  if (s.codec == KvQuantCodec::Uniform) uniform_round_trip(s, m, in, rows, width, out);
+  else normal_float_round_trip(s, m, in, rows, width, out);
   // Kept rows (nf: as uniform's codec keeps them, f16) and outliers (f16).
   const int64_t kept_rows = std::min<int64_t>(s.keep_first, rows);
   if (s.codec == KvQuantCodec::NormalFloat)

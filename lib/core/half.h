@@ -56,6 +56,19 @@ inline uint16_t f32_to_f16(float f) {
   return (uint16_t)(sign | h);
 }
 
+// The f16 value nearest x on the given side (x finite and within f16's range).
+inline uint16_t f16_at_most(float x) {
+  uint16_t h = f32_to_f16(x);
+  if (f16_to_f32(h) <= x) return h;
+  // One step toward -inf: for a positive value the bits go down, for a negative one (or -0) they go up.
+  return (h & 0x8000) ? (uint16_t)(h + 1) : (h == 0 ? (uint16_t)0x8001 : (uint16_t)(h - 1));
+}
+inline uint16_t f16_at_least(float x) {
+  uint16_t h = f32_to_f16(x);
+  if (f16_to_f32(h) >= x) return h;
+  return (h & 0x8000) ? (h == 0x8000 ? (uint16_t)0x0001 : (uint16_t)(h - 1)) : (uint16_t)(h + 1);
+}
+
 inline float bf16_to_f32(uint16_t b) {
   const uint32_t bits = (uint32_t)b << 16;
   float f;

@@ -11,19 +11,6 @@
 namespace kvf {
 namespace {
 
-// The f16 value nearest x on the given side (x finite and within f16's range).
-uint16_t f16_at_most(float x) {
-  uint16_t h = f32_to_f16(x);
-  if (f16_to_f32(h) <= x) return h;
-  // One step toward -inf: for a positive value the bits go down, for a negative one (or -0) they go up.
-  return (h & 0x8000) ? (uint16_t)(h + 1) : (h == 0 ? (uint16_t)0x8001 : (uint16_t)(h - 1));
-}
-uint16_t f16_at_least(float x) {
-  uint16_t h = f32_to_f16(x);
-  if (f16_to_f32(h) >= x) return h;
-  return (h & 0x8000) ? (h == 0x8000 ? (uint16_t)0x0001 : (uint16_t)(h - 1)) : (uint16_t)(h + 1);
-}
-
 bool nf_values(const LowBitSpec& s) { return s.v_levels == LowBitLevels::NormalFloat; }
 int64_t v_param_bytes(const LowBitSpec& s) { return nf_values(s) ? 2 : 4; }  // (scale, min) or the scale alone
 
@@ -284,6 +271,24 @@ bool decode_low_bit_rows(const LowBitSpec& s, const uint8_t* in, int64_t chunk_r
   }
   rotate_back(n);
   return true;
+}
+
+void low_bit_codes(const LowBitSpec& s, const uint8_t* in, int64_t rows, int64_t width, uint8_t* k_codes,
+                   uint8_t* v_codes) {
+  const Parts p = parts_of(s, rows, width);
+  const int mask = (1 << s.bits) - 1;
+  const auto row_codes = [&](uint64_t from, uint8_t* out) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < width; ++i) {  // bits [i * bits, (i + 1) * bits) of the row's little-endian string
+        const int64_t at = i * s.bits;
+        const uint8_t* row = in + from + r * p.codes_bytes;
+        uint32_t two = row[at / 8];
+        if (at % 8 + s.bits > 8) two |= (uint32_t)row[at / 8 + 1] << 8;
+        out[r * width + i] = (uint8_t)((two >> (at % 8)) & (uint32_t)mask);
+      }
+  };
+  row_codes(p.k_codes, k_codes);
+  row_codes(p.v_codes, v_codes);
 }
 
 bool low_bit_chunk_finite(const LowBitSpec& s, const uint8_t* in, int64_t rows, int64_t width) {

@@ -65,6 +65,11 @@ bool decode_low_bit_chunk(const LowBitSpec& spec, const uint8_t* bytes, int64_t 
 bool decode_low_bit_rows(const LowBitSpec& spec, const uint8_t* bytes, int64_t chunk_rows, int64_t width,
                          int64_t offset, int64_t count, const int32_t* rows, int64_t n, float* k, float* v);
 
+// The codes (0 .. 2^bits - 1) of every value of the chunk, K's and V's as [rows, width] each (kept rows included:
+// they carry codes too), as the chunk stores them: what an entropy coder over the codes would see.
+void low_bit_codes(const LowBitSpec& spec, const uint8_t* bytes, int64_t rows, int64_t width, uint8_t* k_codes,
+                   uint8_t* v_codes);
+
 // Whether every kept f16 value, scale and minimum (nf: scale) of the chunk is finite: then so is every value it decodes to.
 bool low_bit_chunk_finite(const LowBitSpec& spec, const uint8_t* bytes, int64_t rows, int64_t width);
 
