@@ -16,12 +16,12 @@ struct Recipe {
 // measured 15.3x on disk (docs/compress.md), so 0.45.
 constexpr Recipe kRecipes[] = {
     {"8x",
-     "--quant int2 --quant-group 64 --rotate --v-levels nf --entropy zstd:19 (8.0x on disk, 6.6x in memory; on Qwen "
-     "0.5B 44% of fusion's answers stay the same, docs/compress.md \"Fidelity\")",
+     "--quant int2 --quant-group 64 --rotate --v-levels nf --entropy zstd:19 (8.0x on disk, 6.6x in memory; fusion's "
+     "answers unchanged: 78.5% / 60% on Qwen 1.5B, HotpotQA / NQ, 44% on Qwen 0.5B)",
      0},
     {"16x",
-     "--anchors 0.45 --quant int2 --quant-group 64 --rotate --v-levels nf --entropy zstd:19 (about 17x on disk; "
-     "anchors 0.5 measured 15.3x)",
+     "--anchors 0.45 --quant int2 --quant-group 64 --rotate --v-levels nf --entropy zstd:19 (17.0x on disk on Qwen "
+     "1.5B; F1 0.60x of the uncompressed KV's over 30 HotpotQA questions)",
      0.45},
 };
 
