@@ -110,7 +110,6 @@ void fit_pass(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows
     out->values.assign((size_t)(rows * width), 0.0f);
     out->codes.assign((size_t)(rows * width), 0);
   }
-  std::vector<float> channel_levels((size_t)n);
   const Grouping gr = grouping_of(s, m, rows, width);
   for (int64_t g = 0; g < gr.groups; ++g) {
     float lo = INFINITY, hi = -INFINITY;
@@ -121,10 +120,10 @@ void fit_pass(const KvQuantizerSpec& s, KvMatrix m, const float* x, int64_t rows
       const float t = fg.normalized(x[i]);
       if (fitter) fitter->add(c, t);
       if (!out) return;
-      channel_levels.assign(levels->of(c), levels->of(c) + n);
-      const int q = nearest_level(channel_levels, t);
+      const float* channel_levels = levels->of(c);
+      const int q = nearest_level(channel_levels, n, t);
       out->codes[(size_t)i] = (uint8_t)q;
-      out->values[(size_t)i] = fg.lo + (channel_levels[(size_t)q] + 1.0f) * fg.half;
+      out->values[(size_t)i] = fg.lo + (channel_levels[q] + 1.0f) * fg.half;
     });
   }
 }

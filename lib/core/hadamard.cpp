@@ -110,11 +110,15 @@ const std::vector<float>& normal_float_levels_cached(int bits) {
   return bits == 2 ? two : bits == 3 ? three : four;
 }
 
+int nearest_level(const float* levels, int n, float t) {
+  const float* it = std::lower_bound(levels, levels + n, t);
+  if (it == levels + n) return n - 1;
+  if (it != levels && t - *(it - 1) <= *it - t) return (int)(it - levels) - 1;
+  return (int)(it - levels);
+}
+
 int nearest_level(const std::vector<float>& levels, float t) {
-  const auto it = std::lower_bound(levels.begin(), levels.end(), t);
-  if (it == levels.end()) return (int)levels.size() - 1;
-  if (it != levels.begin() && t - *(it - 1) <= *it - t) return (int)(it - levels.begin()) - 1;
-  return (int)(it - levels.begin());
+  return nearest_level(levels.data(), (int)levels.size(), t);
 }
 
 }  // namespace kvf

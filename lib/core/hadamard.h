@@ -24,5 +24,7 @@ std::vector<float> normal_float_levels(int bits);
 const std::vector<float>& normal_float_levels_cached(int bits);
 // The index of the level nearest t (levels ascending); a tie goes to the lower level.
 int nearest_level(const std::vector<float>& levels, float t);
+// The same over n levels at `levels`.
+int nearest_level(const float* levels, int n, float t);
 
 }  // namespace kvf
