@@ -1,11 +1,12 @@
 // kvf_kv_quantizer_study: candidate KV quantizers (compress/kv_quantizers.h) on a store's real KV. For each
 // candidate: bits per value (K, V, both; exact, as the codec would store them), how much smaller than f16, the
 // same with the codes at their entropy (each layer's code frequencies: what an ideal coder of the codes would write
-// on disk; group parameters and kept values as stored), the relative RMS error of K and V per stored layer, and the relative error of attention outputs softmax(QK^T/sqrt(d))V
-// with the reconstructed K and V against the original ones. Queries: stored K rows of another chunk (the next one
-// drawn) at the same layer and KV head, no RoPE on either side (stored K has none), no mask. A screening on
-// reconstruction and attention error, not an answer-quality measure. The data-fit codecs (fit, hfit) fit their levels
-// first, to --calibration-chunks chunks the measurement does not read. Single-threaded.
+// on disk; group parameters and kept values as stored), the relative RMS error of K and V per stored layer, and
+// the relative error of attention outputs softmax(QK^T/sqrt(d))V with the reconstructed K and V against the
+// original ones. Queries: stored K rows of another chunk (the next one drawn) at the same layer and KV head, no
+// RoPE on either side (stored K has none), no mask. A screening on reconstruction and attention error, not an
+// answer-quality measure. The data-fit codecs (fit, hfit) fit their levels first, to --calibration-chunks chunks
+// the measurement does not read. Single-threaded.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -101,6 +102,55 @@ std::vector<float> layer_matrix(const std::vector<float>& x, int64_t rows, int l
   return m;
 }
 
+using SpecPair = std::pair<kvf::KvQuantizerSpec, kvf::KvQuantizerSpec>;  // K's codec and V's
+using FittedLevels = std::vector<std::vector<std::array<kvf::KvFittedLevels, 2>>>;  // [candidate][layer][K, V]
+
+// The fit and hfit candidates' levels, fitted to up to `count` chunks of `rest` evenly spaced; `rows_read` gets
+// the rows they hold. Candidates without a fitted codec get no levels (an empty list of layers).
+FittedLevels fit_levels(const kvf::KvModeReader& reader, const std::vector<SpecPair>& specs,
+                        const std::vector<uint64_t>& rest, size_t count, int64_t width, int64_t head_dim,
+                        int64_t& rows_read) {
+  const int layers = reader.layout().stored_layers;
+  std::vector<std::vector<std::array<std::unique_ptr<kvf::KvLevelFitter>, 2>>> fitters(specs.size());
+  for (size_t s = 0; s < specs.size(); ++s) {
+    fitters[s].resize((size_t)layers);
+    for (int l = 0; l < layers; ++l)
+      for (int mi = 0; mi < 2; ++mi) {
+        const kvf::KvQuantizerSpec& sp = mi == 0 ? specs[s].first : specs[s].second;
+        if (kvf::kv_quantizer_is_fitted(sp))
+          fitters[s][(size_t)l][(size_t)mi] = std::make_unique<kvf::KvLevelFitter>(sp.bits, width);
+      }
+  }
+  const size_t nc = std::min(rest.size(), count);
+  rows_read = 0;
+  for (size_t ci = 0; ci < nc; ++ci) {
+    const kvf::HostKv kv = reader.read(rest[ci * rest.size() / nc]);
+    rows_read += kv.rows;
+    for (int l = 0; l < layers; ++l) {
+      const std::vector<float> k = layer_matrix(kv.k, kv.rows, layers, l, width),
+                               v = layer_matrix(kv.v, kv.rows, layers, l, width);
+      for (size_t s = 0; s < specs.size(); ++s)
+        for (int mi = 0; mi < 2; ++mi)
+          if (kvf::KvLevelFitter* f = fitters[s][(size_t)l][(size_t)mi].get())
+            kvf::add_kv_calibration(mi == 0 ? specs[s].first : specs[s].second,
+                                    mi == 0 ? kvf::KvMatrix::Key : kvf::KvMatrix::Value, (mi == 0 ? k : v).data(),
+                                    kv.rows, width, head_dim, *f);
+    }
+  }
+  FittedLevels fitted(specs.size());
+  for (size_t s = 0; s < specs.size(); ++s) {
+    bool any = false;
+    for (const auto& pair : fitters[s]) any |= pair[0] || pair[1];
+    if (!any) continue;
+    fitted[s].resize((size_t)layers);
+    for (int l = 0; l < layers; ++l)
+      for (int mi = 0; mi < 2; ++mi)
+        if (const kvf::KvLevelFitter* f = fitters[s][(size_t)l][(size_t)mi].get())
+          fitted[s][(size_t)l][(size_t)mi] = f->fit();
+  }
+  return fitted;
+}
+
 struct Summary {
   double mean = 0, worst = 0;
   int worst_layer = 0;
@@ -157,7 +207,7 @@ int main(int argc, char** argv) {
     const int64_t head_dim = layout.head_dim, heads = layout.kv_heads, width = heads * head_dim;
     if (codecs.empty()) codecs = default_codecs(bits);
     // K's codec and V's: one spec for both, or "KSPEC+VSPEC".
-    std::vector<std::pair<kvf::KvQuantizerSpec, kvf::KvQuantizerSpec>> specs;
+    std::vector<SpecPair> specs;
     for (const std::string& c : codecs) {
       const size_t plus = c.find('+');
       const std::string kc = c.substr(0, plus), vc = plus == std::string::npos ? c : c.substr(plus + 1);
@@ -176,47 +226,15 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) drawn.push_back(ids[i * ids.size() / n]);
 
     // Fitted levels per candidate, layer and matrix (K, V), from chunks the measurement does not read.
-    std::vector<std::vector<std::array<kvf::KvFittedLevels, 2>>> fitted(specs.size());
     int64_t calibration_read = 0;
     bool any_fitted = false;
     for (const auto& [ks, vs] : specs) any_fitted |= kvf::kv_quantizer_is_fitted(ks) || kvf::kv_quantizer_is_fitted(vs);
-    if (any_fitted) {
-      std::vector<uint64_t> rest;
-      std::set_difference(ids.begin(), ids.end(), drawn.begin(), drawn.end(), std::back_inserter(rest));
-      KVF_CHECK(!rest.empty(), store, ": every chunk is measured; none is left to fit the levels to");
-      const size_t nc = std::min(rest.size(), (size_t)calibration_chunks);
-      std::vector<std::vector<std::array<std::unique_ptr<kvf::KvLevelFitter>, 2>>> fitters(specs.size());
-      for (size_t s = 0; s < specs.size(); ++s) {
-        fitters[s].resize((size_t)layers);
-        for (int l = 0; l < layers; ++l)
-          for (int mi = 0; mi < 2; ++mi) {
-            const kvf::KvQuantizerSpec& sp = mi == 0 ? specs[s].first : specs[s].second;
-            if (kvf::kv_quantizer_is_fitted(sp))
-              fitters[s][(size_t)l][(size_t)mi] = std::make_unique<kvf::KvLevelFitter>(sp.bits, width);
-          }
-      }
-      for (size_t ci = 0; ci < nc; ++ci) {
-        const kvf::HostKv kv = reader.read(rest[ci * rest.size() / nc]);
-        calibration_read += kv.rows;
-        for (int l = 0; l < layers; ++l) {
-          const std::vector<float> k = layer_matrix(kv.k, kv.rows, layers, l, width),
-                                   v = layer_matrix(kv.v, kv.rows, layers, l, width);
-          for (size_t s = 0; s < specs.size(); ++s)
-            for (int mi = 0; mi < 2; ++mi)
-              if (kvf::KvLevelFitter* f = fitters[s][(size_t)l][(size_t)mi].get())
-                kvf::add_kv_calibration(mi == 0 ? specs[s].first : specs[s].second,
-                                        mi == 0 ? kvf::KvMatrix::Key : kvf::KvMatrix::Value,
-                                        (mi == 0 ? k : v).data(), kv.rows, width, head_dim, *f);
-        }
-      }
-      for (size_t s = 0; s < specs.size(); ++s) {
-        fitted[s].resize((size_t)layers);
-        for (int l = 0; l < layers; ++l)
-          for (int mi = 0; mi < 2; ++mi)
-            if (const kvf::KvLevelFitter* f = fitters[s][(size_t)l][(size_t)mi].get())
-              fitted[s][(size_t)l][(size_t)mi] = f->fit();
-      }
-    }
+    std::vector<uint64_t> rest;
+    std::set_difference(ids.begin(), ids.end(), drawn.begin(), drawn.end(), std::back_inserter(rest));
+    KVF_CHECK(!any_fitted || !rest.empty(), store, ": every chunk is measured; none is left to fit the levels to");
+    const FittedLevels fitted =
+        any_fitted ? fit_levels(reader, specs, rest, (size_t)calibration_chunks, width, head_dim, calibration_read)
+                   : FittedLevels(specs.size());
     const auto levels_of = [&](size_t s, int l, int mi) -> const kvf::KvFittedLevels* {
       return fitted[s].empty() ? nullptr : &fitted[s][(size_t)l][(size_t)mi];
     };
