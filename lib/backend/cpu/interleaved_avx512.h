@@ -99,35 +99,42 @@ constexpr int interleaved_block_bytes() {
   return F::kHeader + F::kUnits * interleaved_unit_bytes<F>();
 }
 
-// The unit at `unit`: pairs[i] = values 2i and 2i + 1 of the sixteen columns (16-bit, value 2c + h in element 2c +
-// h), q itself (the offset taken off).
+// Pairs 2j and 2j + 1 of the unit at `unit` (values 4j to 4j + 3 of the sixteen columns, 16-bit, value 2c + h of
+// a pair in element 2c + h), q itself (the offset taken off).
 template <class F>
-inline void widen_interleaved(const uint8_t* unit, __m512i* pairs) {
+inline void widen_interleaved_two(const uint8_t* unit, int j, __m512i& even, __m512i& odd) {
   if constexpr (F::kPlanes < 0) {
-    for (int i = 0; i < 16; ++i) pairs[i] = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i*)(unit + 32 * i)));
+    even = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i*)(unit + 64 * j)));
+    odd = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i*)(unit + 64 * j + 32)));
   } else {
-    const uint8_t* nibbles = unit + 64 * F::kPlanes;
     const __m256i m4 = _mm256_set1_epi8(0xF);
-    for (int j = 0; j < 8; ++j) {
-      const __m256i v = _mm256_loadu_si256((const __m256i*)(nibbles + 32 * j));
-      pairs[2 * j] = _mm512_cvtepu8_epi16(_mm256_and_si256(v, m4));
-      pairs[2 * j + 1] = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
-    }
+    const __m256i v = _mm256_loadu_si256((const __m256i*)(unit + 64 * F::kPlanes + 32 * j));
+    even = _mm512_cvtepu8_epi16(_mm256_and_si256(v, m4));
+    odd = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
     if constexpr (F::kPlanes > 0) {
       // The planes below the top one add their bit's value; the top one's value is the offset, so where its bit
       // is clear the offset is subtracted, and where set nothing is: q = u - offset in one masked operation.
-      for (int i = 0; i < 16; ++i) {
+      __m512i* pairs[2] = {&even, &odd};
+      for (int h = 0; h < 2; ++h) {
+        const int i = 2 * j + h;
+        __m512i& pair = *pairs[h];
         for (int p = 0; p + 1 < F::kPlanes; ++p) {
           uint32_t bits;
           std::memcpy(&bits, unit + 64 * p + 4 * i, 4);
-          pairs[i] = _mm512_mask_add_epi16(pairs[i], (__mmask32)bits, pairs[i], _mm512_set1_epi16((int16_t)(16 << p)));
+          pair = _mm512_mask_add_epi16(pair, (__mmask32)bits, pair, _mm512_set1_epi16((int16_t)(16 << p)));
         }
         uint32_t top;
         std::memcpy(&top, unit + 64 * (F::kPlanes - 1) + 4 * i, 4);
-        pairs[i] = _mm512_mask_sub_epi16(pairs[i], (__mmask32)~top, pairs[i], _mm512_set1_epi16(F::kOffset));
+        pair = _mm512_mask_sub_epi16(pair, (__mmask32)~top, pair, _mm512_set1_epi16(F::kOffset));
       }
     }
   }
+}
+
+// The whole unit: pairs[i] = values 2i and 2i + 1 of the sixteen columns.
+template <class F>
+inline void widen_interleaved(const uint8_t* unit, __m512i* pairs) {
+  for (int j = 0; j < 8; ++j) widen_interleaved_two<F>(unit, j, pairs[2 * j], pairs[2 * j + 1]);
 }
 
 }  // namespace
