@@ -146,6 +146,34 @@ double avx512_bf16(int64_t iters) {
                : KVF_Z_CLOBBERS);
   return 24.0 * 32 * 2 * (double)iters;
 }
+
+}  // namespace
+}  // namespace kvf::bench
+KVF_ISA_END
+
+KVF_ISA_BEGIN("avx512f,avx512vnni")
+namespace kvf::bench {
+namespace {
+
+#define KVF_Z_WSSD(i) "vpdpwssd %%zmm30, %%zmm31, %%zmm" #i "\n\t"
+// The integer dot products' step (int_dot_columns_avx512.cpp, what decoding and short passes run with AVX-512
+// VNNI): 24 vpdpwssd zmm per pass (32 products of 16-bit integers summed in pairs into 16 32-bit sums): 24 x 32 x 2.
+double avx512_vnni(int64_t iters) {
+  int64_t n = iters;
+  asm volatile(KVF_R6(KVF_Z_ZERO, 0, 1, 2, 3, 4, 5) KVF_R6(KVF_Z_ZERO, 6, 7, 8, 9, 10, 11)
+                   KVF_R6(KVF_Z_ZERO, 12, 13, 14, 15, 16, 17) KVF_R6(KVF_Z_ZERO, 18, 19, 20, 21, 22, 23)
+                       KVF_Z_ZERO(30) KVF_Z_ZERO(31)
+               "1:\n\t" KVF_R6(KVF_Z_WSSD, 0, 1, 2, 3, 4, 5) KVF_R6(KVF_Z_WSSD, 6, 7, 8, 9, 10, 11)
+                   KVF_R6(KVF_Z_WSSD, 12, 13, 14, 15, 16, 17) KVF_R6(KVF_Z_WSSD, 18, 19, 20, 21, 22, 23)
+               "dec %0\n\t"
+               "jnz 1b\n\t"
+               "vzeroupper\n\t"
+               : "+r"(n)
+               :
+               : KVF_Z_CLOBBERS);
+  return 24.0 * 32 * 2 * (double)iters;
+}
+#undef KVF_Z_WSSD
 #undef KVF_Z_CLOBBERS
 
 }  // namespace
@@ -272,6 +300,7 @@ MatrixPeak measure_matrix_peak(int threads, double seconds, const std::vector<st
   }
   if (f.avx512) loops.push_back({"avx512-f32", "vfmadd231ps zmm", avx512_f32});
   if (f.avx512 && f.avx512_bf16) loops.push_back({"avx512-bf16", "vdpbf16ps zmm", avx512_bf16});
+  if (f.avx512 && f.avx512_vnni) loops.push_back({"avx512-vnni", "vpdpwssd zmm", avx512_vnni});
   // amx_bf16_usable() also asks Linux for the tile state of this process, which the loop needs.
   const bool wants_amx = only.empty() || std::find(only.begin(), only.end(), "amx-bf16") != only.end();
   if (f.amx_bf16 && wants_amx && cpu::amx_bf16_usable()) loops.push_back({"amx-bf16", "tdpbf16ps", amx_bf16});
@@ -334,7 +363,7 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "about how long each of the three timed runs of a kernel takes")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--kernel", only, "only these: avx2-f32 avx2-int16 avx512-f32 avx512-bf16 amx-bf16");
+  app.add_option("--kernel", only, "only these: avx2-f32 avx2-int16 avx512-f32 avx512-bf16 avx512-vnni amx-bf16");
   app.add_flag("--json", json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
   try {

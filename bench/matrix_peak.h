@@ -1,7 +1,8 @@
 // The CPU's measured matrix peak: for each multiply kernel family kvfuse has (AVX2 f32 FMA, AVX2 16-bit integer
-// vpmaddwd, AVX-512 f32 FMA, AVX-512 BF16 vdpbf16ps, AMX BF16 tdpbf16ps), a loop of independent register-only
-// multiply-adds on every thread at once, and the clock those threads run at (a dependent add chain: one add per
-// cycle). bench/matrix_peak.cpp is both kvf_matrix_peak and, compiled into kvf_prefill_bench, this header's code.
+// vpmaddwd, AVX-512 f32 FMA, AVX-512 BF16 vdpbf16ps, AVX-512 VNNI 16-bit integer vpdpwssd, AMX BF16 tdpbf16ps), a
+// loop of independent register-only multiply-adds on every thread at once, and the clock those threads run at (a
+// dependent add chain: one add per cycle). bench/matrix_peak.cpp is both kvf_matrix_peak and, compiled into
+// kvf_prefill_bench, this header's code.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -10,7 +11,7 @@
 namespace kvf::bench {
 
 struct KernelPeak {
-  std::string kernel;     // avx2-f32 | avx2-int16 | avx512-f32 | avx512-bf16 | amx-bf16
+  std::string kernel;     // avx2-f32 | avx2-int16 | avx512-f32 | avx512-bf16 | avx512-vnni | amx-bf16
   std::string op;         // the instruction timed
   double gflops = 0;      // all threads together; a multiply-add counts 2 (also for 16-bit integers)
   double flop_per_cycle_per_core = 0;  // gflops / (threads x measured GHz)
