@@ -36,6 +36,7 @@ namespace {
 #define KVF_Z_ZERO(i) "vpxord %%zmm" #i ", %%zmm" #i ", %%zmm" #i "\n\t"
 #define KVF_Z_FMA(i) "vfmadd231ps %%zmm30, %%zmm31, %%zmm" #i "\n\t"
 #define KVF_Z_DP(i) "vdpbf16ps %%zmm30, %%zmm31, %%zmm" #i "\n\t"
+#define KVF_Z_WSSD(i) "vpdpwssd %%zmm30, %%zmm31, %%zmm" #i "\n\t"
 
 // The clock: a chain of dependent register adds, one per cycle on every x86 core (32 per loop pass).
 uint64_t add_chain_cycles(int64_t iters) {
@@ -104,77 +105,48 @@ double avx2_int16(int64_t iters) {
 }  // namespace kvf::bench
 KVF_ISA_END
 
-KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,fma")
+KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,fma")
 namespace kvf::bench {
 namespace {
 
-#define KVF_Z_CLOBBERS                                                                                           \
-  "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", \
-      "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm30",  \
-      "xmm31"
+// n passes of 24 STEP(i) into 24 zmm accumulators, zeroed first, from zmm30 and zmm31 (zeroed too).
+#define KVF_Z_PASSES(STEP, n)                                                                                    \
+  asm volatile(KVF_R6(KVF_Z_ZERO, 0, 1, 2, 3, 4, 5) KVF_R6(KVF_Z_ZERO, 6, 7, 8, 9, 10, 11)                       \
+                   KVF_R6(KVF_Z_ZERO, 12, 13, 14, 15, 16, 17) KVF_R6(KVF_Z_ZERO, 18, 19, 20, 21, 22, 23)         \
+                       KVF_Z_ZERO(30) KVF_Z_ZERO(31)                                                             \
+               "1:\n\t" KVF_R6(STEP, 0, 1, 2, 3, 4, 5) KVF_R6(STEP, 6, 7, 8, 9, 10, 11)                         \
+                   KVF_R6(STEP, 12, 13, 14, 15, 16, 17) KVF_R6(STEP, 18, 19, 20, 21, 22, 23)                     \
+               "dec %0\n\t"                                                                                      \
+               "jnz 1b\n\t"                                                                                      \
+               "vzeroupper\n\t"                                                                                  \
+               : "+r"(n)                                                                                         \
+               :                                                                                                 \
+               : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",  \
+                 "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",       \
+                 "xmm21", "xmm22", "xmm23", "xmm30", "xmm31")
 
-// 24 vfmadd231ps zmm per pass into 24 accumulators: 24 x 16 x 2 FLOPs.
+// 24 vfmadd231ps zmm per pass: 24 x 16 x 2 FLOPs.
 double avx512_f32(int64_t iters) {
   int64_t n = iters;
-  asm volatile(KVF_R6(KVF_Z_ZERO, 0, 1, 2, 3, 4, 5) KVF_R6(KVF_Z_ZERO, 6, 7, 8, 9, 10, 11)
-                   KVF_R6(KVF_Z_ZERO, 12, 13, 14, 15, 16, 17) KVF_R6(KVF_Z_ZERO, 18, 19, 20, 21, 22, 23)
-                       KVF_Z_ZERO(30) KVF_Z_ZERO(31)
-               "1:\n\t" KVF_R6(KVF_Z_FMA, 0, 1, 2, 3, 4, 5) KVF_R6(KVF_Z_FMA, 6, 7, 8, 9, 10, 11)
-                   KVF_R6(KVF_Z_FMA, 12, 13, 14, 15, 16, 17) KVF_R6(KVF_Z_FMA, 18, 19, 20, 21, 22, 23)
-               "dec %0\n\t"
-               "jnz 1b\n\t"
-               "vzeroupper\n\t"
-               : "+r"(n)
-               :
-               : KVF_Z_CLOBBERS);
+  KVF_Z_PASSES(KVF_Z_FMA, n);
   return 24.0 * 16 * 2 * (double)iters;
 }
 
 // 24 vdpbf16ps zmm per pass (32 bf16 products summed in pairs into 16 f32): 24 x 32 x 2 FLOPs.
 double avx512_bf16(int64_t iters) {
   int64_t n = iters;
-  asm volatile(KVF_R6(KVF_Z_ZERO, 0, 1, 2, 3, 4, 5) KVF_R6(KVF_Z_ZERO, 6, 7, 8, 9, 10, 11)
-                   KVF_R6(KVF_Z_ZERO, 12, 13, 14, 15, 16, 17) KVF_R6(KVF_Z_ZERO, 18, 19, 20, 21, 22, 23)
-                       KVF_Z_ZERO(30) KVF_Z_ZERO(31)
-               "1:\n\t" KVF_R6(KVF_Z_DP, 0, 1, 2, 3, 4, 5) KVF_R6(KVF_Z_DP, 6, 7, 8, 9, 10, 11)
-                   KVF_R6(KVF_Z_DP, 12, 13, 14, 15, 16, 17) KVF_R6(KVF_Z_DP, 18, 19, 20, 21, 22, 23)
-               "dec %0\n\t"
-               "jnz 1b\n\t"
-               "vzeroupper\n\t"
-               : "+r"(n)
-               :
-               : KVF_Z_CLOBBERS);
+  KVF_Z_PASSES(KVF_Z_DP, n);
   return 24.0 * 32 * 2 * (double)iters;
 }
 
-}  // namespace
-}  // namespace kvf::bench
-KVF_ISA_END
-
-KVF_ISA_BEGIN("avx512f,avx512vnni")
-namespace kvf::bench {
-namespace {
-
-#define KVF_Z_WSSD(i) "vpdpwssd %%zmm30, %%zmm31, %%zmm" #i "\n\t"
-// The integer dot products' step (int_dot_columns_avx512.cpp, what decoding and short passes run with AVX-512
-// VNNI): 24 vpdpwssd zmm per pass (32 products of 16-bit integers summed in pairs into 16 32-bit sums): 24 x 32 x 2.
+// The integer dot products' step (int_dot_columns_avx512.cpp: decoding and short passes with AVX-512 VNNI): 24
+// vpdpwssd zmm per pass (32 products of 16-bit integers summed in pairs into 16 32-bit sums): 24 x 32 x 2.
 double avx512_vnni(int64_t iters) {
   int64_t n = iters;
-  asm volatile(KVF_R6(KVF_Z_ZERO, 0, 1, 2, 3, 4, 5) KVF_R6(KVF_Z_ZERO, 6, 7, 8, 9, 10, 11)
-                   KVF_R6(KVF_Z_ZERO, 12, 13, 14, 15, 16, 17) KVF_R6(KVF_Z_ZERO, 18, 19, 20, 21, 22, 23)
-                       KVF_Z_ZERO(30) KVF_Z_ZERO(31)
-               "1:\n\t" KVF_R6(KVF_Z_WSSD, 0, 1, 2, 3, 4, 5) KVF_R6(KVF_Z_WSSD, 6, 7, 8, 9, 10, 11)
-                   KVF_R6(KVF_Z_WSSD, 12, 13, 14, 15, 16, 17) KVF_R6(KVF_Z_WSSD, 18, 19, 20, 21, 22, 23)
-               "dec %0\n\t"
-               "jnz 1b\n\t"
-               "vzeroupper\n\t"
-               : "+r"(n)
-               :
-               : KVF_Z_CLOBBERS);
+  KVF_Z_PASSES(KVF_Z_WSSD, n);
   return 24.0 * 32 * 2 * (double)iters;
 }
-#undef KVF_Z_WSSD
-#undef KVF_Z_CLOBBERS
+#undef KVF_Z_PASSES
 
 }  // namespace
 }  // namespace kvf::bench
