@@ -178,12 +178,13 @@ void sixteen_interleaved_columns(const uint8_t* group, const Int16Rows& x, float
 
 // Several rows over interleaved weights take kGroups groups (64 columns) and kRowBlock rows at a time: each group's
 // two pairs are widened once for the block's rows and each broadcast pair of a row feeds all four groups, where
-// sixteen_interleaved_columns pays a broadcast for every vpdpwssd (one core of an AMD EPYC Zen 5, 16 rows: 11.5 ->
-// 9.9 cycles a row and unit of sixteen columns; 4 rows 14.2 -> 10.6). A (row, column) gets add_unit's operations in
-// the same order, so the same bits. One or two rows stay with sixteen_interleaved_columns: alone on a core such a
-// pass is faster this way too (1 row 30 -> 25 cycles), but decoding, bound by memory there, was slower (one
-// sequence of Qwen2.5 0.5B: 84 against 102 tokens/s, two 147-149 against 160, the prefetch below included).
-constexpr int kGroups = 4, kRowBlock = 4;
+// sixteen_interleaved_columns pays a broadcast for every vpdpwssd (one core of an AMD EPYC Zen 5, Q4_K weights in L3,
+// cycles a row and unit of sixteen columns: 16 rows 15.9 -> 12.9, 4 rows 17.1 -> 14.4). A (row, column) gets
+// add_unit's operations in the same order, so the same bits. One or two rows stay with sixteen_interleaved_columns:
+// alone on a core such a pass is faster this way too (1 row 30 -> 25 cycles), but decoding, bound by memory there,
+// was slower (one sequence of Qwen2.5 0.5B: 84 against 102 tokens/s, two 147-149 against 160, the prefetch below
+// included).
+constexpr int kGroups = 4, kRowBlock = 4, kGroupsFromRows = 3;
 // Bytes ahead of each group's unit that the walk prefetches. Four streams at once, 15-40 KB apart, were not followed
 // by the hardware prefetchers as one group's single stream is: decoding 4 Qwen2.5 0.5B sequences (weights in
 // memory, not in cache) ran at 166-175 tokens/s against 227-231 one group at a time, and at 220-225 with 2 or 4 KB
@@ -260,8 +261,8 @@ inline void add_groups_unit(const uint8_t* const* units, const UnitScales* scale
     }
 }
 
-// The product for the kGroups interleaved groups at group (group_bytes apart), at least three rows: blocks of
-// kRowBlock rows, the rest in blocks of three (five rows: three and two).
+// The product for the kGroups interleaved groups at group (group_bytes apart), kGroupsFromRows rows or more: blocks
+// of kRowBlock rows, the rest in blocks of three (five rows: three and two).
 template <DType T>
 void interleaved_groups(const uint8_t* group, size_t group_bytes, const Int16Rows& x, float* y, int64_t ldy,
                         std::vector<float>& sums) {
@@ -316,7 +317,7 @@ void int_dot_interleaved_avx512_vnni(DType t, const uint8_t* w, int wrows, const
   std::vector<float>& sums = row_sums(x.rows);
   const size_t group_bytes = kCols * dtype_bytes(t, x.k);
   int c0 = 0;
-  if (x.rows >= 3)
+  if (x.rows >= kGroupsFromRows)
     for (; c0 + kGroups * kCols <= wrows; c0 += kGroups * kCols, w += kGroups * group_bytes) {
       switch (t) {
         case DType::Q4_1_X16: interleaved_groups<DType::Q4_1_X16>(w, group_bytes, x, y + c0, ldy, sums); break;
