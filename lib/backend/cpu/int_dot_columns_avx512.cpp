@@ -139,7 +139,7 @@ template <bool kHalves, bool kMin>
 void sixteen_columns(DType t, const uint8_t* w, size_t row_bytes, int ncols, const Int16Rows& x, float* y,
                      int64_t ldy, ChunkUnits& units, std::vector<float>& sums) {
   const int64_t k = x.k;
-  std::fill(sums.begin(), sums.end(), 0.0f);
+  std::fill_n(sums.begin(), 2 * kCols * x.rows, 0.0f);  // the buffer is sized for four groups' rows
   if (ncols < kCols) std::memset(&units, 0, sizeof units);    // the missing columns: zeros throughout
   for (int64_t e0 = 0; e0 < k; e0 += kChunk) {
     const int64_t len = std::min(kChunk, k - e0);
@@ -165,7 +165,7 @@ template <DType T>
 void sixteen_interleaved_columns(const uint8_t* group, const Int16Rows& x, float* y, int64_t ldy,
                                  std::vector<float>& sums) {
   using F = InterleavedFormat<T>;
-  std::fill(sums.begin(), sums.end(), 0.0f);
+  std::fill_n(sums.begin(), 2 * kCols * x.rows, 0.0f);  // the buffer is sized for four groups' rows
   for (int64_t e = 0; e < x.k; e += 32 * F::kUnits, group += interleaved_block_bytes<F>())
     for (int u = 0; u < F::kUnits; ++u) {
       __m512i pairs[kCols];
@@ -310,33 +310,30 @@ void all_columns(DType t, const uint8_t* w, size_t row_bytes, int wrows, const I
                                    *units, sums);
 }
 
+// Every column of wrows interleaved weight rows: four groups at a time where there are enough rows, the rest one
+// group at a time.
+template <DType T>
+void interleaved_columns(const uint8_t* w, int wrows, const Int16Rows& x, float* y, int64_t ldy) {
+  std::vector<float>& sums = row_sums(x.rows);
+  const size_t group_bytes = kCols * dtype_bytes(T, x.k);
+  int c0 = 0;
+  if (x.rows >= kGroupsFromRows)
+    for (; c0 + kGroups * kCols <= wrows; c0 += kGroups * kCols, w += kGroups * group_bytes)
+      interleaved_groups<T>(w, group_bytes, x, y + c0, ldy, sums);
+  for (; c0 < wrows; c0 += kCols, w += group_bytes) sixteen_interleaved_columns<T>(w, x, y + c0, ldy, sums);
+}
+
 }  // namespace
 
 void int_dot_interleaved_avx512_vnni(DType t, const uint8_t* w, int wrows, const Int16Rows& x, float* y,
                                      int64_t ldy) {
-  std::vector<float>& sums = row_sums(x.rows);
-  const size_t group_bytes = kCols * dtype_bytes(t, x.k);
-  int c0 = 0;
-  if (x.rows >= kGroupsFromRows)
-    for (; c0 + kGroups * kCols <= wrows; c0 += kGroups * kCols, w += kGroups * group_bytes) {
-      switch (t) {
-        case DType::Q4_1_X16: interleaved_groups<DType::Q4_1_X16>(w, group_bytes, x, y + c0, ldy, sums); break;
-        case DType::Q5_0_X16: interleaved_groups<DType::Q5_0_X16>(w, group_bytes, x, y + c0, ldy, sums); break;
-        case DType::Q8_0_X16: interleaved_groups<DType::Q8_0_X16>(w, group_bytes, x, y + c0, ldy, sums); break;
-        case DType::Q4_K_X16: interleaved_groups<DType::Q4_K_X16>(w, group_bytes, x, y + c0, ldy, sums); break;
-        case DType::Q6_K_X16: interleaved_groups<DType::Q6_K_X16>(w, group_bytes, x, y + c0, ldy, sums); break;
-        default: fail("int_dot_interleaved: ", dtype_name(t), " is not interleaved");
-      }
-    }
-  for (; c0 < wrows; c0 += kCols, w += group_bytes) {
-    switch (t) {
-      case DType::Q4_1_X16: sixteen_interleaved_columns<DType::Q4_1_X16>(w, x, y + c0, ldy, sums); break;
-      case DType::Q5_0_X16: sixteen_interleaved_columns<DType::Q5_0_X16>(w, x, y + c0, ldy, sums); break;
-      case DType::Q8_0_X16: sixteen_interleaved_columns<DType::Q8_0_X16>(w, x, y + c0, ldy, sums); break;
-      case DType::Q4_K_X16: sixteen_interleaved_columns<DType::Q4_K_X16>(w, x, y + c0, ldy, sums); break;
-      case DType::Q6_K_X16: sixteen_interleaved_columns<DType::Q6_K_X16>(w, x, y + c0, ldy, sums); break;
-      default: fail("int_dot_interleaved: ", dtype_name(t), " is not interleaved");
-    }
+  switch (t) {
+    case DType::Q4_1_X16: return interleaved_columns<DType::Q4_1_X16>(w, wrows, x, y, ldy);
+    case DType::Q5_0_X16: return interleaved_columns<DType::Q5_0_X16>(w, wrows, x, y, ldy);
+    case DType::Q8_0_X16: return interleaved_columns<DType::Q8_0_X16>(w, wrows, x, y, ldy);
+    case DType::Q4_K_X16: return interleaved_columns<DType::Q4_K_X16>(w, wrows, x, y, ldy);
+    case DType::Q6_K_X16: return interleaved_columns<DType::Q6_K_X16>(w, wrows, x, y, ldy);
+    default: fail("int_dot_interleaved: ", dtype_name(t), " is not interleaved");
   }
 }
 

@@ -114,10 +114,7 @@ inline void widen_interleaved_two(const uint8_t* unit, int j, __m512i& even, __m
     if constexpr (F::kPlanes > 0) {
       // The planes below the top one add their bit's value; the top one's value is the offset, so where its bit
       // is clear the offset is subtracted, and where set nothing is: q = u - offset in one masked operation.
-      __m512i* pairs[2] = {&even, &odd};
-      for (int h = 0; h < 2; ++h) {
-        const int i = 2 * j + h;
-        __m512i& pair = *pairs[h];
+      const auto add_planes = [unit](__m512i& pair, int i) {
         for (int p = 0; p + 1 < F::kPlanes; ++p) {
           uint32_t bits;
           std::memcpy(&bits, unit + 64 * p + 4 * i, 4);
@@ -126,7 +123,9 @@ inline void widen_interleaved_two(const uint8_t* unit, int j, __m512i& even, __m
         uint32_t top;
         std::memcpy(&top, unit + 64 * (F::kPlanes - 1) + 4 * i, 4);
         pair = _mm512_mask_sub_epi16(pair, (__mmask32)~top, pair, _mm512_set1_epi16(F::kOffset));
-      }
+      };
+      add_planes(even, 2 * j);
+      add_planes(odd, 2 * j + 1);
     }
   }
 }
