@@ -139,7 +139,7 @@ template <bool kHalves, bool kMin>
 void sixteen_columns(DType t, const uint8_t* w, size_t row_bytes, int ncols, const Int16Rows& x, float* y,
                      int64_t ldy, ChunkUnits& units, std::vector<float>& sums) {
   const int64_t k = x.k;
-  std::fill_n(sums.begin(), 2 * kCols * x.rows, 0.0f);  // the buffer is sized for four groups' rows
+  std::fill_n(sums.begin(), 2 * kCols * x.rows, 0.0f);
   if (ncols < kCols) std::memset(&units, 0, sizeof units);    // the missing columns: zeros throughout
   for (int64_t e0 = 0; e0 < k; e0 += kChunk) {
     const int64_t len = std::min(kChunk, k - e0);
@@ -158,6 +158,13 @@ void sixteen_columns(DType t, const uint8_t* w, size_t row_bytes, int ncols, con
   store_sums(sums, ncols, x, y, ldy);
 }
 
+// Bytes ahead of the block being read that the walk over interleaved columns prefetches, a block's worth at a time.
+// The hardware prefetchers alone keep too few lines in flight to fill the two cores' share of the memory's bandwidth
+// (decoding one Qwen2.5 1.5B sequence at about 35 GB/s where the memory gives 65-80): with 8 KB, one Qwen2.5 1.5B
+// sequence decoded at 41-52 tokens/s against 34-35 (AMD EPYC Zen 5, 2 threads), one Qwen2.5 0.5B sequence at 107-127
+// against 94-99 (4 KB: 106-111; 12 KB: 108-120; 32 KB: no gain). docs/engine.md has the sweep.
+constexpr int kPrefetchAhead = 8192;
+
 // The same product for the sixteen interleaved columns at group (interleaved_weights.h): no walk and no transpose,
 // each unit's pairs widened straight from memory, so a single row costs sixteen widenings and sixteen vpdpwssd per
 // unit.
@@ -165,138 +172,23 @@ template <DType T>
 void sixteen_interleaved_columns(const uint8_t* group, const Int16Rows& x, float* y, int64_t ldy,
                                  std::vector<float>& sums) {
   using F = InterleavedFormat<T>;
-  std::fill_n(sums.begin(), 2 * kCols * x.rows, 0.0f);  // the buffer is sized for four groups' rows
-  for (int64_t e = 0; e < x.k; e += 32 * F::kUnits, group += interleaved_block_bytes<F>())
+  std::fill_n(sums.begin(), 2 * kCols * x.rows, 0.0f);
+  for (int64_t e = 0; e < x.k; e += 32 * F::kUnits, group += interleaved_block_bytes<F>()) {
+    for (int off = 0; off < interleaved_block_bytes<F>(); off += 64)
+      _mm_prefetch((const char*)group + kPrefetchAhead + off, _MM_HINT_T0);
     for (int u = 0; u < F::kUnits; ++u) {
       __m512i pairs[kCols];
       widen_interleaved<F>(group + F::kHeader + u * interleaved_unit_bytes<F>(), pairs);
       const UnitScales s = F::scales(group, u);
       add_unit<F::kHalves, F::kMin>(pairs, s.s0, s.s1, s.min, x, e + 32 * u, sums.data());
     }
+  }
   store_sums(sums, kCols, x, y, ldy);
-}
-
-// Several rows over interleaved weights take kGroups groups (64 columns) and kRowBlock rows at a time: each group's
-// two pairs are widened once for the block's rows and each broadcast pair of a row feeds all four groups, where
-// sixteen_interleaved_columns pays a broadcast for every vpdpwssd (one core of an AMD EPYC Zen 5, Q4_K weights in L3,
-// cycles a row and unit of sixteen columns: 16 rows 15.9 -> 12.9, 4 rows 17.1 -> 14.4). A (row, column) gets
-// add_unit's operations in the same order, so the same bits. One or two rows stay with sixteen_interleaved_columns:
-// alone on a core such a pass is faster this way too (1 row 30 -> 25 cycles), but decoding, bound by memory there,
-// was slower (one sequence of Qwen2.5 0.5B: 84 against 102 tokens/s, two 147-149 against 160, the prefetch below
-// included).
-constexpr int kGroups = 4, kRowBlock = 4, kGroupsFromRows = 3;
-// Bytes ahead of each group's unit that the walk prefetches. Four streams at once, 15-40 KB apart, were not followed
-// by the hardware prefetchers as one group's single stream is: decoding 4 Qwen2.5 0.5B sequences (weights in
-// memory, not in cache) ran at 166-175 tokens/s against 227-231 one group at a time, and at 220-225 with 2 or 4 KB
-// prefetched (1 KB-2 KB measured best across models and batches; 8 KB: 188-197).
-constexpr int kPrefetchAhead = 1536;
-
-// acc[r][g] += pairs [2 j0, 2 j1) of the unit of group g (at units[g]) times those of row r0 + r from value e.
-template <class F, int R>
-inline void add_pairs(const uint8_t* const* units, int j0, int j1, const Int16Rows& x, int64_t r0, int64_t e,
-                      __m512i (&acc)[R][kGroups]) {
-#pragma GCC unroll 8
-  for (int j = j0; j < j1; ++j) {
-    __m512i even[kGroups], odd[kGroups];
-#pragma GCC unroll 4
-    for (int g = 0; g < kGroups; ++g) widen_interleaved_two<F>(units[g], j, even[g], odd[g]);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const int16_t* q = x.q.data() + (r0 + r) * x.k + e + 4 * j;
-      const __m512i a0 = pair_everywhere(q), a1 = pair_everywhere(q + 2);
-#pragma GCC unroll 4
-      for (int g = 0; g < kGroups; ++g)
-        acc[r][g] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(acc[r][g], even[g], a0), odd[g], a1);
-    }
-  }
-}
-
-// scaled[r][g] += float(acc[r][g]) * (s[g] * d), d the activation scale of row r0 + r's block at e; sums is
-// [row][group][scaled, mins][column].
-template <int R>
-inline void scale_into(const __m512i (&acc)[R][kGroups], const __m512* s, const Int16Rows& x, int64_t r0, int64_t e,
-                       float* sums) {
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    const __m512 d = _mm512_set1_ps(x.d[(size_t)((r0 + r) * (x.k / 32) + e / 32)]);
-#pragma GCC unroll 4
-    for (int g = 0; g < kGroups; ++g) {
-      float* scaled = sums + 2 * kCols * (kGroups * (r0 + r) + g);
-      _mm512_storeu_ps(scaled, _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][g]), _mm512_mul_ps(s[g], d),
-                                               _mm512_loadu_ps(scaled)));
-    }
-  }
-}
-
-// add_unit for rows r0 .. r0 + R and the kGroups groups' unit at value e (units[g]: its bytes, scales[g]: its
-// scales).
-template <class F, int R>
-inline void add_groups_unit(const uint8_t* const* units, const UnitScales* scales, const Int16Rows& x, int64_t r0,
-                            int64_t e, float* sums) {
-  __m512 s0[kGroups], s1[kGroups];
-  for (int g = 0; g < kGroups; ++g) s0[g] = scales[g].s0, s1[g] = scales[g].s1;
-  __m512i acc[R][kGroups];
-  const auto clear = [&acc] {
-    for (auto& row : acc)
-      for (__m512i& a : row) a = _mm512_setzero_si512();
-  };
-  clear();
-  if constexpr (F::kHalves) {  // values 0-15, then 16-31, each half scaled on its own
-    add_pairs<F, R>(units, 0, 4, x, r0, e, acc);
-    scale_into<R>(acc, s0, x, r0, e, sums);
-    clear();
-    add_pairs<F, R>(units, 4, 8, x, r0, e, acc);
-    scale_into<R>(acc, s1, x, r0, e, sums);
-  } else {
-    add_pairs<F, R>(units, 0, 8, x, r0, e, acc);
-    scale_into<R>(acc, s0, x, r0, e, sums);
-  }
-  if constexpr (F::kMin)
-    for (int r = 0; r < R; ++r) {
-      const __m512 sum = _mm512_set1_ps(x.sum32[(size_t)((r0 + r) * (x.k / 32) + e / 32)]);
-      for (int g = 0; g < kGroups; ++g) {
-        float* m = sums + 2 * kCols * (kGroups * (r0 + r) + g) + kCols;
-        _mm512_storeu_ps(m, _mm512_fmadd_ps(scales[g].min, sum, _mm512_loadu_ps(m)));
-      }
-    }
-}
-
-// The product for the kGroups interleaved groups at group (group_bytes apart), kGroupsFromRows rows or more: blocks
-// of kRowBlock rows, the rest in blocks of three (five rows: three and two).
-template <DType T>
-void interleaved_groups(const uint8_t* group, size_t group_bytes, const Int16Rows& x, float* y, int64_t ldy,
-                        std::vector<float>& sums) {
-  using F = InterleavedFormat<T>;
-  const int64_t rows = x.rows, threes = rows == 5 ? 1 : (kRowBlock - rows % kRowBlock) % kRowBlock;
-  const int64_t fours_end = rows - 3 * threes - (rows == 5 ? 2 : 0);
-  std::fill(sums.begin(), sums.end(), 0.0f);
-  for (int64_t e = 0, block = 0; e < x.k; e += 32 * F::kUnits, block += interleaved_block_bytes<F>())
-    for (int u = 0; u < F::kUnits; ++u) {
-      const uint8_t* units[kGroups];
-      UnitScales scales[kGroups];
-      for (int g = 0; g < kGroups; ++g) {
-        const uint8_t* b = group + g * group_bytes + block;
-        units[g] = b + F::kHeader + u * interleaved_unit_bytes<F>();
-        scales[g] = F::scales(b, u);
-        for (int off = 0; off < interleaved_unit_bytes<F>(); off += 64)
-          _mm_prefetch((const char*)units[g] + kPrefetchAhead + off, _MM_HINT_T0);
-      }
-      const int64_t ue = e + 32 * u;
-      int64_t r0 = 0;
-      for (; r0 < fours_end; r0 += kRowBlock) add_groups_unit<F, kRowBlock>(units, scales, x, r0, ue, sums.data());
-      for (; r0 + 3 <= rows; r0 += 3) add_groups_unit<F, 3>(units, scales, x, r0, ue, sums.data());
-      if (r0 < rows) add_groups_unit<F, 2>(units, scales, x, r0, ue, sums.data());  // five rows' last two
-    }
-  for (int64_t r = 0; r < rows; ++r)
-    for (int g = 0; g < kGroups; ++g) {
-      const float* s = sums.data() + 2 * kCols * (kGroups * r + g);
-      _mm512_storeu_ps(y + r * ldy + kCols * g, _mm512_add_ps(_mm512_loadu_ps(s), _mm512_loadu_ps(s + kCols)));
-    }
 }
 
 std::vector<float>& row_sums(int64_t rows) {
   static thread_local std::vector<float> sums;
-  sums.resize((size_t)(2 * kCols * kGroups * rows));  // [row][group][scaled, mins][column]
+  sums.resize((size_t)(2 * kCols * rows));  // [row][scaled, mins][column]
   return sums;
 }
 
@@ -310,17 +202,12 @@ void all_columns(DType t, const uint8_t* w, size_t row_bytes, int wrows, const I
                                    *units, sums);
 }
 
-// Every column of wrows interleaved weight rows: four groups at a time where there are enough rows, the rest one
-// group at a time.
+// Every column of wrows interleaved weight rows, a group of sixteen at a time.
 template <DType T>
 void interleaved_columns(const uint8_t* w, int wrows, const Int16Rows& x, float* y, int64_t ldy) {
   std::vector<float>& sums = row_sums(x.rows);
   const size_t group_bytes = kCols * dtype_bytes(T, x.k);
-  int c0 = 0;
-  if (x.rows >= kGroupsFromRows)
-    for (; c0 + kGroups * kCols <= wrows; c0 += kGroups * kCols, w += kGroups * group_bytes)
-      interleaved_groups<T>(w, group_bytes, x, y + c0, ldy, sums);
-  for (; c0 < wrows; c0 += kCols, w += group_bytes) sixteen_interleaved_columns<T>(w, x, y + c0, ldy, sums);
+  for (int c0 = 0; c0 < wrows; c0 += kCols, w += group_bytes) sixteen_interleaved_columns<T>(w, x, y + c0, ldy, sums);
 }
 
 }  // namespace
