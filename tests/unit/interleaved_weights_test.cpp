@@ -37,13 +37,13 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(InterleavedWeights, ColumnKernelGivesTheBaseFormatsBitsInAnyBatch) {
   auto b = make_cpu_backend();
   std::mt19937 rng(21);
-  const int64_t m = 80;  // four groups, which several rows take together, and one alone
+  const int64_t m = 80;  // a task's column block of 64 (four groups) and one of 16
   for (DType t : kInterleavable) {
     const int64_t k = dtype_block_elems(t) == 256 ? 2304 : 2080;  // longer than the base kernel's chunk of 2048
     const test::QuantizedWeight w = test::make_quantized_weight(*b, t, m, k, rng);
     const Tensor wi = interleaved(*b, w.t);
     if (!wi.defined()) GTEST_SKIP() << "no interleaved layout on this CPU (AVX-512 VNNI and bf16 panels)";
-    for (int64_t n : {1, 2, 3, 4, 5, 6, 11, 48}) {  // every way rows are split into blocks
+    for (int64_t n : {1, 2, 3, 4, 5, 6, 11, 48}) {  // one decoding row to a few-row pass's 48
       const std::vector<float> x = test::random_rows(n, k, rng);
       cpu::Int16Rows q;
       cpu::quantize_rows_int16(x.data(), n, k, q);
