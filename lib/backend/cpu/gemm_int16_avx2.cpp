@@ -12,7 +12,7 @@
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
-#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
+#include "backend/cpu/unit_groups.h"
 #include "core/isa_target.h"
 
 KVF_ISA_BEGIN("avx2,f16c,fma")
@@ -48,27 +48,28 @@ class ColumnSink {
  public:
   ColumnSink(int16_t* values, const PanelView& panel, int column) : values_(values), panel_(panel), c_(column) {}
 
-  template <int S>
-  void unit(const Widened& w, int64_t e, float s) {
-    unit_in_halves<S>(w, e, s, s);
+  template <class Kind>
+  void group(int64_t, int, const GroupScales& g) {
+    _mm256_store_ps(s0_, g.s0);
+    _mm256_store_ps(s1_, Kind::kHalves ? g.s1 : g.s0);
+    if constexpr (Kind::kMin) _mm256_store_ps(c_of_unit_, g.c);
   }
-  template <int S>
-  void unit_with_min(const Widened& w, int64_t e, float s, float c) {
-    unit_in_halves<S>(w, e, s, s);
-    panel_.min[e / 32 * kCols + c_] = c;
-  }
-  template <int S>
-  void unit_in_halves(const Widened& w, int64_t e, float s0, float s1) {
+  template <int S, class Kind>
+  void unit(const Widened& w, int64_t e, int j) {
     _mm256_storeu_si256((__m256i*)(values_ + e), w.lo);
     _mm256_storeu_si256((__m256i*)(values_ + e + 16), w.hi);
-    panel_.scale[e / 16 * kCols + c_] = s0;
-    panel_.scale[(e / 16 + 1) * kCols + c_] = s1;
+    panel_.scale[e / 16 * kCols + c_] = s0_[j];
+    panel_.scale[(e / 16 + 1) * kCols + c_] = s1_[j];
+    if constexpr (Kind::kMin) panel_.min[e / 32 * kCols + c_] = c_of_unit_[j];
   }
 
  private:
   int16_t* values_;
   PanelView panel_;
   int c_;
+  alignas(32) float s0_[8];  // the group's scales, read back unit by unit
+  alignas(32) float s1_[8];
+  alignas(32) float c_of_unit_[8];
 };
 
 #include "backend/cpu/int_dot_formats.inc"

@@ -5,11 +5,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
-#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
+#include "backend/cpu/unit_groups.h"
 #include "core/isa_target.h"
 
 KVF_ISA_BEGIN("avx2,f16c,fma")
@@ -24,59 +25,54 @@ namespace {
 template <int R>
 class RowSums {
  public:
-  RowSums(const Int16Rows& x, int64_t row0) : x_(x), row0_(row0) {
-    for (int r = 0; r < R; ++r)
-      for (int slot = 0; slot < 2; ++slot) {
-        acc_[slot][r] = _mm256_setzero_ps();
-        off_[slot][r] = 0;
-      }
-  }
-
-  // s * w
-  template <int S>
-  void unit(const Widened& w, int64_t e, float s) {
+  RowSums(const Int16Rows& x, int64_t row0) {
     for (int r = 0; r < R; ++r) {
-      const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(w.lo, q(r, e)), _mm256_madd_epi16(w.hi, q(r, e + 16)));
-      acc_[S][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(s * x_.d[(size_t)block(r, e)]), acc_[S][r]);
+      q_[r] = x.q.data() + (row0 + r) * x.k;
+      d_[r] = x.d.data() + (row0 + r) * (x.k / 32);
+      sum32_[r] = x.sum32.data() + (row0 + r) * (x.k / 32);
+      acc_[0][r] = acc_[1][r] = mins_[r] = _mm256_setzero_ps();
     }
   }
 
-  // s * w + c
-  template <int S>
-  void unit_with_min(const Widened& w, int64_t e, float s, float c) {
-    unit<S>(w, e, s);
-    for (int r = 0; r < R; ++r) off_[S][r] += c * x_.sum32[(size_t)block(r, e)];
+  // Each row's scale per unit (and half) of the group: the weights' times the activation block's. The mins' part
+  // of the whole group is added here.
+  template <class Kind>
+  void group(int64_t e, int n, const GroupScales& g) {
+    for (int r = 0; r < R; ++r) {
+      const __m256 d = load_first(d_[r] + e / 32, n);
+      scale0_[r] = _mm256_mul_ps(g.s0, d);
+      if constexpr (Kind::kHalves) scale1_[r] = _mm256_mul_ps(g.s1, d);
+      if constexpr (Kind::kMin) mins_[r] = _mm256_fmadd_ps(g.c, load_first(sum32_[r] + e / 32, n), mins_[r]);
+    }
   }
 
-  // s0 * w for the first 16 values, s1 * w for the last 16.
-  template <int S>
-  void unit_in_halves(const Widened& w, int64_t e, float s0, float s1) {
+  template <int S, class Kind>
+  void unit(const Widened& w, int64_t e, int j) {
     for (int r = 0; r < R; ++r) {
-      const float d = x_.d[(size_t)block(r, e)];
-      acc_[S][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(w.lo, q(r, e))), _mm256_set1_ps(s0 * d),
-                                   acc_[S][r]);
-      acc_[S][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(w.hi, q(r, e + 16))), _mm256_set1_ps(s1 * d),
-                                   acc_[S][r]);
+      const __m256i lo = _mm256_madd_epi16(w.lo, q(r, e)), hi = _mm256_madd_epi16(w.hi, q(r, e + 16));
+      if constexpr (Kind::kHalves) {
+        acc_[S][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), lane(scale0_[r], j), acc_[S][r]);
+        acc_[S][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), lane(scale1_[r], j), acc_[S][r]);
+      } else {
+        acc_[S][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)), lane(scale0_[r], j), acc_[S][r]);
+      }
     }
   }
 
   void store(float* y, int64_t ldy) const {
-    for (int r = 0; r < R; ++r) {
-      const __m256 v = _mm256_add_ps(acc_[0][r], acc_[1][r]);
-      const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-      const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
-      y[r * ldy] = _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t))) + (off_[0][r] + off_[1][r]);
-    }
+    for (int r = 0; r < R; ++r) y[r * ldy] = hsum(_mm256_add_ps(_mm256_add_ps(acc_[0][r], acc_[1][r]), mins_[r]));
   }
 
  private:
-  int64_t block(int r, int64_t e) const { return (row0_ + r) * (x_.k / 32) + e / 32; }
-  __m256i q(int r, int64_t e) const { return _mm256_loadu_si256((const __m256i*)(x_.q.data() + (row0_ + r) * x_.k + e)); }
+  __m256i q(int r, int64_t e) const { return _mm256_loadu_si256((const __m256i*)(q_[r] + e)); }
 
-  const Int16Rows& x_;
-  int64_t row0_;
+  const int16_t* q_[R];
+  const float* d_[R];
+  const float* sum32_[R];
   __m256 acc_[2][R];
-  float off_[2][R];
+  __m256 mins_[R];
+  __m256 scale0_[R];  // each row's scale of the group's units (and of their second halves)
+  __m256 scale1_[R];
 };
 
 #include "backend/cpu/int_dot_formats.inc"

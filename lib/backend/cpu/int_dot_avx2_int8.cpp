@@ -15,7 +15,7 @@
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
-#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
+#include "backend/cpu/unit_groups.h"
 #include "core/isa_target.h"
 
 KVF_ISA_BEGIN("avx2,f16c,fma")
@@ -67,51 +67,40 @@ inline Widened widen_nibbles_with_fifth_bits(const uint8_t* qs, const uint8_t* q
 template <int R>
 class RowSums {
  public:
-  RowSums(const Int16Rows& x, int64_t row0) : x_(x), row0_(row0) {
-    for (int r = 0; r < R; ++r)
-      for (int slot = 0; slot < 2; ++slot) {
-        acc_[slot][r] = _mm256_setzero_ps();
-        off_[slot][r] = 0;
-      }
-  }
-
-  // s * w, w signed
-  template <int S>
-  void unit(const Widened& w, int64_t e, float s) {
-    const __m256i magnitude = _mm256_sign_epi8(w.v, w.v);
-    for (int r = 0; r < R; ++r)
-      acc_[S][r] = _mm256_fmadd_ps(pair_sums(magnitude, _mm256_sign_epi8(q(r, e), w.v)),
-                                   _mm256_set1_ps(s * x_.d8[(size_t)block(r, e)]), acc_[S][r]);
-  }
-
-  // s * w + c, w unsigned
-  template <int S>
-  void unit_with_min(const Widened& w, int64_t e, float s, float c) {
+  RowSums(const Int16Rows& x, int64_t row0) {
     for (int r = 0; r < R; ++r) {
-      const size_t b = (size_t)block(r, e);
-      acc_[S][r] = _mm256_fmadd_ps(pair_sums(w.v, q(r, e)), _mm256_set1_ps(s * x_.d8[b]), acc_[S][r]);
-      off_[S][r] += c * x_.sum8[b];
+      q_[r] = x.q8.data() + (row0 + r) * x.k;
+      d_[r] = x.d8.data() + (row0 + r) * (x.k / 32);
+      sum8_[r] = x.sum8.data() + (row0 + r) * (x.k / 32);
+      acc_[0][r] = acc_[1][r] = mins_[r] = _mm256_setzero_ps();
     }
   }
 
-  // s0 * w for the first 16 values, s1 * w for the last 16, w signed: the eight sums' low four are the first 16.
-  template <int S>
-  void unit_in_halves(const Widened& w, int64_t e, float s0, float s1) {
-    const __m256i magnitude = _mm256_sign_epi8(w.v, w.v);
+  // Each row's scale per unit (and half) of the group, and the mins' part of the whole group, as int_dot_avx2.cpp.
+  template <class Kind>
+  void group(int64_t e, int n, const GroupScales& g) {
     for (int r = 0; r < R; ++r) {
-      const float d = x_.d8[(size_t)block(r, e)];
-      acc_[S][r] = _mm256_fmadd_ps(pair_sums(magnitude, _mm256_sign_epi8(q(r, e), w.v)),
-                                   _mm256_set_m128(_mm_set1_ps(s1 * d), _mm_set1_ps(s0 * d)), acc_[S][r]);
+      const __m256 d = load_first(d_[r] + e / 32, n);
+      scale0_[r] = _mm256_mul_ps(g.s0, d);
+      if constexpr (Kind::kHalves) scale1_[r] = _mm256_mul_ps(g.s1, d);
+      if constexpr (Kind::kMin) mins_[r] = _mm256_fmadd_ps(g.c, load_first(sum8_[r] + e / 32, n), mins_[r]);
+    }
+  }
+
+  // w unsigned where the format has a min, else signed; with halves, the eight sums' low four are the first 16.
+  template <int S, class Kind>
+  void unit(const Widened& w, int64_t e, int j) {
+    const __m256i magnitude = Kind::kMin ? w.v : _mm256_sign_epi8(w.v, w.v);
+    for (int r = 0; r < R; ++r) {
+      const __m256i a = Kind::kMin ? q(r, e) : _mm256_sign_epi8(q(r, e), w.v);
+      const __m256 scale = Kind::kHalves ? _mm256_blend_ps(lane(scale0_[r], j), lane(scale1_[r], j), 0xF0)
+                                         : lane(scale0_[r], j);
+      acc_[S][r] = _mm256_fmadd_ps(pair_sums(magnitude, a), scale, acc_[S][r]);
     }
   }
 
   void store(float* y, int64_t ldy) const {
-    for (int r = 0; r < R; ++r) {
-      const __m256 v = _mm256_add_ps(acc_[0][r], acc_[1][r]);
-      const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-      const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
-      y[r * ldy] = _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t))) + (off_[0][r] + off_[1][r]);
-    }
+    for (int r = 0; r < R; ++r) y[r * ldy] = hsum(_mm256_add_ps(_mm256_add_ps(acc_[0][r], acc_[1][r]), mins_[r]));
   }
 
  private:
@@ -119,15 +108,15 @@ class RowSums {
   static __m256 pair_sums(__m256i u, __m256i a) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1)));
   }
-  int64_t block(int r, int64_t e) const { return (row0_ + r) * (x_.k / 32) + e / 32; }
-  __m256i q(int r, int64_t e) const {
-    return _mm256_loadu_si256((const __m256i*)(x_.q8.data() + (row0_ + r) * x_.k + e));
-  }
+  __m256i q(int r, int64_t e) const { return _mm256_loadu_si256((const __m256i*)(q_[r] + e)); }
 
-  const Int16Rows& x_;
-  int64_t row0_;
+  const int8_t* q_[R];
+  const float* d_[R];
+  const float* sum8_[R];
   __m256 acc_[2][R];
-  float off_[2][R];
+  __m256 mins_[R];
+  __m256 scale0_[R];  // each row's scale of the group's units (and of their second halves)
+  __m256 scale1_[R];
 };
 
 #include "backend/cpu/int_dot_formats.inc"

@@ -9,7 +9,7 @@
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
-#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
+#include "backend/cpu/unit_groups.h"
 #include "core/isa_target.h"
 
 KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
@@ -29,56 +29,56 @@ namespace {
 template <int R>
 class RowSums {
  public:
-  RowSums(const Int16Rows& x, int64_t row0) : x_(x), row0_(row0) {
-    for (int r = 0; r < R; ++r)
-      for (int slot = 0; slot < 2; ++slot) {
-        acc_[slot][r] = _mm512_setzero_ps();
-        off_[slot][r] = 0;
-      }
-  }
-
-  // The 32 weights at value e of the row, widened to 16 bits: s * w.
-  template <int S>
-  void unit(__m512i w, int64_t e, float s) {
-    for (int r = 0; r < R; ++r)
-      acc_[S][r] = _mm512_fmadd_ps(products(w, r, e), _mm512_set1_ps(s * x_.d[(size_t)block(r, e)]), acc_[S][r]);
-  }
-
-  // The same with a min: s * w + c.
-  template <int S>
-  void unit_with_min(__m512i w, int64_t e, float s, float c) {
-    unit<S>(w, e, s);
-    for (int r = 0; r < R; ++r) off_[S][r] += c * x_.sum32[(size_t)block(r, e)];
-  }
-
-  // s0 * w for the first 16 values, s1 * w for the last 16 (vpdpwssd lanes 0-7 and 8-15).
-  template <int S>
-  void unit_in_halves(__m512i w, int64_t e, float s0, float s1) {
-    const __m512 s = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
+  RowSums(const Int16Rows& x, int64_t row0) {
     for (int r = 0; r < R; ++r) {
-      const __m512 scale = _mm512_mul_ps(s, _mm512_set1_ps(x_.d[(size_t)block(r, e)]));
-      acc_[S][r] = _mm512_fmadd_ps(products(w, r, e), scale, acc_[S][r]);
+      q_[r] = x.q.data() + (row0 + r) * x.k;
+      d_[r] = x.d.data() + (row0 + r) * (x.k / 32);
+      sum32_[r] = x.sum32.data() + (row0 + r) * (x.k / 32);
+      acc_[0][r] = acc_[1][r] = _mm512_setzero_ps();
+      mins_[r] = _mm256_setzero_ps();
+    }
+  }
+
+  // Each row's scale per unit (and half) of the group, and the mins' part of the whole group, as int_dot_avx2.cpp.
+  template <class Kind>
+  void group(int64_t e, int n, const GroupScales& g) {
+    for (int r = 0; r < R; ++r) {
+      const __m256 d = load_first(d_[r] + e / 32, n);
+      const __m256 s0 = _mm256_mul_ps(g.s0, d);
+      // Lanes 0-7 and 8-15 both the group's scales (the second halves' in 8-15 where they differ), so that one
+      // permute puts unit j's scale of each half of 16 values over the 8 lanes that hold that half's sums.
+      scales_[r] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(s0)),
+                                                       _mm256_castps_pd(Kind::kHalves ? _mm256_mul_ps(g.s1, d) : s0), 1));
+      if constexpr (Kind::kMin) mins_[r] = _mm256_fmadd_ps(g.c, load_first(sum32_[r] + e / 32, n), mins_[r]);
+    }
+  }
+
+  // The 32 weights at value e of the row, widened to 16 bits: one vpdpwssd, lanes 0-7 the first 16 values.
+  template <int S, class Kind>
+  void unit(__m512i w, int64_t e, int j) {
+    for (int r = 0; r < R; ++r) {
+      const __m512i at = _mm512_add_epi32(_mm512_set1_epi32(j), _mm512_set_epi32(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0));
+      acc_[S][r] = _mm512_fmadd_ps(products(w, r, e), _mm512_permutexvar_ps(at, scales_[r]), acc_[S][r]);
     }
   }
 
   void store(float* y, int64_t ldy) const {
-    for (int r = 0; r < R; ++r)
-      y[r * ldy] = hsum(_mm512_add_ps(acc_[0][r], acc_[1][r])) + (off_[0][r] + off_[1][r]);
+    for (int r = 0; r < R; ++r) y[r * ldy] = hsum(_mm512_add_ps(acc_[0][r], acc_[1][r])) + hsum(mins_[r]);
   }
 
  private:
-  int64_t block(int r, int64_t e) const { return (row0_ + r) * (x_.k / 32) + e / 32; }
-
   // Pairwise sums w * q of the unit (widened to 16 bits) against row r's activations, as 16 floats.
   __m512 products(__m512i w, int r, int64_t e) const {
-    const __m512i q = _mm512_loadu_si512(x_.q.data() + (row0_ + r) * x_.k + e);
+    const __m512i q = _mm512_loadu_si512(q_[r] + e);
     return _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_dpwssd_epi32(_mm512_setzero_si512(), w, q));
   }
 
-  const Int16Rows& x_;
-  int64_t row0_;
+  const int16_t* q_[R];
+  const float* d_[R];
+  const float* sum32_[R];
   __m512 acc_[2][R];
-  float off_[2][R];
+  __m256 mins_[R];
+  __m512 scales_[R];  // each row's scales of the group's units: lanes 0-7 first halves, 8-15 second halves
 };
 
 #include "backend/cpu/int_dot_formats.inc"

@@ -22,8 +22,8 @@
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"
+#include "backend/cpu/unit_groups.h"
 #include "core/error.h"
-#include "core/ggml_types.h"  // q4k_scale_min, for int_dot_formats.inc
 #include "core/isa_target.h"
 
 KVF_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
@@ -56,25 +56,26 @@ class ColumnSink {
  public:
   ColumnSink(ChunkUnits& units, int column) : units_(units), c_(column) {}
 
-  template <int S>
-  void unit(__m512i w, int64_t e, float s) {
-    unit_in_halves<S>(w, e, s, s);
+  template <class Kind>
+  void group(int64_t, int, const GroupScales& g) {
+    _mm256_store_ps(s0_, g.s0);
+    _mm256_store_ps(s1_, Kind::kHalves ? g.s1 : g.s0);
+    if constexpr (Kind::kMin) _mm256_store_ps(c_of_unit_, g.c);
   }
-  template <int S>
-  void unit_with_min(__m512i w, int64_t e, float s, float c) {
-    unit_in_halves<S>(w, e, s, s);
-    units_.min[e / 32][c_] = c;
-  }
-  template <int S>
-  void unit_in_halves(__m512i w, int64_t e, float s0, float s1) {
+  template <int S, class Kind>
+  void unit(__m512i w, int64_t e, int j) {
     _mm512_store_si512(units_.q[e / 32][c_], w);
-    units_.s0[e / 32][c_] = s0;
-    units_.s1[e / 32][c_] = s1;
+    units_.s0[e / 32][c_] = s0_[j];
+    units_.s1[e / 32][c_] = s1_[j];
+    if constexpr (Kind::kMin) units_.min[e / 32][c_] = c_of_unit_[j];
   }
 
  private:
   ChunkUnits& units_;
   int c_;
+  alignas(32) float s0_[8];  // the group's scales, read back unit by unit
+  alignas(32) float s1_[8];
+  alignas(32) float c_of_unit_[8];
 };
 
 #include "backend/cpu/int_dot_formats.inc"
