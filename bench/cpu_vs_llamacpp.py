@@ -265,6 +265,15 @@ def cpu_flags():
     return "unknown"
 
 
+def llama_build():
+    """How the llama.cpp libraries in use were built: the package's own (GGML_NATIVE=ON, scripts/setup-reference.sh),
+    or those LLAMA_CPP_LIB_PATH names (setup-reference.sh --avx2-lib)."""
+    lib = os.environ.get("LLAMA_CPP_LIB_PATH")
+    if not lib:
+        return "built with GGML_NATIVE=ON"
+    return f"with the libraries in `{lib}` (LLAMA_CPP_LIB_PATH; `scripts/setup-reference.sh --avx2-lib` builds AVX2 ones)"
+
+
 def load_average():
     with open("/proc/loadavg", encoding="utf-8") as f:
         return " ".join(f.read().split()[:3])
@@ -286,11 +295,13 @@ def markdown(args, rows, loads):
         f"- Machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}",
         f"- CPU flags that matter here: {cpu_flags()}",
         f"- Models: {', '.join(f'`{m.name}`' for m in args.model)}",
-        f"- llama.cpp: llama-cpp-python {llama_cpp.__version__} built with GGML_NATIVE=ON; n_batch = prompt length, "
+        f"- llama.cpp: llama-cpp-python {llama_cpp.__version__} {llama_build()}; n_batch = prompt length, "
         "F16 KV cache; `llama.cpp` without its extra buffer types, `llama.cpp repacked` with them (weights "
         "repacked for its AMX / AVX-512 kernels where the CPU and the weight type have one)",
         "- kvfuse: `kvf_prefill_bench`, `--compute f32` (weights dequantized to f32, OpenBLAS) and `--compute fast` "
-        "(weights kept as stored, the run-time chosen kernel)",
+        "(weights kept as stored, the run-time chosen kernel"
+        + (f"; `KVF_GEMM_KERNEL={os.environ['KVF_GEMM_KERNEL']}` names it" if os.environ.get("KVF_GEMM_KERNEL") else "")
+        + ")",
         f"- Workload: prefill of {', '.join(map(str, args.tokens))} random token ids (seed {args.seed}) into an "
         "empty cache; "
         + (f"decode `B x {args.decode}`: B sequences, each prefilled (untimed) with its own "

@@ -43,6 +43,32 @@ if [ "${1:-}" = --convert ]; then
   exit 0
 fi
 
+# --avx2-lib: llama.cpp's libraries from the same llama-cpp-python source built for AVX2 without AVX-512, into
+# $KVFUSE_HOME/llama-avx2-lib. With LLAMA_CPP_LIB_PATH pointing there, bench/cpu_vs_llamacpp.py measures llama.cpp's
+# AVX2 kernels on an AVX-512 CPU, against kvfuse's with KVF_GEMM_KERNEL=avx2-int16 (docs/results/
+# cpu_vs_llamacpp_avx2.md): a stand-in for an AVX2-only CPU. Prints the folder.
+if [ "${1:-}" = --avx2-lib ]; then
+  out="$KVFUSE_HOME/llama-avx2-lib"
+  if [ -f "$out/libllama.so" ] && [ -f "$out/.llama-cpp-python-$llama_version" ]; then echo "$out"; exit 0; fi
+  [ -x "$venv/bin/python" ] || { log "creating $venv"; python3 -m venv "$venv"; }
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  log "building llama.cpp $llama_version for AVX2 without AVX-512 (a few minutes)"
+  "$venv/bin/python" -m pip download -q --no-binary :all: --no-deps -d "$work" "llama-cpp-python==$llama_version"
+  tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
+  cmake -S "$work/llama_cpp_python-$llama_version/vendor/llama.cpp" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
+    -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF \
+    -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF >"$work/cmake.log" 2>&1 || { tail -20 "$work/cmake.log" >&2; exit 1; }
+  cmake --build "$work/build" -j "$(nproc)" --target llama >"$work/build.log" 2>&1 ||
+    { tail -20 "$work/build.log" >&2; exit 1; }
+  mkdir -p "$out"
+  cp "$work"/build/bin/lib*.so "$out"/  # each finds the others beside it ($ORIGIN)
+  touch "$out/.llama-cpp-python-$llama_version"
+  echo "$out"
+  exit 0
+fi
+
 if installed; then
   log "ok ($venv, llama-cpp-python $llama_version)"
   exit 0
