@@ -50,26 +50,22 @@ class ColumnSink {
 
   template <class Kind>
   void group(int64_t, int, const GroupScales& g) {
-    _mm256_store_ps(s0_, g.s0);
-    _mm256_store_ps(s1_, Kind::kHalves ? g.s1 : g.s0);
-    if constexpr (Kind::kMin) _mm256_store_ps(c_of_unit_, g.c);
+    group_.take<Kind>(g);
   }
   template <int S, class Kind>
   void unit(const Widened& w, int64_t e, int j) {
     _mm256_storeu_si256((__m256i*)(values_ + e), w.lo);
     _mm256_storeu_si256((__m256i*)(values_ + e + 16), w.hi);
-    panel_.scale[e / 16 * kCols + c_] = s0_[j];
-    panel_.scale[(e / 16 + 1) * kCols + c_] = s1_[j];
-    if constexpr (Kind::kMin) panel_.min[e / 32 * kCols + c_] = c_of_unit_[j];
+    panel_.scale[e / 16 * kCols + c_] = group_.s0[j];
+    panel_.scale[(e / 16 + 1) * kCols + c_] = group_.s1[j];
+    if constexpr (Kind::kMin) panel_.min[e / 32 * kCols + c_] = group_.c[j];
   }
 
  private:
   int16_t* values_;
   PanelView panel_;
   int c_;
-  alignas(32) float s0_[8];  // the group's scales, read back unit by unit
-  alignas(32) float s1_[8];
-  alignas(32) float c_of_unit_[8];
+  GroupScaleArrays group_;
 };
 
 #include "backend/cpu/int_dot_formats.inc"

@@ -15,35 +15,19 @@
 
 KVF_ISA_BEGIN("avx2,f16c,fma")
 #include "backend/cpu/simd_reductions.h"
+#include "backend/cpu/row_totals_avx2.h"
 #include "backend/cpu/widen_avx2.h"
 
 namespace kvf::cpu {
 namespace {
 
-// Running sums of one weight row against R activation rows (from row0 of x), in two accumulator slots S that
-// consecutive units alternate between, so that their additions do not wait for each other.
+// One weight row against R activation rows (from row0 of x), 16-bit: a unit is two vpmaddwd.
 template <int R>
-class RowSums {
+class RowSums : public RowTotals<R> {
  public:
-  RowSums(const Int16Rows& x, int64_t row0) {
-    for (int r = 0; r < R; ++r) {
-      q_[r] = x.q.data() + (row0 + r) * x.k;
-      d_[r] = x.d.data() + (row0 + r) * (x.k / 32);
-      sum32_[r] = x.sum32.data() + (row0 + r) * (x.k / 32);
-      acc_[0][r] = acc_[1][r] = mins_[r] = _mm256_setzero_ps();
-    }
-  }
-
-  // Each row's scale per unit (and half) of the group: the weights' times the activation block's. The mins' part
-  // of the whole group is added here.
-  template <class Kind>
-  void group(int64_t e, int n, const GroupScales& g) {
-    for (int r = 0; r < R; ++r) {
-      const __m256 d = load_first(d_[r] + e / 32, n);
-      scale0_[r] = _mm256_mul_ps(g.s0, d);
-      if constexpr (Kind::kHalves) scale1_[r] = _mm256_mul_ps(g.s1, d);
-      if constexpr (Kind::kMin) mins_[r] = _mm256_fmadd_ps(g.c, load_first(sum32_[r] + e / 32, n), mins_[r]);
-    }
+  RowSums(const Int16Rows& x, int64_t row0)
+      : RowTotals<R>(x.d.data() + row0 * (x.k / 32), x.sum32.data() + row0 * (x.k / 32), x.k / 32) {
+    for (int r = 0; r < R; ++r) q_[r] = x.q.data() + (row0 + r) * x.k;
   }
 
   template <int S, class Kind>
@@ -51,28 +35,18 @@ class RowSums {
     for (int r = 0; r < R; ++r) {
       const __m256i lo = _mm256_madd_epi16(w.lo, q(r, e)), hi = _mm256_madd_epi16(w.hi, q(r, e + 16));
       if constexpr (Kind::kHalves) {
-        acc_[S][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), lane(scale0_[r], j), acc_[S][r]);
-        acc_[S][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), lane(scale1_[r], j), acc_[S][r]);
+        this->template add<S>(r, _mm256_cvtepi32_ps(lo), this->first(r, j));
+        this->template add<S>(r, _mm256_cvtepi32_ps(hi), this->second(r, j));
       } else {
-        acc_[S][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)), lane(scale0_[r], j), acc_[S][r]);
+        this->template add<S>(r, _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)), this->first(r, j));
       }
     }
-  }
-
-  void store(float* y, int64_t ldy) const {
-    for (int r = 0; r < R; ++r) y[r * ldy] = hsum(_mm256_add_ps(_mm256_add_ps(acc_[0][r], acc_[1][r]), mins_[r]));
   }
 
  private:
   __m256i q(int r, int64_t e) const { return _mm256_loadu_si256((const __m256i*)(q_[r] + e)); }
 
   const int16_t* q_[R];
-  const float* d_[R];
-  const float* sum32_[R];
-  __m256 acc_[2][R];
-  __m256 mins_[R];
-  __m256 scale0_[R];  // each row's scale of the group's units (and of their second halves)
-  __m256 scale1_[R];
 };
 
 #include "backend/cpu/int_dot_formats.inc"

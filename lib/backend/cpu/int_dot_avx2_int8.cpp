@@ -20,6 +20,7 @@
 
 KVF_ISA_BEGIN("avx2,f16c,fma")
 #include "backend/cpu/simd_reductions.h"
+#include "backend/cpu/row_totals_avx2.h"
 
 namespace kvf::cpu {
 namespace {
@@ -62,29 +63,13 @@ inline Widened widen_nibbles_with_fifth_bits(const uint8_t* qs, const uint8_t* q
   return {_mm256_or_si256(widen_nibbles(qs).v, _mm256_and_si256(set, _mm256_set1_epi8(16)))};
 }
 
-// Running sums of one weight row against R 8-bit activation rows (from row0 of x), in two accumulator slots S that
-// consecutive units alternate between.
+// One weight row against R 8-bit activation rows (from row0 of x): a unit is one vpmaddubsw and one vpmaddwd.
 template <int R>
-class RowSums {
+class RowSums : public RowTotals<R> {
  public:
-  RowSums(const Int16Rows& x, int64_t row0) {
-    for (int r = 0; r < R; ++r) {
-      q_[r] = x.q8.data() + (row0 + r) * x.k;
-      d_[r] = x.d8.data() + (row0 + r) * (x.k / 32);
-      sum8_[r] = x.sum8.data() + (row0 + r) * (x.k / 32);
-      acc_[0][r] = acc_[1][r] = mins_[r] = _mm256_setzero_ps();
-    }
-  }
-
-  // Each row's scale per unit (and half) of the group, and the mins' part of the whole group, as int_dot_avx2.cpp.
-  template <class Kind>
-  void group(int64_t e, int n, const GroupScales& g) {
-    for (int r = 0; r < R; ++r) {
-      const __m256 d = load_first(d_[r] + e / 32, n);
-      scale0_[r] = _mm256_mul_ps(g.s0, d);
-      if constexpr (Kind::kHalves) scale1_[r] = _mm256_mul_ps(g.s1, d);
-      if constexpr (Kind::kMin) mins_[r] = _mm256_fmadd_ps(g.c, load_first(sum8_[r] + e / 32, n), mins_[r]);
-    }
+  RowSums(const Int16Rows& x, int64_t row0)
+      : RowTotals<R>(x.d8.data() + row0 * (x.k / 32), x.sum8.data() + row0 * (x.k / 32), x.k / 32) {
+    for (int r = 0; r < R; ++r) q_[r] = x.q8.data() + (row0 + r) * x.k;
   }
 
   // w unsigned where the format has a min, else signed; with halves, the eight sums' low four are the first 16.
@@ -93,14 +78,10 @@ class RowSums {
     const __m256i magnitude = Kind::kMin ? w.v : _mm256_sign_epi8(w.v, w.v);
     for (int r = 0; r < R; ++r) {
       const __m256i a = Kind::kMin ? q(r, e) : _mm256_sign_epi8(q(r, e), w.v);
-      const __m256 scale = Kind::kHalves ? _mm256_blend_ps(lane(scale0_[r], j), lane(scale1_[r], j), 0xF0)
-                                         : lane(scale0_[r], j);
-      acc_[S][r] = _mm256_fmadd_ps(pair_sums(magnitude, a), scale, acc_[S][r]);
+      const __m256 scale = Kind::kHalves ? _mm256_blend_ps(this->first(r, j), this->second(r, j), 0xF0)
+                                         : this->first(r, j);
+      this->template add<S>(r, pair_sums(magnitude, a), scale);
     }
-  }
-
-  void store(float* y, int64_t ldy) const {
-    for (int r = 0; r < R; ++r) y[r * ldy] = hsum(_mm256_add_ps(_mm256_add_ps(acc_[0][r], acc_[1][r]), mins_[r]));
   }
 
  private:
@@ -111,12 +92,6 @@ class RowSums {
   __m256i q(int r, int64_t e) const { return _mm256_loadu_si256((const __m256i*)(q_[r] + e)); }
 
   const int8_t* q_[R];
-  const float* d_[R];
-  const float* sum8_[R];
-  __m256 acc_[2][R];
-  __m256 mins_[R];
-  __m256 scale0_[R];  // each row's scale of the group's units (and of their second halves)
-  __m256 scale1_[R];
 };
 
 #include "backend/cpu/int_dot_formats.inc"

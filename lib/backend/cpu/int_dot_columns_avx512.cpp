@@ -58,24 +58,20 @@ class ColumnSink {
 
   template <class Kind>
   void group(int64_t, int, const GroupScales& g) {
-    _mm256_store_ps(s0_, g.s0);
-    _mm256_store_ps(s1_, Kind::kHalves ? g.s1 : g.s0);
-    if constexpr (Kind::kMin) _mm256_store_ps(c_of_unit_, g.c);
+    group_.take<Kind>(g);
   }
   template <int S, class Kind>
   void unit(__m512i w, int64_t e, int j) {
     _mm512_store_si512(units_.q[e / 32][c_], w);
-    units_.s0[e / 32][c_] = s0_[j];
-    units_.s1[e / 32][c_] = s1_[j];
-    if constexpr (Kind::kMin) units_.min[e / 32][c_] = c_of_unit_[j];
+    units_.s0[e / 32][c_] = group_.s0[j];
+    units_.s1[e / 32][c_] = group_.s1[j];
+    if constexpr (Kind::kMin) units_.min[e / 32][c_] = group_.c[j];
   }
 
  private:
   ChunkUnits& units_;
   int c_;
-  alignas(32) float s0_[8];  // the group's scales, read back unit by unit
-  alignas(32) float s1_[8];
-  alignas(32) float c_of_unit_[8];
+  GroupScaleArrays group_;
 };
 
 #include "backend/cpu/int_dot_formats.inc"

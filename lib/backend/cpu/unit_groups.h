@@ -4,6 +4,8 @@
 #pragma once
 #include <immintrin.h>
 
+#include <cstring>
+
 namespace kvf::cpu {
 
 // The scales of a group of units, lane j for unit j (lanes past the group's last unit are 0). s1 is set only for
@@ -21,5 +23,20 @@ struct UnitKind {
 using PlainUnits = UnitKind<false, false>;
 using UnitsWithMin = UnitKind<false, true>;
 using UnitsInHalves = UnitKind<true, false>;
+
+// A group's scales as arrays, for the sinks that store them unit by unit (a 16-bit panel's column, the column
+// kernel's chunk): s1 holds s0 where the halves share one.
+struct GroupScaleArrays {
+  alignas(32) float s0[8];
+  alignas(32) float s1[8];
+  alignas(32) float c[8];
+
+  template <class Kind>
+  void take(const GroupScales& g) {
+    std::memcpy(s0, &g.s0, sizeof s0);
+    std::memcpy(s1, Kind::kHalves ? &g.s1 : &g.s0, sizeof s1);
+    if constexpr (Kind::kMin) std::memcpy(c, &g.c, sizeof c);
+  }
+};
 
 }  // namespace kvf::cpu
