@@ -39,7 +39,8 @@ class RowSums {
     }
   }
 
-  // Each row's scale per unit (and half) of the group, and the mins' part of the whole group, as int_dot_avx2.cpp.
+  // Each row's scale per unit (and half) of the group, and the mins' part of the whole group, as the AVX2 kernels'
+  // (row_totals_avx2.h).
   template <class Kind>
   void group(int64_t e, int n, const GroupScales& g) {
     for (int r = 0; r < R; ++r) {
@@ -47,8 +48,9 @@ class RowSums {
       const __m256 s0 = _mm256_mul_ps(g.s0, d);
       // Lanes 0-7 and 8-15 both the group's scales (the second halves' in 8-15 where they differ), so that one
       // permute puts unit j's scale of each half of 16 values over the 8 lanes that hold that half's sums.
-      scales_[r] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(s0)),
-                                                       _mm256_castps_pd(Kind::kHalves ? _mm256_mul_ps(g.s1, d) : s0), 1));
+      const __m256 s1 = Kind::kHalves ? _mm256_mul_ps(g.s1, d) : s0;
+      scales_[r] = _mm512_castpd_ps(
+          _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(s0)), _mm256_castps_pd(s1), 1));
       if constexpr (Kind::kMin) mins_[r] = _mm256_fmadd_ps(g.c, load_first(sum32_[r] + e / 32, n), mins_[r]);
     }
   }
@@ -56,8 +58,9 @@ class RowSums {
   // The 32 weights at value e of the row, widened to 16 bits: one vpdpwssd, lanes 0-7 the first 16 values.
   template <int S, class Kind>
   void unit(__m512i w, int64_t e, int j) {
+    const __m512i second_halves = _mm512_set_epi32(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i at = _mm512_add_epi32(_mm512_set1_epi32(j), second_halves);  // lane j, then lane j + 8
     for (int r = 0; r < R; ++r) {
-      const __m512i at = _mm512_add_epi32(_mm512_set1_epi32(j), _mm512_set_epi32(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0));
       acc_[S][r] = _mm512_fmadd_ps(products(w, r, e), _mm512_permutexvar_ps(at, scales_[r]), acc_[S][r]);
     }
   }
