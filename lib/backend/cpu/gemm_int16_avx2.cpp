@@ -8,7 +8,6 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <type_traits>
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <type_traits>
 
 #include "backend/cpu/gemm_isa.h"
 #include "backend/cpu/int_dot.h"

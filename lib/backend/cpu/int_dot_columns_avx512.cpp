@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/gemm_isa.h"
